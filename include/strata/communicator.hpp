@@ -1,0 +1,68 @@
+// strata::Communicator: the collectives on one MPI communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "strata/errors.hpp"
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+
+namespace strata {
+
+class Communicator {
+ public:
+  // Collective over `comm`: every rank of `comm` must construct it. The
+  // communicator is duplicated, so strata's traffic never mixes with the
+  // caller's. Throws InvalidArgument for a bad Config (unknown algorithm in
+  // the spec) and BackendError if MPI fails.
+  explicit Communicator(MPI_Comm comm, Config config = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+
+  int rank() const;
+  int size() const;
+
+  // Every rank's `out` receives op(in of all ranks). In place when
+  // in.data == out.data; count 0 is legal. All ranks pass the same count,
+  // dtype and op. Guarantees: identical bits on every rank, the same bits run
+  // to run, f16/bf16 reduced in f32, mean keeps the dtype.
+  // Throws InvalidArgument (before sending anything), DeadlineExceeded,
+  // PeerFailure (communicator already broken), BackendError.
+  void all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+
+  // Like all_reduce, but only `root` receives the result; `out` is ignored
+  // (may be null) on other ranks. Throws as all_reduce; InvalidArgument for
+  // a root outside [0, size).
+  void reduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options = {});
+
+  // Copies `root`'s buffer into every other rank's buffer.
+  void broadcast(Tensor buffer, int root, const CommunicationOptions& options = {});
+
+  // All-reduces each tensor in place. Results land in input order;
+  // `on_pack_done(i)` fires once per pack, in order, as soon as pack i's
+  // results are in the caller's tensors. The timeout bounds the whole batch.
+  void batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options = {},
+                        std::function<void(std::size_t pack)> on_pack_done = {});
+
+  // The algorithm (with "#shards" when > 1) the automatic selection runs for
+  // an all-reduce of `bytes` bytes on this communicator.
+  std::string algorithm_for(std::size_t bytes) const;
+
+  // True once a timeout or a peer failure broke the communicator.
+  bool broken() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata

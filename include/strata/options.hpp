@@ -1,0 +1,39 @@
+// Per-call options (TensorFlow's CommunicationOptions) and per-communicator
+// configuration.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "strata/types.hpp"
+
+namespace strata {
+
+// Options for one call. Validated on every call; an invalid value raises
+// InvalidArgument naming the field before anything is sent.
+struct CommunicationOptions {
+  // Pack size for batch_all_reduce; 0 = automatic. Signed so that a negative
+  // value coming from a binding or a config file is caught, not wrapped.
+  long long bytes_per_pack = 0;
+  // Bound on the whole call in seconds; 0 = no timeout. Negative or NaN is
+  // invalid. On expiry the call raises DeadlineExceeded and the communicator
+  // is marked broken.
+  double timeout_seconds = 0;
+  Implementation implementation = Implementation::automatic;
+};
+
+// TensorFlow's older name for the same options.
+using CollectiveHints = CommunicationOptions;
+
+// Per-communicator configuration, fixed at construction.
+struct Config {
+  // The all_reduce_spec: "auto", an algorithm name ("xring", "rechd",
+  // "pscpu", "tree", "mpi") with optional "#shards", or size-limited tuples
+  // ("tree:4k:xring#2"). Empty means: the STRATA_SPEC environment variable
+  // if set, else "auto". See docs/ALGORITHMS.md.
+  std::string all_reduce_spec;
+  // Pipeline chunk for the ring algorithms, in bytes (0 = built-in default).
+  std::size_t chunk_bytes = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,8 @@
+// The one header an application includes.
+#pragma once
+
+#include "strata/communicator.hpp"
+#include "strata/errors.hpp"
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+#include "strata/version.hpp"

@@ -1,0 +1,51 @@
+// Names and sizes of the public enums.
+#include <array>
+#include <fmt/format.h>
+
+#include "strata/errors.hpp"
+#include "strata/types.hpp"
+
+namespace strata {
+namespace {
+
+constexpr std::array<std::string_view, 10> kDtypeNames = {"f32", "f64", "f16", "bf16", "i8",
+                                                         "u8",  "i32", "u32", "i64",  "u64"};
+constexpr std::array<std::size_t, 10> kDtypeSizes = {4, 8, 2, 2, 1, 1, 4, 4, 8, 8};
+constexpr std::array<std::string_view, 5> kOpNames = {"sum", "mean", "min", "max", "prod"};
+
+template <typename Enum, std::size_t N>
+Enum parse_name(std::string_view text, std::string_view field, const std::array<std::string_view, N>& names) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == text) return static_cast<Enum>(i);
+  std::string choices;
+  for (auto n : names) choices += fmt::format("{}{}", choices.empty() ? "" : ", ", n);
+  throw InvalidArgument(fmt::format("{} = '{}' is not one of: {}", field, text, choices));
+}
+
+}  // namespace
+
+std::size_t dtype_size(DataType dtype) { return kDtypeSizes.at(static_cast<std::size_t>(dtype)); }
+std::size_t Tensor::bytes() const { return count * dtype_size(dtype); }
+
+std::string_view to_string(DataType dtype) { return kDtypeNames.at(static_cast<std::size_t>(dtype)); }
+std::string_view to_string(ReduceOp op) { return kOpNames.at(static_cast<std::size_t>(op)); }
+
+std::string_view to_string(Implementation implementation) {
+  switch (implementation) {
+    case Implementation::automatic: return "automatic";
+    case Implementation::ring: return "ring";
+    case Implementation::nccl: return "nccl";
+  }
+  return "?";
+}
+
+std::string_view to_string(Memory memory) { return memory == Memory::host ? "host" : "cuda"; }
+
+DataType parse_dtype(std::string_view text, std::string_view field) {
+  return parse_name<DataType>(text, field, kDtypeNames);
+}
+ReduceOp parse_reduce_op(std::string_view text, std::string_view field) {
+  return parse_name<ReduceOp>(text, field, kOpNames);
+}
+
+}  // namespace strata

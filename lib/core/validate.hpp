@@ -1,0 +1,27 @@
+// The validate stage: every public entry point checks its arguments here
+// before anything is sent, so bad input never leaves a peer waiting.
+// Each function throws InvalidArgument (or Unavailable for CUDA memory in a
+// build or run without GPU support) with a message naming field and value.
+#pragma once
+
+#include <string_view>
+
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+
+namespace strata::core {
+
+void validate_options(const CommunicationOptions& options);
+void validate_op(ReduceOp op);
+
+// `field` names the argument ("in", "out", "tensors[3]"). `data_required`:
+// whether a null pointer is an error when count > 0.
+void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required = true);
+
+// in and out of one call: same count and dtype; either the same buffer or
+// disjoint ones.
+void validate_in_out(const Tensor& in, const Tensor& out);
+
+void validate_root(int root, int size);
+
+}  // namespace strata::core

@@ -1,0 +1,119 @@
+#include "host/transport.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/check.hpp"
+#include "core/where.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::host {
+namespace {
+
+// MPI counts are int: split anything larger into pieces of 1 GiB. Both sides
+// split the same byte count the same way, and same-tag messages match in
+// order, so the pieces pair up.
+constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
+
+}  // namespace
+
+Transport::Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo info, core::Workspace& workspace)
+    : comm_(comm), deadline_(deadline), info_(info), workspace_(workspace) {
+  STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank_));
+  STRATA_CHECK_MPI(MPI_Comm_size(comm, &size_));
+}
+
+void Transport::isend(Requests& into, const void* data, std::size_t bytes, int peer, int tag) {
+  const auto* p = static_cast<const std::byte*>(data);
+  do {
+    const std::size_t piece = std::min(bytes, kMaxMessage);
+    MPI_Request request;
+    STRATA_CHECK_MPI(MPI_Isend(p, static_cast<int>(piece), MPI_BYTE, peer, tag, comm_, &request));
+    into.requests_.push_back(request);
+    into.peers_.push_back(peer);
+    p += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
+void Transport::irecv(Requests& into, void* data, std::size_t bytes, int peer, int tag) {
+  auto* p = static_cast<std::byte*>(data);
+  do {
+    const std::size_t piece = std::min(bytes, kMaxMessage);
+    MPI_Request request;
+    STRATA_CHECK_MPI(MPI_Irecv(p, static_cast<int>(piece), MPI_BYTE, peer, tag, comm_, &request));
+    into.requests_.push_back(request);
+    into.peers_.push_back(peer);
+    p += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
+bool Transport::test(Requests& requests) {
+  if (requests.empty()) return true;
+  int done = 0;
+  STRATA_CHECK_MPI(MPI_Testall(static_cast<int>(requests.requests_.size()), requests.requests_.data(), &done,
+                               MPI_STATUSES_IGNORE));
+  if (!done) return false;
+  requests.requests_.clear();
+  requests.peers_.clear();
+  return true;
+}
+
+void Transport::wait(Requests& requests) {
+  core::Backoff backoff;
+  while (!test(requests)) {
+    if (deadline_.expired()) {
+      // Name only the peers whose operations are still pending.
+      std::vector<int> pending;
+      for (std::size_t i = 0; i < requests.requests_.size(); ++i) {
+        int done = 0;
+        STRATA_CHECK_MPI(MPI_Test(&requests.requests_[i], &done, MPI_STATUS_IGNORE));
+        if (!done) pending.push_back(requests.peers_[i]);
+      }
+      throw_deadline(pending);
+    }
+    backoff.pause();
+  }
+}
+
+void Transport::sendrecv(const void* send, std::size_t send_bytes, int to, void* recv, std::size_t recv_bytes,
+                         int from, int tag) {
+  Requests requests;
+  irecv(requests, recv, recv_bytes, from, tag);
+  isend(requests, send, send_bytes, to, tag);
+  wait(requests);
+}
+
+void Transport::wait_collective(MPI_Request& request) {
+  core::Backoff backoff;
+  for (;;) {
+    int done = 0;
+    STRATA_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (deadline_.expired()) throw_deadline({});
+    backoff.pause();
+  }
+}
+
+void Transport::idle(core::Backoff& backoff, std::span<const int> waiting_for) {
+  if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
+  backoff.pause();
+}
+
+void Transport::throw_deadline(std::vector<int> waiting_for) const {
+  std::sort(waiting_for.begin(), waiting_for.end());
+  waiting_for.erase(std::unique(waiting_for.begin(), waiting_for.end()), waiting_for.end());
+  const std::string peers = waiting_for.empty() ? std::string("peers unknown (inside MPI's own collective)")
+                                                : fmt::format("still waiting for rank(s) {}", waiting_for);
+  throw DeadlineExceeded(
+      fmt::format("strata [{}]: {} #{} ({} bytes, algorithm {}) exceeded its timeout of {} s on rank {}; {}. "
+                  "The communicator is now unusable; check that every rank makes the same calls in the same order.",
+                  core::where(), info_.collective, info_.sequence, info_.bytes, info_.algorithm, deadline_.seconds(),
+                  rank_, peers),
+      std::move(waiting_for));
+}
+
+}  // namespace strata::host

@@ -1,0 +1,95 @@
+#include "plan/select.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+#include "core/log.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::plan {
+namespace {
+
+// GPU algorithm names: valid in specs everywhere, served by the GPU backend.
+constexpr std::array<std::string_view, 2> kGpuAlgorithms = {"nccl", "psgpu"};
+
+// Defaults per collective on host memory. The all-reduce table comes from
+// measurements recorded in docs/ALGORITHMS.md; reduce and broadcast use a
+// binomial tree while latency dominates and the pipelined ring above.
+const char* const kDefaultAllReduce = "tree";
+const char* const kDefaultRooted = "tree:64k:xring";
+
+host::CollectiveFn entry_point(const host::Algorithm& algorithm, Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return algorithm.all_reduce;
+    case Collective::reduce: return algorithm.reduce;
+    case Collective::broadcast: return algorithm.broadcast;
+  }
+  return nullptr;
+}
+
+// Hierarchical names run their intra-node level over all ranks for now.
+std::string_view flat_level(std::string_view name) { return name.substr(0, name.find('/')); }
+
+const Spec& default_spec_for(Collective collective) {
+  static const Spec rooted = parse_spec(kDefaultRooted, is_known_algorithm);
+  return collective == Collective::all_reduce ? default_host_spec() : rooted;
+}
+
+Choice from_entry(const SpecEntry& entry) {
+  return {host::find_algorithm(flat_level(entry.algorithm)), entry.shards};
+}
+
+}  // namespace
+
+std::string_view to_string(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce: return "reduce";
+    case Collective::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::string Choice::describe() const {
+  if (!algorithm) return "none";
+  return shards > 1 ? fmt::format("{}#{}", algorithm->name, shards) : std::string(algorithm->name);
+}
+
+bool is_known_algorithm(std::string_view name) {
+  return host::find_algorithm(name) != nullptr ||
+         std::find(kGpuAlgorithms.begin(), kGpuAlgorithms.end(), name) != kGpuAlgorithms.end();
+}
+
+const Spec& default_host_spec() {
+  static const Spec spec = parse_spec(kDefaultAllReduce, is_known_algorithm);
+  return spec;
+}
+
+Spec resolve_spec(std::string_view configured) {
+  if (!configured.empty()) return parse_spec(configured, is_known_algorithm);
+  if (const char* env = std::getenv("STRATA_SPEC"); env && *env) return parse_spec(env, is_known_algorithm);
+  return Spec{};
+}
+
+Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation) {
+  if (implementation == Implementation::nccl)
+    throw InvalidArgument(
+        "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
+        "use automatic or ring for host tensors");
+  const Spec& defaults = default_spec_for(collective);
+  Choice choice = implementation == Implementation::ring ? Choice{host::find_algorithm("xring"), 1}
+                  : spec.is_auto()                       ? from_entry(defaults.select(bytes))
+                                                         : from_entry(spec.select(bytes));
+  if (!choice.algorithm || !entry_point(*choice.algorithm, collective)) {
+    const Choice fallback = from_entry(defaults.select(bytes));
+    core::log(core::LogLevel::trace, "{} of {} bytes: the spec's algorithm does not serve it, running {}",
+              to_string(collective), bytes, fallback.describe());
+    choice = fallback;
+  }
+  return choice;
+}
+
+}  // namespace strata::plan

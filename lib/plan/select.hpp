@@ -1,0 +1,43 @@
+// Algorithm selection: from a spec, a collective, a message size and the
+// caller's Implementation to the host algorithm (and shard count) that runs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "host/algorithm.hpp"
+#include "plan/spec.hpp"
+#include "strata/types.hpp"
+
+namespace strata::plan {
+
+enum class Collective { all_reduce, reduce, broadcast };
+std::string_view to_string(Collective collective);
+
+struct Choice {
+  const host::Algorithm* algorithm = nullptr;
+  int shards = 1;
+  std::string describe() const;  // "xring#2"
+};
+
+// Whether `name` is an algorithm strata knows (host or GPU), one level of a
+// hierarchical name. Used to validate specs.
+bool is_known_algorithm(std::string_view name);
+
+// The table "auto" stands for on host memory (see docs/ALGORITHMS.md for the
+// measurements behind it).
+const Spec& default_host_spec();
+
+// The spec a communicator uses: `configured` if non-empty, else $STRATA_SPEC,
+// else "auto". Throws InvalidArgument for an invalid spec.
+Spec resolve_spec(std::string_view configured);
+
+// Pick the algorithm for one call. A hierarchical name "a/b" runs as `a`
+// over all ranks until topology-aware execution lands. An algorithm that
+// cannot serve the call (a GPU algorithm on host memory, a reduce or
+// broadcast it does not implement) falls back to the default table's choice.
+// Throws InvalidArgument for implementation = nccl on host memory.
+Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation);
+
+}  // namespace strata::plan

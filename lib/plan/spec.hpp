@@ -1,0 +1,39 @@
+// all_reduce_spec: which algorithm (and how many shards) runs for which
+// message size. Text form (the tf_cnn_benchmarks grammar):
+//   alg[#shards] ( ":" limit ":" alg[#shards] )*     limits: bytes, k/M/G = 1024^n
+// e.g. "xring", "tree:4k:rechd:16M:xring#2", "auto". Tuple form: a list of
+// (algorithm, shards, limit) with limit -1 = unbounded on the last entry.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::plan {
+
+struct SpecEntry {
+  std::string algorithm;  // "xring", or hierarchical "a/b"
+  int shards = 1;
+  long long limit = -1;   // bytes, inclusive; -1 = no bound
+  bool operator==(const SpecEntry&) const = default;
+};
+
+struct Spec {
+  std::vector<SpecEntry> entries;  // empty only for "auto"
+  bool is_auto() const { return entries.empty(); }
+  // The text form; parse_spec(to_string()) == *this.
+  std::string to_string() const;
+  // The entry a message of `bytes` bytes uses: the first whose limit >= bytes.
+  const SpecEntry& select(std::size_t bytes) const;
+};
+
+// Parse and validate the text form. `is_known(name)` says whether an
+// algorithm name (one level of a hierarchical name) exists. Throws
+// InvalidArgument naming the offending part.
+Spec parse_spec(std::string_view text, bool (*is_known)(std::string_view));
+
+// Validate a tuple list; throws InvalidArgument like parse_spec.
+Spec make_spec(std::vector<SpecEntry> entries, bool (*is_known)(std::string_view));
+
+}  // namespace strata::plan
