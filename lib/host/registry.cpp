@@ -7,11 +7,13 @@
 
 namespace strata::host {
 
+extern const Algorithm xring_algorithm;
 extern const Algorithm tree_algorithm;
 extern const Algorithm mpi_algorithm;
 
 namespace {
 const std::array kRegistry = {
+    &xring_algorithm,
     &tree_algorithm,
     &mpi_algorithm,
 };

@@ -1,0 +1,190 @@
+// xring: ring reduce-scatter + all-gather over non-blocking point-to-point,
+// pipelined in chunks (see ring_stream.hpp).
+//
+// Design: the buffer is split into `shards` contiguous parts, one ring per
+// part; even rings send to rank+1, odd rings to rank-1, so with two or more
+// shards both directions of every link carry data. Each ring splits its
+// part into n segments. In reduce-scatter step s (0 <= s < n-1) a rank
+// receives segment (v-s-1) and reduces it with its own input; after n-1
+// steps it holds the final value of segment v+1, which the all-gather steps
+// pass around the ring. v is the rank's position along its ring's
+// direction. Every element is reduced on exactly one rank, in ring order, so
+// all ranks get identical, deterministic bits.
+//
+// reduce: reduce-scatter as above, then every rank sends the segments it
+// owns to the root. broadcast: the root's data flows down a pipelined chain
+// (root -> root+1 -> ...), so the cost is about one message time plus
+// (n-1) chunk times instead of log2(n) message times.
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "host/algorithm.hpp"
+#include "host/ring_stream.hpp"
+#include "plan/slice.hpp"
+
+namespace strata::host {
+namespace {
+
+using plan::Slice;
+
+// One ring's geometry.
+struct Ring {
+  int tag;            // = ring index
+  int position;       // v: this rank's position along the ring direction
+  int successor, predecessor;
+  Slice part;         // the elements this ring carries
+
+  Slice segment(int n, int index) const { return plan::sub_slice(part, n, ((index % n) + n) % n); }
+};
+
+std::vector<Ring> make_rings(const Transport& t, const Job& job, int root = 0) {
+  const int n = t.size(), rank = t.rank();
+  const std::size_t shards = std::max<std::size_t>(1, std::min<std::size_t>(job.shards, job.count));
+  std::vector<Ring> rings;
+  for (std::size_t m = 0; m < shards; ++m) {
+    const bool forward = m % 2 == 0;
+    const int relative = (rank - root + n) % n;
+    const int position = forward ? relative : (n - relative) % n;
+    const int successor = forward ? (rank + 1) % n : (rank - 1 + n) % n;
+    const int predecessor = forward ? (rank - 1 + n) % n : (rank + 1) % n;
+    rings.push_back({static_cast<int>(m), position, successor, predecessor, plan::even_slice(job.count, shards, m)});
+  }
+  return rings;
+}
+
+std::size_t chunk_elems(const Job& job) { return std::max<std::size_t>(1, job.chunk_bytes / job.element_bytes()); }
+
+// Runs all streams to completion, round-robin, backing off when none moves.
+void drive(Transport& t, std::vector<std::unique_ptr<RingStream>>& streams) {
+  for (auto& s : streams) s->start();
+  core::Backoff backoff;
+  std::vector<int> waiting;
+  for (;;) {
+    bool progressed = false, all_received = true;
+    for (auto& s : streams) {
+      progressed |= s->advance();
+      all_received &= s->received_all();
+    }
+    if (all_received) break;
+    if (progressed) {
+      backoff.reset();
+      continue;
+    }
+    waiting.clear();
+    for (auto& s : streams)
+      if (!s->received_all()) waiting.push_back(s->waiting_on());
+    t.idle(backoff, waiting);
+  }
+  for (auto& s : streams) s->finish();
+}
+
+std::unique_ptr<RingStream> make_stream(Transport& t, const Job& job, const Ring& ring, const void* own, void* acc) {
+  const std::size_t ce = chunk_elems(job);
+  std::byte* scratch = t.scratch(static_cast<std::size_t>(ring.tag), RingStream::kWindow * ce * job.element_bytes());
+  return std::make_unique<RingStream>(t, job, own, acc, ring.successor, ring.predecessor, ring.tag, scratch, ce);
+}
+
+// Reduce-scatter items: step s receives segment v-s-1 and reduces it.
+// `forward_last`: whether the final step's result goes on to the successor
+// (it starts the all-gather).
+void add_reduce_scatter(RingStream& stream, const Ring& ring, int n, std::size_t ce, bool forward_last) {
+  RingStream::for_each_chunk(ring.segment(n, ring.position), ce,
+                             [&](Slice c) { stream.add_initial_send(c); });
+  for (int s = 0; s < n - 1; ++s) {
+    const bool forward = s < n - 2 || forward_last;
+    RingStream::for_each_chunk(ring.segment(n, ring.position - s - 1), ce,
+                               [&](Slice c) { stream.add_item({c, /*reduce=*/true, forward}); });
+  }
+}
+
+void xring_all_reduce(Transport& t, const Job& job) {
+  const int n = t.size();
+  if (n == 1) {
+    if (job.out != job.in) std::memcpy(job.out, job.in, job.count * job.element_bytes());
+    return;
+  }
+  const std::size_t ce = chunk_elems(job);
+  std::vector<std::unique_ptr<RingStream>> streams;
+  for (const Ring& ring : make_rings(t, job)) {
+    auto stream = make_stream(t, job, ring, job.in, job.out);
+    add_reduce_scatter(*stream, ring, n, ce, /*forward_last=*/true);
+    // All-gather step s receives segment v-s (final) into job.out and
+    // forwards it unless it is the last step.
+    for (int s = 0; s < n - 1; ++s)
+      RingStream::for_each_chunk(ring.segment(n, ring.position - s), ce,
+                                 [&](Slice c) { stream->add_item({c, false, s < n - 2}); });
+    streams.push_back(std::move(stream));
+  }
+  drive(t, streams);
+}
+
+void xring_reduce(Transport& t, const Job& job) {
+  const int n = t.size(), rank = t.rank();
+  const bool root = rank == job.root;
+  const std::size_t bytes = job.count * job.element_bytes();
+  // Non-roots have no output buffer: accumulate in scratch (slot after the rings').
+  void* acc = root ? job.out : t.scratch(1024, bytes);
+  if (n == 1) {
+    if (acc != job.in) std::memcpy(acc, job.in, bytes);
+    return;
+  }
+  const std::size_t ce = chunk_elems(job);
+  const auto rings = make_rings(t, job, job.root);
+  std::vector<std::unique_ptr<RingStream>> streams;
+  for (const Ring& ring : rings) {
+    auto stream = make_stream(t, job, ring, job.in, acc);
+    add_reduce_scatter(*stream, ring, n, ce, /*forward_last=*/false);
+    streams.push_back(std::move(stream));
+  }
+  drive(t, streams);
+  // Gather: the owner of segment k is the rank at position k-1 on that ring.
+  // Tags continue after the ring tags so the two phases never cross.
+  const int gather_tag = static_cast<int>(rings.size());
+  const std::size_t element = job.element_bytes();
+  Requests requests;
+  for (const Ring& ring : rings) {
+    const bool forward = ring.tag % 2 == 0;
+    if (!root) {
+      const Slice mine = ring.segment(n, ring.position + 1);
+      if (mine.count) t.isend(requests, static_cast<std::byte*>(acc) + mine.offset * element, mine.count * element,
+                              job.root, gather_tag);
+      continue;
+    }
+    for (int position = 1; position < n; ++position) {
+      const Slice theirs = ring.segment(n, position + 1);
+      const int owner = forward ? (job.root + position) % n : (job.root - position + n) % n;
+      if (theirs.count)
+        t.irecv(requests, static_cast<std::byte*>(job.out) + theirs.offset * element, theirs.count * element, owner,
+                gather_tag);
+    }
+  }
+  t.wait(requests);
+}
+
+void xring_broadcast(Transport& t, const Job& job) {
+  const int n = t.size();
+  if (n == 1) return;
+  const std::size_t ce = chunk_elems(job);
+  std::vector<std::unique_ptr<RingStream>> streams;
+  for (const Ring& ring : make_rings(t, job, job.root)) {
+    auto stream = make_stream(t, job, ring, job.out, job.out);
+    if (ring.position == 0) {
+      RingStream::for_each_chunk(ring.part, ce, [&](Slice c) { stream->add_initial_send(c); });
+    } else {
+      const bool forward = ring.position < n - 1;  // the chain ends just before the root
+      RingStream::for_each_chunk(ring.part, ce, [&](Slice c) { stream->add_item({c, false, forward}); });
+    }
+    streams.push_back(std::move(stream));
+  }
+  drive(t, streams);
+}
+
+}  // namespace
+
+extern const Algorithm xring_algorithm = {
+    "xring", "pipelined ring reduce-scatter + all-gather; #M runs M rings in alternating directions",
+    xring_all_reduce, xring_reduce, xring_broadcast,
+};
+
+}  // namespace strata::host
