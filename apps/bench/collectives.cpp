@@ -1,0 +1,147 @@
+// The four collective descriptors and the buffers they run on. Each
+// descriptor is a handful of lines; everything shared lives in the driver.
+#include "collectives.hpp"
+
+#include <cstdlib>
+#include <new>
+
+namespace bench {
+namespace {
+
+using strata::DataType;
+using strata::ReduceOp;
+
+MPI_Datatype mpi_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::f32: return MPI_FLOAT;
+    case DataType::f64: return MPI_DOUBLE;
+    case DataType::i8: return MPI_INT8_T;
+    case DataType::u8: return MPI_UINT8_T;
+    case DataType::i32: return MPI_INT32_T;
+    case DataType::u32: return MPI_UINT32_T;
+    case DataType::i64: return MPI_INT64_T;
+    case DataType::u64: return MPI_UINT64_T;
+    // No MPI type reduces these; broadcast moves them as 16-bit words and
+    // options.cpp refuses a reducing baseline for them.
+    case DataType::f16:
+    case DataType::bf16: return MPI_UINT16_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+// MPI has no mean: the baseline times the sum, which is the communication a
+// mean needs (strata divides locally afterwards).
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: return MPI_SUM;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::prod: return MPI_PROD;
+  }
+  return MPI_OP_NULL;
+}
+
+int mpi_count(const strata::Tensor& t) { return static_cast<int>(t.count); }
+
+// busbw factors, as nccl-tests defines them (doc/PERFORMANCE.md there): the
+// fraction of the data each rank's busiest link must carry with an optimal
+// algorithm, so that busbw is comparable to the hardware's link bandwidth.
+double all_reduce_factor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 1.0; }
+double one_factor(int) { return 1.0; }
+
+// --- all_reduce: every rank gets op(in) --------------------------------------
+void all_reduce_run(Context& c, Buffers& b) { c.comm.all_reduce(b.in()[0], b.out()[0], c.op, c.call); }
+void all_reduce_baseline(Context& c, Buffers& b) {
+  const auto& in = b.in()[0];
+  MPI_Allreduce(b.in_place() ? MPI_IN_PLACE : in.data, b.out()[0].data, mpi_count(in), mpi_type(in.dtype), mpi_op(c.op),
+                c.mpi_comm);
+}
+
+// --- reduce: only the root gets op(in) ---------------------------------------
+void reduce_run(Context& c, Buffers& b) { c.comm.reduce(b.in()[0], b.out()[0], c.op, c.root, c.call); }
+void reduce_baseline(Context& c, Buffers& b) {
+  const auto& in = b.in()[0];
+  int rank = 0;
+  MPI_Comm_rank(c.mpi_comm, &rank);
+  // MPI_IN_PLACE is only legal on the root; other ranks pass their buffer.
+  const void* send = b.in_place() && rank == c.root ? MPI_IN_PLACE : in.data;
+  MPI_Reduce(send, b.out()[0].data, mpi_count(in), mpi_type(in.dtype), mpi_op(c.op), c.root, c.mpi_comm);
+}
+
+// --- broadcast: every rank gets the root's buffer -----------------------------
+void broadcast_run(Context& c, Buffers& b) { c.comm.broadcast(b.in()[0], c.root, c.call); }
+void broadcast_baseline(Context& c, Buffers& b) {
+  const auto& t = b.in()[0];
+  MPI_Bcast(t.data, mpi_count(t), mpi_type(t.dtype), c.root, c.mpi_comm);
+}
+
+// --- batch: one batch_all_reduce of a model's gradients, in place -------------
+void batch_run(Context& c, Buffers& b) { c.comm.batch_all_reduce(b.in(), c.op, c.call); }
+void batch_baseline(Context& c, Buffers& b) {
+  // What a framework without a batching library does: one call per tensor.
+  for (const auto& t : b.in())
+    MPI_Allreduce(MPI_IN_PLACE, t.data, mpi_count(t), mpi_type(t.dtype), mpi_op(c.op), c.mpi_comm);
+}
+
+const Collective kAllReduce{"all_reduce", "MPI_Allreduce", "2(n-1)/n", all_reduce_factor, false, true, false, false,
+                            all_reduce_run, all_reduce_baseline};
+const Collective kReduce{"reduce", "MPI_Reduce", "1", one_factor, true, true, true, false, reduce_run, reduce_baseline};
+const Collective kBroadcast{"broadcast", "MPI_Bcast", "1", one_factor, true, false, false, true, broadcast_run,
+                            broadcast_baseline};
+const Collective kBatch{"batch", "MPI_Allreduce per tensor", "2(n-1)/n", all_reduce_factor, false, true, false, true,
+                        batch_run, batch_baseline};
+
+}  // namespace
+
+const Collective& collective_for(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return kAllReduce;
+    case CollectiveKind::reduce: return kReduce;
+    case CollectiveKind::broadcast: return kBroadcast;
+    case CollectiveKind::batch: return kBatch;
+  }
+  return kAllReduce;
+}
+
+// --- buffers -------------------------------------------------------------------
+
+Buffers::Buffers(const std::vector<std::size_t>& counts, DataType dtype, bool in_place) : in_place_(in_place) {
+  const std::size_t element = strata::dtype_size(dtype);
+  // Page-aligned, like the buffers of a real application's allocator for
+  // large tensors; at least one page so that views of 0 elements are valid.
+  auto allocate = [&](std::size_t count) {
+    const std::size_t bytes = ((count * element + 4095) / 4096 + 1) * 4096;
+    void* p = std::aligned_alloc(4096, bytes);
+    if (!p) throw std::bad_alloc();
+    storage_.push_back(p);
+    return p;
+  };
+  for (std::size_t count : counts) {
+    void* in = allocate(count);
+    void* out = in_place ? in : allocate(count);
+    in_.push_back({in, count, dtype});
+    out_.push_back({out, count, dtype});
+  }
+}
+
+Buffers::~Buffers() {
+  for (void* p : storage_) std::free(p);
+}
+
+void Buffers::set_count(std::size_t count) {
+  in_.at(0).count = count;
+  out_.at(0).count = count;
+}
+
+std::size_t Buffers::total_count() const {
+  std::size_t total = 0;
+  for (const auto& t : in_) total += t.count;
+  return total;
+}
+
+std::size_t Buffers::total_bytes() const {
+  return in_.empty() ? 0 : total_count() * strata::dtype_size(in_[0].dtype);
+}
+
+}  // namespace bench

@@ -1,0 +1,67 @@
+// One small descriptor per collective, nccl-tests style: how to start it in
+// strata, how to start the MPI baseline, its bus-bandwidth factor and who
+// holds the result. The driver (main.cpp) owns timing, data and checking.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "options.hpp"
+#include "strata/strata.hpp"
+
+namespace bench {
+
+// One rank's buffers: one tensor for the size sweep, one per gradient for
+// batch. `out` aliases `in` when in place.
+class Buffers {
+ public:
+  Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place);
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers();
+
+  // Size sweep: the single tensor's views cover the first `count` elements
+  // of storage allocated for the largest size (as nccl-tests does).
+  void set_count(std::size_t count);
+
+  std::span<strata::Tensor> in() { return in_; }
+  std::span<strata::Tensor> out() { return out_; }
+  bool in_place() const { return in_place_; }
+  std::size_t total_count() const;
+  std::size_t total_bytes() const;
+
+ private:
+  std::vector<void*> storage_;
+  std::vector<strata::Tensor> in_, out_;
+  bool in_place_;
+};
+
+// What a descriptor's run functions get.
+struct Context {
+  strata::Communicator& comm;
+  MPI_Comm mpi_comm;  // same ranks, for the baseline
+  strata::ReduceOp op;
+  int root;
+  strata::CommunicationOptions call;
+};
+
+struct Collective {
+  std::string_view name;
+  std::string_view baseline_name;      // the MPI call the baseline times
+  std::string_view bus_factor_formula;  // as printed in the header and docs
+  double (*bus_factor)(int nranks);     // busbw = algbw * bus_factor(n)
+  bool rooted;             // uses --root (printed in the root column)
+  bool reduces;            // false: the result is the root's data (broadcast)
+  bool result_on_root;     // only the root's output is checked (reduce)
+  bool always_in_place;    // one buffer per tensor (broadcast, batch)
+  void (*run)(Context&, Buffers&);
+  void (*run_baseline)(Context&, Buffers&);
+};
+
+const Collective& collective_for(CollectiveKind kind);
+
+}  // namespace bench

@@ -1,0 +1,238 @@
+// strata-bench's driver: parses the command line, then for every size
+// initialises data, checks one call against the exact reference, times
+// strata and (optionally) the MPI baseline, and prints a row. The
+// collective-specific parts are the descriptors in collectives.cpp.
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectives.hpp"
+#include "data.hpp"
+#include "models.hpp"
+#include "options.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+#include "results.hpp"
+#include "strata/strata.hpp"
+#include "timing.hpp"
+
+namespace bench {
+namespace {
+
+// Exit statuses (also in --help and docs/BENCHMARKING.md).
+constexpr int kExitWrong = 1, kExitUsage = 2, kExitError = 3;
+
+struct World {
+  int rank = 0, size = 1;
+};
+
+// Every rank's host name, grouped: "node07 (4 ranks)". Collective.
+std::vector<std::pair<std::string, int>> gather_hosts(const World& w) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> all(static_cast<std::size_t>(MPI_MAX_PROCESSOR_NAME) * w.size);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::pair<std::string, int>> hosts;
+  for (int r = 0; r < w.size; ++r) {
+    const std::string host(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == host; });
+    if (it == hosts.end()) hosts.emplace_back(host, 1);
+    else ++it->second;
+  }
+  return hosts;
+}
+
+// The sweep: min, min*f, min*f^2, ... <= max, each rounded down to whole
+// elements (sizes below one element become one element); duplicates dropped.
+std::vector<std::size_t> sweep_counts(const Options& o) {
+  const std::size_t element = strata::dtype_size(o.dtype);
+  std::vector<std::size_t> counts;
+  for (std::size_t bytes = o.min_bytes;; bytes *= o.step_factor) {
+    const std::size_t count = std::max<std::size_t>(bytes / element, 1);
+    if (counts.empty() || counts.back() != count) counts.push_back(count);
+    if (bytes > o.max_bytes / o.step_factor || bytes == 0) break;
+  }
+  return counts;
+}
+
+// What strata runs for this row. all_reduce can ask the communicator; the
+// public API has no query for reduce/broadcast yet, so those show the spec.
+std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string& spec) {
+  if (c.name == "reduce" || c.name == "broadcast") return spec;
+  std::string label;
+  for (const auto& t : buffers.in()) {
+    const std::string a = comm.algorithm_for(t.bytes());
+    if (label.find(a) == std::string::npos) label += (label.empty() ? "" : "+") + a;
+  }
+  return label;
+}
+
+// One checked call on fresh data: #wrong summed over all ranks.
+std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const World& w) {
+  auto in = buffers.in();
+  auto out = buffers.out();
+  for (std::size_t t = 0; t < in.size(); ++t) {
+    const std::size_t offset = t * 17;  // batch tensors get different data
+    pattern.fill(w.rank, in[t].data, in[t].count, offset);
+    if (!buffers.in_place()) fill_poison(out[t].data, out[t].count, out[t].dtype);
+  }
+  c.run(ctx, buffers);
+
+  const bool holds_result = !c.result_on_root || w.rank == ctx.root;
+  // Test-only: prove that a wrong value is caught (tests/bench).
+  static const bool corrupt = [] {
+    const char* v = std::getenv("STRATA_BENCH_CORRUPT");
+    return v && std::string(v) == "1";
+  }();
+  const int victim = c.result_on_root ? ctx.root : w.size - 1;
+  if (corrupt && w.rank == victim) corrupt_one(out.back().data, out.back().count, out.back().dtype);
+
+  unsigned long long wrong = 0;
+  if (holds_result)
+    for (std::size_t t = 0; t < out.size(); ++t) wrong += pattern.count_wrong(out[t].data, out[t].count, t * 17);
+  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return static_cast<std::size_t>(wrong);
+}
+
+Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const Options& o, const World& w,
+            const std::string& spec, double bus_factor) {
+  Row row;
+  row.count = buffers.total_count();
+  row.bytes = buffers.total_bytes();
+  row.tensors = buffers.in().size();
+  row.algorithm = algorithm_label(c, ctx.comm, buffers, spec);
+  if (o.check) row.wrong = check_once(c, ctx, buffers, pattern, w);
+  else
+    for (std::size_t t = 0; t < buffers.in().size(); ++t)
+      pattern.fill(w.rank, buffers.in()[t].data, buffers.in()[t].count, t * 17);
+  row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run(ctx, buffers); });
+  if (o.baseline_mpi)
+    row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run_baseline(ctx, buffers); });
+  fill_bandwidths(row, bus_factor);
+  return row;
+}
+
+int run(const Options& o, const World& w) {
+  const Collective& c = collective_for(o.collective);
+  // An empty spec lets strata apply STRATA_SPEC or "auto", as for any application.
+  const std::string spec_env = std::getenv("STRATA_SPEC") ? std::getenv("STRATA_SPEC") : "";
+  const std::string spec = !o.algorithm.empty() ? o.algorithm : !spec_env.empty() ? spec_env : "auto";
+  strata::Communicator comm(MPI_COMM_WORLD, strata::Config{.all_reduce_spec = o.algorithm});
+  MPI_Comm mpi_comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm);  // the baseline's traffic stays apart from strata's
+
+  RunInfo info;
+  info.version = strata::version;
+  info.collective = std::string(c.name);
+  info.baseline = o.baseline_mpi ? std::string(c.baseline_name) : "";
+  info.bus_factor_formula = std::string(c.bus_factor_formula);
+  info.bus_factor = c.bus_factor(w.size);
+  info.ranks = w.size;
+  info.hosts = gather_hosts(w);
+  info.dtype = std::string(strata::to_string(o.dtype));
+  info.op = c.reduces ? std::string(strata::to_string(o.op)) : "none";
+  info.root = c.rooted ? o.root : -1;
+  info.in_place = o.in_place || c.always_in_place;
+  info.algorithm = spec;
+  info.check = o.check;
+  info.iters = o.iters;
+  info.warmup = o.warmup;
+  info.timeout_seconds = o.timeout_seconds;
+
+  std::vector<std::size_t> counts;
+  if (o.collective == CollectiveKind::batch) {
+    const Model& model = *find_model(o.model);
+    for (const auto& t : model.tensors) counts.push_back(t.count);
+    info.model = std::string(model.name);
+    info.model_source = std::string(model.source);
+    info.model_tensors = model.tensors.size();
+    info.model_parameters = model.parameters();
+  } else {
+    counts = sweep_counts(o);
+  }
+  const bool sweep = o.collective != CollectiveKind::batch;
+  Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place);
+  const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
+  Context ctx{comm, mpi_comm, o.op, o.root, strata::CommunicationOptions{.timeout_seconds = o.timeout_seconds}};
+
+  if (w.rank == 0) print_header(stdout, info);
+  std::vector<std::size_t> row_bytes;
+  for (std::size_t n : sweep ? counts : std::vector<std::size_t>{buffers.total_count()})
+    row_bytes.push_back(n * strata::dtype_size(o.dtype));
+  Progress progress(row_bytes, w.rank == 0 && !o.quiet_progress);
+
+  std::vector<Row> rows;
+  const std::size_t nrows = sweep ? counts.size() : 1;
+  for (std::size_t k = 0; k < nrows; ++k) {
+    if (sweep) buffers.set_count(counts[k]);
+    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor));
+    if (w.rank == 0) {
+      progress.finish();
+      print_row(stdout, info, rows.back());
+    }
+    progress.done(k);
+  }
+  progress.finish();
+
+  Summary summary = summarise(rows);
+  if (o.memcpy_reference) {
+    // Rank 0 copies alone while the others wait, so it has the memory bus
+    // to itself, as the single-core reference should.
+    summary.memcpy_bytes = rows.empty() ? 0 : rows.back().bytes;
+    if (w.rank == 0) summary.memcpy_gbps = memcpy_gbps(summary.memcpy_bytes, std::max(o.iters, 3));
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (w.rank == 0) {
+    print_footer(stdout, info, rows, summary);
+    if (!o.json_path.empty()) write_json(o.json_path, info, rows, summary);
+    if (!o.csv_path.empty()) write_csv(o.csv_path, info, rows);
+  }
+  MPI_Comm_free(&mpi_comm);
+  return summary.wrong_total ? kExitWrong : 0;
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  bench::World w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  int status = 0;
+  try {
+    std::string help;
+    const auto options = bench::parse_options(argc, argv, &help);
+    if (!options) {
+      if (w.rank == 0) fmt::print("{}", help);
+    } else if (options->root >= w.size) {
+      throw bench::UsageError(fmt::format("--root = {}: must be below the number of ranks ({})", options->root, w.size));
+    } else {
+      status = bench::run(*options, w);
+    }
+  } catch (const bench::UsageError& e) {
+    // Every rank parsed the same arguments and failed the same way, so all
+    // exit together; one prints.
+    if (w.rank == 0) fmt::print(stderr, "strata-bench: {} (see --help)\n", e.what());
+    status = bench::kExitUsage;
+  } catch (const strata::InvalidArgument& e) {
+    // A bad spec (-a) is raised on every rank by the Communicator constructor.
+    if (w.rank == 0) fmt::print(stderr, "strata-bench: {}\n", e.what());
+    status = bench::kExitUsage;
+  } catch (const std::exception& e) {
+    // Possibly on one rank only: peers may be blocked in a collective, so
+    // take the whole job down rather than hang.
+    fmt::print(stderr, "strata-bench: rank {}: {}\n", w.rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, bench::kExitError);
+  }
+  MPI_Finalize();
+  return status;
+}

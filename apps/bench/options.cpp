@@ -1,0 +1,196 @@
+// Command-line parsing with Boost.Program_options. Short flags follow
+// nccl-tests (-b -e -f -n -w -c -d -o -r) so that its users can reuse their
+// command lines; everything else is strata's.
+#include "options.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "models.hpp"
+#include "strata/errors.hpp"
+
+namespace po = boost::program_options;
+
+namespace bench {
+namespace {
+
+// nccl-tests spells types and ops its own way; accept both vocabularies.
+strata::DataType parse_dtype_flag(const std::string& text) {
+  static const std::map<std::string, std::string> aliases = {
+      {"float", "f32"},  {"float32", "f32"}, {"double", "f64"}, {"float64", "f64"}, {"half", "f16"},
+      {"float16", "f16"}, {"bfloat16", "bf16"}, {"int8", "i8"}, {"char", "i8"},   {"uint8", "u8"},
+      {"int32", "i32"},  {"int", "i32"},     {"uint32", "u32"}, {"int64", "i64"}, {"uint64", "u64"}};
+  auto it = aliases.find(text);
+  try {
+    return strata::parse_dtype(it == aliases.end() ? text : it->second, "--datatype");
+  } catch (const strata::InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+strata::ReduceOp parse_op_flag(const std::string& text) {
+  try {
+    return strata::parse_reduce_op(text == "avg" ? "mean" : text, "--op");
+  } catch (const strata::InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+CollectiveKind parse_collective(const std::string& text) {
+  if (text == "all_reduce" || text == "allreduce") return CollectiveKind::all_reduce;
+  if (text == "reduce") return CollectiveKind::reduce;
+  if (text == "broadcast" || text == "bcast") return CollectiveKind::broadcast;
+  if (text == "batch") return CollectiveKind::batch;
+  throw UsageError(fmt::format("--collective = '{}' is not one of: all_reduce, reduce, broadcast, batch", text));
+}
+
+bool parse_bool_flag(const std::string& text, const char* flag) {
+  if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "no" || text == "off") return false;
+  throw UsageError(fmt::format("{} = '{}': expected 0 or 1", flag, text));
+}
+
+std::size_t parse_size_flag(const std::string& text, const char* flag) {
+  try {
+    return parse_size(text);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{} = '{}': {}", flag, text, e.what()));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::batch: return "batch";
+  }
+  return "?";
+}
+
+std::size_t parse_size(const std::string& text) {
+  std::size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+  if (pos == 0) throw UsageError("expected a byte count such as 8, 64k, 1M or 2G");
+  std::string suffix = text.substr(pos);
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // "64k", "64kb" and "64kib" all mean 64 * 1024.
+  if (suffix.size() == 3 && suffix.ends_with("ib")) suffix.resize(1);
+  if (suffix.size() == 2 && suffix.ends_with('b')) suffix.resize(1);
+  unsigned shift = 0;
+  if (suffix == "" || suffix == "b") shift = 0;
+  else if (suffix == "k") shift = 10;
+  else if (suffix == "m") shift = 20;
+  else if (suffix == "g") shift = 30;
+  else throw UsageError("unknown suffix; use k, M or G (powers of 1024)");
+  const unsigned long long value = std::stoull(text.substr(0, pos));
+  if (value > (~0ull >> shift)) throw UsageError("too large");
+  return static_cast<std::size_t>(value << shift);
+}
+
+std::string human_bytes(std::size_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  return value == std::floor(value) ? fmt::format("{:.0f} {}", value, units[unit])
+                                    : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::optional<Options> parse_options(int argc, char** argv, std::string* help_text) {
+  Options o;
+  std::string min_bytes = "8", max_bytes = "64M", dtype = "f32", op = "sum", collective = "all_reduce";
+  std::string memory = "host", baseline, check = "1";
+  po::options_description sweep("Sizes and iterations (nccl-tests flags)", 100);
+  sweep.add_options()
+      ("minbytes,b", po::value(&min_bytes)->default_value(min_bytes), "smallest message size in bytes (k/M/G suffixes, powers of 1024)")
+      ("maxbytes,e", po::value(&max_bytes)->default_value(max_bytes), "largest message size in bytes")
+      ("stepfactor,f", po::value(&o.step_factor)->default_value(o.step_factor), "multiply the size by this factor between rows (>= 2)")
+      ("iters,n", po::value(&o.iters)->default_value(o.iters), "timed iterations per size; the reported time is their median")
+      ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "untimed warm-up iterations per size")
+      ("check,c", po::value(&check)->default_value(check), "1: check every size's result against the bench's own reference (#wrong column); 0: skip");
+  po::options_description what("What to run", 100);
+  what.add_options()
+      ("collective", po::value(&collective)->default_value(collective), "all_reduce | reduce | broadcast | batch")
+      ("model", po::value(&o.model), "with --collective batch: the model whose gradients form one batch (resnet50 | bert-large | gpt2-small)")
+      ("datatype,d", po::value(&dtype)->default_value(dtype), "f32 f64 f16 bf16 i8 u8 i32 u32 i64 u64 (or nccl-tests' float, half, double, int32, ...)")
+      ("op,o", po::value(&op)->default_value(op), "sum | mean | min | max | prod (avg = mean)")
+      ("root,r", po::value(&o.root)->default_value(o.root), "root rank for reduce and broadcast")
+      ("algorithm,a", po::value(&o.algorithm)->default_value("", "$STRATA_SPEC or auto"), "strata's all_reduce_spec: 'auto', a name (tree, mpi, xring, rechd, pscpu), 'name#shards' or size-limited tuples such as 'tree:4k:xring'")
+      ("in-place", po::bool_switch(&o.in_place), "in place (output buffer = input buffer)")
+      ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: not yet supported)")
+      ("timeout,T", po::value(&o.timeout_seconds)->default_value(0), "CommunicationOptions::timeout_seconds for every call (0 = none)");
+  po::options_description compare("Comparison and output", 100);
+  compare.add_options()
+      ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run")
+      ("memcpy-reference", po::bool_switch(&o.memcpy_reference), "also print the single-core memcpy bandwidth at the largest size")
+      ("json,J", po::value(&o.json_path), "write the results as JSON to this file (rank 0)")
+      ("csv", po::value(&o.csv_path), "write the rows as CSV to this file (rank 0)")
+      ("no-progress", po::bool_switch(&o.quiet_progress), "no progress lines on stderr")
+      ("help,h", "print this help and exit");
+  po::options_description all;
+  all.add(sweep).add(what).add(compare);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    if (help_text) {
+      std::ostringstream out;
+      out << "usage: mpirun -np N strata-bench [options]\n"
+             "Times strata's collectives over a range of sizes (nccl-tests style) and checks every result.\n"
+             "Exit status: 0 all results right, 1 wrong values, 2 bad command line, 3 a strata or MPI error.\n"
+          << all
+          << "\nExamples:\n"
+             "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
+             "  mpirun -np 4 strata-bench -a 'tree:64k:xring' -d bf16 -o mean -J out.json\n"
+             "  mpirun -np 2 strata-bench --collective batch --model resnet50 --baseline mpi\n"
+             "See docs/BENCHMARKING.md for the columns and what is timed.\n";
+      *help_text = out.str();
+    }
+    return std::nullopt;
+  }
+
+  o.min_bytes = parse_size_flag(min_bytes, "--minbytes");
+  o.max_bytes = parse_size_flag(max_bytes, "--maxbytes");
+  if (o.min_bytes > o.max_bytes)
+    throw UsageError(fmt::format("--minbytes = {} is larger than --maxbytes = {}", o.min_bytes, o.max_bytes));
+  if (o.step_factor < 2) throw UsageError(fmt::format("--stepfactor = {}: must be at least 2", o.step_factor));
+  if (o.iters < 1) throw UsageError(fmt::format("--iters = {}: must be at least 1", o.iters));
+  if (o.warmup < 0) throw UsageError(fmt::format("--warmup_iters = {}: must not be negative", o.warmup));
+  o.check = parse_bool_flag(check, "--check");
+  o.dtype = parse_dtype_flag(dtype);
+  o.op = parse_op_flag(op);
+  o.collective = parse_collective(collective);
+  if (o.root < 0) throw UsageError(fmt::format("--root = {}: must not be negative", o.root));
+  if (!(o.timeout_seconds >= 0)) throw UsageError(fmt::format("--timeout = {}: must be >= 0 seconds", o.timeout_seconds));
+  if (memory == "cuda")
+    throw UsageError("--memory cuda: GPU buffers are not supported yet (they arrive with the GPU issue); use --memory host");
+  if (memory != "host") throw UsageError(fmt::format("--memory = '{}' is not one of: host, cuda", memory));
+  if (!baseline.empty() && baseline != "mpi") throw UsageError(fmt::format("--baseline = '{}': the only baseline is 'mpi'", baseline));
+  o.baseline_mpi = baseline == "mpi";
+  if (o.collective == CollectiveKind::batch) {
+    if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));
+    if (!find_model(o.model)) throw UsageError(fmt::format("--model = '{}' is not one of: {}", o.model, model_names()));
+    if (o.in_place) throw UsageError("--in-place: batch_all_reduce is always in place; drop the flag");
+  } else if (!o.model.empty()) {
+    throw UsageError("--model only applies to --collective batch");
+  }
+  if (o.baseline_mpi && o.collective != CollectiveKind::broadcast && (o.dtype == strata::DataType::f16 || o.dtype == strata::DataType::bf16))
+    throw UsageError(fmt::format("--baseline mpi with --datatype {}: MPI has no {} type to reduce; use f32 for the comparison",
+                                 strata::to_string(o.dtype), strata::to_string(o.dtype)));
+  return o;
+}
+
+}  // namespace bench

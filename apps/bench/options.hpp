@@ -1,0 +1,60 @@
+// strata-bench's command line: nccl-tests' flags plus strata's own, parsed
+// once into a plain value the driver reads.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "strata/types.hpp"
+
+namespace bench {
+
+enum class CollectiveKind { all_reduce, reduce, broadcast, batch };
+
+struct Options {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = 64ull << 20;
+  std::size_t step_factor = 2;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  strata::DataType dtype = strata::DataType::f32;
+  strata::ReduceOp op = strata::ReduceOp::sum;
+  int root = 0;
+  // Config::all_reduce_spec; empty: STRATA_SPEC if set, else "auto" (what
+  // strata does for any application that leaves the spec empty).
+  std::string algorithm;
+  CollectiveKind collective = CollectiveKind::all_reduce;
+  std::string model;  // --collective batch only
+  bool in_place = false;
+  double timeout_seconds = 0;
+  bool baseline_mpi = false;
+  bool memcpy_reference = false;
+  std::string json_path;
+  std::string csv_path;
+  bool quiet_progress = false;
+};
+
+// A bad flag or value: main prints `what()` on one line and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses argv. Returns nullopt when --help was asked for, with the help text
+// in `*help_text`; throws UsageError for anything it cannot accept.
+std::optional<Options> parse_options(int argc, char** argv, std::string* help_text);
+
+// "8", "64k", "1M", "2G" (powers of 1024, case-insensitive, optional "B"/"iB").
+std::size_t parse_size(const std::string& text);
+
+// "64 MiB", "512 B": for progress lines and the header (tables print plain
+// bytes, as nccl-tests does).
+std::string human_bytes(std::size_t bytes);
+
+std::string_view to_string(CollectiveKind kind);
+
+}  // namespace bench

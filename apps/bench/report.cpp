@@ -1,0 +1,72 @@
+// Table layout. Columns and units are documented in docs/BENCHMARKING.md.
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+namespace bench {
+namespace {
+
+void line(std::FILE* out, const std::string& text) {
+  std::fputs(text.c_str(), out);
+  std::fputc('\n', out);
+  std::fflush(out);
+}
+
+}  // namespace
+
+void print_header(std::FILE* out, const RunInfo& info) {
+  std::string hosts;
+  for (const auto& [host, ranks] : info.hosts) hosts += fmt::format("{}{} ({} ranks)", hosts.empty() ? "" : ", ", host, ranks);
+  line(out, fmt::format("# strata-bench {}: {}, {} ranks on {} node{}: {}", info.version, info.collective, info.ranks,
+                        info.hosts.size(), info.hosts.size() == 1 ? "" : "s", hosts));
+  line(out, fmt::format("# dtype {}  op {}  root {}  memory {}  {}  iters {}  warmup {}  check {}  timeout {}", info.dtype,
+                        info.op, info.root < 0 ? "-" : fmt::format("{}", info.root), info.memory,
+                        info.in_place ? "in-place" : "out-of-place", info.iters, info.warmup, info.check ? "on" : "off",
+                        info.timeout_seconds > 0 ? fmt::format("{}s", info.timeout_seconds) : "none"));
+  line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size)", info.algorithm));
+  if (!info.model.empty())
+    line(out, fmt::format("# model {}: {} gradient tensors, {} parameters ({})", info.model, info.model_tensors,
+                          info.model_parameters, info.model_source));
+  line(out, fmt::format("# time: median over iterations of the slowest rank, us; algbw = size / time; busbw = algbw x {}",
+                        info.bus_factor_formula));
+  if (!info.baseline.empty())
+    line(out, fmt::format("# baseline: {} on the same buffers in the same run; ratio = baseline time / strata time "
+                          "(> 1: strata faster)",
+                          info.baseline));
+  line(out, "#");
+  std::string head1 = fmt::format("# {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10} {:>8} {:>8} {:>6}", "size", "count", "type",
+                                  "redop", "root", "algorithm", "time", "algbw", "busbw", "#wrong");
+  std::string head2 = fmt::format("# {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10} {:>8} {:>8} {:>6}", "(B)", "(elements)", "",
+                                  "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (!info.baseline.empty()) {
+    head1 += fmt::format("  {:>10} {:>8} {:>6}", "mpi time", "mpi bus", "ratio");
+    head2 += fmt::format("  {:>10} {:>8} {:>6}", "(us)", "(GB/s)", "");
+  }
+  line(out, head1);
+  line(out, head2);
+}
+
+void print_row(std::FILE* out, const RunInfo& info, const Row& row) {
+  std::string text = fmt::format("  {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10.2f} {:>8.3f} {:>8.3f} {:>6}", row.bytes,
+                                 row.count, info.dtype, info.op, info.root, row.algorithm, row.time.median_us, row.algbw,
+                                 row.busbw, row.wrong ? fmt::format("{}", *row.wrong) : "N/A");
+  if (row.baseline_time)
+    text += fmt::format("  {:>10.2f} {:>8.3f} {:>6.2f}", row.baseline_time->median_us, row.baseline_busbw, *row.ratio());
+  line(out, text);
+}
+
+void print_footer(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
+  line(out, fmt::format("# Out of bounds values : {} {}", summary.wrong_total, summary.wrong_total ? "WRONG" : "OK"));
+  line(out, fmt::format("# Avg bus bandwidth    : {:.4f} GB/s", summary.avg_busbw));
+  if (summary.avg_baseline_busbw)
+    line(out, fmt::format("# Avg {} bus bandwidth: {:.4f} GB/s", info.baseline, *summary.avg_baseline_busbw));
+  if (!rows.empty() && rows.back().ratio())
+    line(out, fmt::format("# At {} B: strata {:.3f} GB/s busbw, {} {:.3f} GB/s, ratio {:.2f}", rows.back().bytes,
+                          rows.back().busbw, info.baseline, rows.back().baseline_busbw, *rows.back().ratio()));
+  if (summary.memcpy_gbps)
+    line(out, fmt::format("# memcpy reference     : {:.3f} GB/s (one core, {} B copied, rank 0)", *summary.memcpy_gbps,
+                          summary.memcpy_bytes));
+  line(out, "#");
+}
+
+}  // namespace bench

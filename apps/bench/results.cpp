@@ -1,0 +1,126 @@
+// Bandwidth arithmetic and the machine-readable outputs (JSON for
+// scripts/plot_bench.py, CSV for spreadsheets).
+#include "results.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace bench {
+
+std::optional<double> Row::ratio() const {
+  if (!baseline_time || time.median_us <= 0) return std::nullopt;
+  return baseline_time->median_us / time.median_us;
+}
+
+void fill_bandwidths(Row& row, double bus_factor) {
+  // bytes per microsecond = 1e6 B/s; / 1e3 gives GB/s (1e9), as nccl-tests.
+  auto gbps = [&](double us) { return us > 0 ? static_cast<double>(row.bytes) / us / 1e3 : 0.0; };
+  row.algbw = gbps(row.time.median_us);
+  row.busbw = row.algbw * bus_factor;
+  if (row.baseline_time) {
+    row.baseline_algbw = gbps(row.baseline_time->median_us);
+    row.baseline_busbw = row.baseline_algbw * bus_factor;
+  }
+}
+
+Summary summarise(const std::vector<Row>& rows) {
+  Summary s;
+  double busbw = 0, baseline = 0;
+  bool any_baseline = false;
+  for (const auto& r : rows) {
+    busbw += r.busbw;
+    if (r.baseline_time) baseline += r.baseline_busbw, any_baseline = true;
+    s.wrong_total += r.wrong.value_or(0);
+  }
+  if (!rows.empty()) {
+    s.avg_busbw = busbw / static_cast<double>(rows.size());
+    if (any_baseline) s.avg_baseline_busbw = baseline / static_cast<double>(rows.size());
+  }
+  return s;
+}
+
+namespace {
+
+nlohmann::json timing_json(const Timing& t) {
+  return {{"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us}};
+}
+
+}  // namespace
+
+void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& [host, ranks] : info.hosts) hosts.push_back({{"host", host}, {"ranks", ranks}});
+  nlohmann::json j = {
+      {"tool", "strata-bench"},
+      {"version", info.version},
+      {"collective", info.collective},
+      {"ranks", info.ranks},
+      {"nodes", info.hosts.size()},
+      {"hosts", hosts},
+      {"dtype", info.dtype},
+      {"op", info.op},
+      {"root", info.root},
+      {"in_place", info.in_place},
+      {"memory", info.memory},
+      {"algorithm", info.algorithm},
+      {"iters", info.iters},
+      {"warmup", info.warmup},
+      {"check", info.check},
+      {"timeout_seconds", info.timeout_seconds},
+      {"bus_factor", info.bus_factor_formula},
+      {"baseline", info.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.baseline)},
+      {"time_unit", "us, median over iterations of the max over ranks"},
+      {"bandwidth_unit", "GB/s (1e9 bytes/s)"},
+  };
+  if (!info.model.empty())
+    j["model"] = {{"name", info.model},
+                  {"source", info.model_source},
+                  {"tensors", info.model_tensors},
+                  {"parameters", info.model_parameters}};
+  nlohmann::json out_rows = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json row = {{"bytes", r.bytes},      {"count", r.count},   {"tensors", r.tensors},
+                          {"algorithm", r.algorithm}, {"time", timing_json(r.time)}, {"time_us", r.time.median_us},
+                          {"algbw", r.algbw},      {"busbw", r.busbw},
+                          {"wrong", r.wrong ? nlohmann::json(*r.wrong) : nlohmann::json(nullptr)}};
+    if (r.baseline_time) {
+      row["baseline"] = {{"time", timing_json(*r.baseline_time)},
+                         {"time_us", r.baseline_time->median_us},
+                         {"algbw", r.baseline_algbw},
+                         {"busbw", r.baseline_busbw}};
+      row["ratio"] = *r.ratio();
+    }
+    out_rows.push_back(row);
+  }
+  j["rows"] = out_rows;
+  j["summary"] = {{"avg_busbw", summary.avg_busbw}, {"wrong_total", summary.wrong_total}};
+  if (summary.avg_baseline_busbw) j["summary"]["avg_baseline_busbw"] = *summary.avg_baseline_busbw;
+  if (summary.memcpy_gbps)
+    j["summary"]["memcpy"] = {{"gbps", *summary.memcpy_gbps}, {"bytes", summary.memcpy_bytes}};
+
+  std::ofstream file(path);
+  file << j.dump(2) << '\n';
+  if (!file) throw std::runtime_error(fmt::format("cannot write JSON to '{}'", path));
+}
+
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows) {
+  std::ofstream file(path);
+  file << "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
+          "baseline_time_us,baseline_busbw,ratio\n";
+  for (const auto& r : rows) {
+    file << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},", info.collective, info.ranks, info.dtype,
+                        info.op, info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, r.algbw, r.busbw,
+                        r.wrong ? fmt::format("{}", *r.wrong) : "");
+    if (r.baseline_time)
+      file << fmt::format("{:.3f},{:.4f},{:.4f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio());
+    else
+      file << ",,";
+    file << '\n';
+  }
+  if (!file) throw std::runtime_error(fmt::format("cannot write CSV to '{}'", path));
+}
+
+}  // namespace bench

@@ -1,0 +1,63 @@
+// What one run measured, as plain values: the header facts, one Row per
+// size, the summary. report.cpp prints them, results.cpp writes JSON / CSV.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "timing.hpp"
+
+namespace bench {
+
+struct RunInfo {
+  std::string version;
+  std::string collective;
+  std::string baseline;            // "" or the MPI call timed ("MPI_Allreduce")
+  std::string bus_factor_formula;  // "2(n-1)/n" or "1"
+  double bus_factor = 1;
+  int ranks = 0;
+  std::vector<std::pair<std::string, int>> hosts;  // host name, ranks on it
+  std::string dtype, op, memory = "host", algorithm;
+  int root = -1;  // -1 when the collective has none
+  bool in_place = false;
+  bool check = true;
+  int iters = 0, warmup = 0;
+  double timeout_seconds = 0;
+  // --collective batch only.
+  std::string model, model_source;
+  std::size_t model_tensors = 0, model_parameters = 0;
+};
+
+struct Row {
+  std::size_t bytes = 0, count = 0, tensors = 1;
+  std::string algorithm;  // what strata ran for this size
+  Timing time;
+  double algbw = 0, busbw = 0;  // GB/s (1e9 bytes/s)
+  std::optional<std::size_t> wrong;  // nullopt when --check 0
+  std::optional<Timing> baseline_time;
+  double baseline_algbw = 0, baseline_busbw = 0;
+
+  // Baseline time / strata time: above 1 means strata is faster.
+  std::optional<double> ratio() const;
+};
+
+struct Summary {
+  double avg_busbw = 0;
+  std::optional<double> avg_baseline_busbw;
+  std::size_t wrong_total = 0;
+  std::optional<double> memcpy_gbps;
+  std::size_t memcpy_bytes = 0;
+};
+
+// algbw = bytes / time; busbw = algbw * the collective's factor.
+void fill_bandwidths(Row& row, double bus_factor);
+Summary summarise(const std::vector<Row>& rows);
+
+// Throw std::runtime_error naming the file when it cannot be written.
+void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary);
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows);
+
+}  // namespace bench
