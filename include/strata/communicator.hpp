@@ -47,10 +47,18 @@ class Communicator {
   // Copies `root`'s buffer into every other rank's buffer.
   void broadcast(Tensor buffer, int root, const CommunicationOptions& options = {});
 
-  // All-reduces each tensor in place. Results land in input order;
+  // All-reduces each tensor in place, packing them per `packing` and
+  // options.bytes_per_pack (0 = automatic; see PackingOptions). Tensors must
+  // not overlap. Results land in the caller's tensors whatever the packing;
   // `on_pack_done(i)` fires once per pack, in order, as soon as pack i's
   // results are in the caller's tensors. The timeout bounds the whole batch.
+  // Packing moves elements between calls, so floating-point results may
+  // differ in the last bits from per-tensor all_reduce (still identical on
+  // every rank and deterministic).
   void batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options = {},
+                        std::function<void(std::size_t pack)> on_pack_done = {});
+  void batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing,
+                        const CommunicationOptions& options = {},
                         std::function<void(std::size_t pack)> on_pack_done = {});
 
   // The algorithm (with "#shards" when > 1) the automatic selection runs for
@@ -62,6 +70,7 @@ class Communicator {
 
  private:
   struct Impl;
+  friend Impl& impl_of(Communicator&);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -25,6 +25,22 @@ struct CommunicationOptions {
 // TensorFlow's older name for the same options.
 using CollectiveHints = CommunicationOptions;
 
+// How batch_all_reduce groups tensors into packs (TensorFlow's num_packs and
+// agg_small_grads_*). Precedence: num_packs > 0 wins; else small-gradient
+// aggregation when both agg_small_grads_* are > 0; else
+// CommunicationOptions::bytes_per_pack (0 = automatic). Tensors of
+// different dtypes never share a pack. See docs/ALGORITHMS.md, "Packing".
+struct PackingOptions {
+  // > 0: concatenate each dtype's tensors and split them into this many packs
+  // of nearly equal size (packs may split tensors). Negative is invalid.
+  int num_packs = 0;
+  // Runs of adjacent tensors of at most this many bytes each are packed
+  // together, at most agg_small_grads_max_group per pack; larger tensors go
+  // alone. Negative is invalid.
+  long long agg_small_grads_max_bytes = 0;
+  int agg_small_grads_max_group = 10;
+};
+
 // Per-communicator configuration, fixed at construction.
 struct Config {
   // The all_reduce_spec: "auto", an algorithm name ("xring", "rechd",

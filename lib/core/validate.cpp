@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "strata/errors.hpp"
 
@@ -62,6 +64,29 @@ void validate_in_out(const Tensor& in, const Tensor& out) {
 void validate_root(int root, int size) {
   if (root < 0 || root >= size)
     throw InvalidArgument(fmt::format("root = {} is outside [0, {}) for this communicator", root, size));
+}
+
+}  // namespace strata::core
+
+namespace strata::core {
+
+void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) {
+  struct Range {
+    std::uintptr_t begin, end;
+    std::size_t index;
+  };
+  std::vector<Range> ranges;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].count > 0) {
+      const auto begin = reinterpret_cast<std::uintptr_t>(tensors[i].data);
+      ranges.push_back({begin, begin + tensors[i].bytes(), i});
+    }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].begin < ranges[i - 1].end)
+      throw InvalidArgument(fmt::format("{}[{}] and {}[{}] overlap in memory; each tensor of a batch needs its own buffer",
+                                        field, std::min(ranges[i - 1].index, ranges[i].index), field,
+                                        std::max(ranges[i - 1].index, ranges[i].index)));
 }
 
 }  // namespace strata::core

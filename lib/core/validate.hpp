@@ -4,6 +4,7 @@
 // build or run without GPU support) with a message naming field and value.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "strata/options.hpp"
@@ -23,5 +24,9 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
 void validate_in_out(const Tensor& in, const Tensor& out);
 
 void validate_root(int root, int size);
+
+// No two tensors of a batch share memory (results would depend on order).
+// `field` names the list ("tensors").
+void validate_disjoint(std::span<const Tensor> tensors, std::string_view field);
 
 }  // namespace strata::core

@@ -1,0 +1,58 @@
+// The state behind a strata::Communicator and the execute stage every entry
+// point (and the TF-named facades) funnels into. Internal header.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/deadline.hpp"
+#include "core/workspace.hpp"
+#include "host/algorithm.hpp"
+#include "plan/select.hpp"
+#include "plan/spec.hpp"
+#include "strata/communicator.hpp"
+
+namespace strata {
+
+struct Communicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  Config config;
+  plan::Spec spec;
+  core::Workspace workspace;  // algorithm scratch
+  core::Workspace staging;    // pack staging (batch and per-replica calls)
+  std::uint64_t sequence = 0;
+  std::string broken_reason;  // non-empty once broken
+
+  // Throws PeerFailure once broken.
+  void ensure_usable() const;
+
+  // Run one validated collective. `job.op` may be mean: the algorithm runs
+  // sum and the result is divided by `contributors` where it lands.
+  // `spec` = nullptr uses the communicator's spec.
+  void execute(plan::Collective collective, host::Job job, const CommunicationOptions& options,
+               const core::Deadline& deadline, std::size_t contributors, const plan::Spec* spec = nullptr);
+
+  // A batch of logical tensors, each given as one tensor per local replica
+  // (batch[k][r]; the same replica count on every rank), reduced across all
+  // replicas of all ranks. collective is all_reduce (every replica of every
+  // rank gets the result) or reduce (every replica on `root`). Packs per
+  // `packing`; `on_pack_done(i)` after pack i's results are in place.
+  // Inputs must be validated.
+  void run_batch(plan::Collective collective, const std::vector<std::vector<Tensor>>& batch, ReduceOp op, int root,
+                 const PackingOptions& packing, const CommunicationOptions& options, const plan::Spec* spec,
+                 const std::function<void(std::size_t)>& on_pack_done);
+
+  void mark_broken(const char* reason);
+};
+
+// The Impl of a Communicator, for the facades in lib/core.
+Communicator::Impl& impl_of(Communicator& comm);
+
+}  // namespace strata
