@@ -82,9 +82,13 @@ Communicator::Communicator(MPI_Comm comm, Config config) : impl_(std::make_uniqu
   STRATA_CHECK_MPI(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN));
   STRATA_CHECK_MPI(MPI_Comm_rank(impl_->comm, &impl_->rank));
   STRATA_CHECK_MPI(MPI_Comm_size(impl_->comm, &impl_->size));
-  if (impl_->rank == 0)
-    core::log(core::LogLevel::info, "communicator of {} ranks, all_reduce_spec {} (auto = {})", impl_->size,
-              impl_->spec.to_string(), plan::default_host_spec().to_string());
+  // Rank 0 prints the effective map once per process (not per communicator).
+  static bool printed = false;
+  if (impl_->rank == 0 && !printed) {
+    printed = true;
+    core::log(core::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", impl_->spec.to_string(), impl_->size,
+              plan::describe_map(impl_->spec));
+  }
 }
 
 Communicator::~Communicator() {

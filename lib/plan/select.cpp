@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "core/log.hpp"
 #include "strata/errors.hpp"
@@ -71,7 +73,36 @@ const Spec& default_host_spec() {
 Spec resolve_spec(std::string_view configured) {
   if (!configured.empty()) return parse_spec(configured, is_known_algorithm);
   if (const char* env = std::getenv("STRATA_SPEC"); env && *env) return parse_spec(env, is_known_algorithm);
+  if (const char* path = std::getenv("STRATA_SPEC_FILE"); path && *path) {
+    std::ifstream file(path);
+    if (!file) throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}' cannot be read", path));
+    // The file holds one spec; blank lines and lines starting with '#' are comments.
+    std::string line, text;
+    while (std::getline(file, line)) {
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line[first] == '#') continue;
+      text += line.substr(first);
+    }
+    try {
+      return parse_spec(text, is_known_algorithm);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}': {}", path, e.what()));
+    }
+  }
   return Spec{};
+}
+
+std::string describe_map(const Spec& spec) {
+  const Spec& effective = spec.is_auto() ? default_host_spec() : spec;
+  std::string text = spec.is_auto() ? "auto =" : "spec =";
+  long long lower = 0;
+  for (const SpecEntry& e : effective.entries) {
+    const std::string range = e.limit < 0 ? fmt::format("{} B and up", lower)
+                                          : fmt::format("{} .. {} B", lower, e.limit);
+    text += fmt::format(" [{}: {}{}]", range, e.algorithm, e.shards > 1 ? fmt::format("#{}", e.shards) : "");
+    lower = e.limit + 1;
+  }
+  return text;
 }
 
 Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation) {

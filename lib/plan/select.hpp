@@ -29,9 +29,14 @@ bool is_known_algorithm(std::string_view name);
 // measurements behind it).
 const Spec& default_host_spec();
 
-// The spec a communicator uses: `configured` if non-empty, else $STRATA_SPEC,
-// else "auto". Throws InvalidArgument for an invalid spec.
+// The spec a communicator uses: `configured` if non-empty, else
+// $STRATA_SPEC, else the spec in the file named by $STRATA_SPEC_FILE, else
+// "auto". Throws InvalidArgument for an invalid spec or unreadable file.
 Spec resolve_spec(std::string_view configured);
+
+// The effective size -> algorithm map, one line, for STRATA_DEBUG=INFO:
+// "auto = [0 .. 4096 B: tree] [4097 .. 262144 B: rechd] [262145 B and up: xring]".
+std::string describe_map(const Spec& spec);
 
 // Pick the algorithm for one call. A hierarchical name "a/b" runs as `a`
 // over all ranks until topology-aware execution lands. An algorithm that
