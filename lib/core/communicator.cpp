@@ -13,7 +13,9 @@
 #include "core/log.hpp"
 #include "core/validate.hpp"
 #include "core/where.hpp"
+#include "host/hierarchical.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/shm_rounds.hpp"
 #include "plan/packing.hpp"
 
 namespace strata {
@@ -40,13 +42,22 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   job.shards = choice.shards;
   job.chunk_bytes = config.chunk_bytes ? config.chunk_bytes : kDefaultChunkBytes;
   const std::string_view collective_name = plan::to_string(collective);
-  host::Transport transport(comm, deadline, {collective_name, sequence, bytes, choice.algorithm->name}, workspace);
+  const host::CallInfo info{collective_name, sequence, bytes, choice.algorithm->name};
   core::log(core::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence, bytes, choice.describe());
+  const bool wants_shm = choice.algorithm->uses_shared_memory;
   try {
-    switch (collective) {
-      case plan::Collective::all_reduce: choice.algorithm->all_reduce(transport, job); break;
-      case plan::Collective::reduce: choice.algorithm->reduce(transport, job); break;
-      case plan::Collective::broadcast: choice.algorithm->broadcast(transport, job); break;
+    if (choice.cross && split.node_count > 1) {
+      const host::NodeContext node{&split, wants_shm && split.local_size > 1 ? node_segment() : nullptr};
+      host::hierarchical_all_reduce(job, *choice.algorithm, *choice.cross, node, deadline, info, workspace);
+    } else {
+      host::Transport transport(comm, deadline, info, workspace);
+      // On a single node the node communicator orders ranks like `comm`.
+      if (wants_shm && split.node_count == 1 && size > 1) transport.set_shared_memory(node_segment());
+      switch (collective) {
+        case plan::Collective::all_reduce: choice.algorithm->all_reduce(transport, job); break;
+        case plan::Collective::reduce: choice.algorithm->reduce(transport, job); break;
+        case plan::Collective::broadcast: choice.algorithm->broadcast(transport, job); break;
+      }
     }
   } catch (const DeadlineExceeded& e) {
     mark_broken(e.what());
@@ -66,6 +77,16 @@ void Communicator::Impl::mark_broken(const char* reason) {
   staging.abandon();
 }
 
+host::ShmSegment* Communicator::Impl::node_segment() {
+  if (!segment) segment = std::make_unique<host::ShmSegment>(split.node, host::shm::set_bytes_for(split.local_size));
+  return segment.get();
+}
+
+Communicator::Impl::~Impl() {
+  segment.reset();  // unmap only: the name was unlinked at creation
+  topo::free_split(split);
+}
+
 Communicator::Impl& impl_of(Communicator& comm) { return *comm.impl_; }
 
 Communicator::Communicator(MPI_Comm comm, Config config) : impl_(std::make_unique<Impl>()) {
@@ -82,6 +103,7 @@ Communicator::Communicator(MPI_Comm comm, Config config) : impl_(std::make_uniqu
   STRATA_CHECK_MPI(MPI_Comm_set_errhandler(impl_->comm, MPI_ERRORS_RETURN));
   STRATA_CHECK_MPI(MPI_Comm_rank(impl_->comm, &impl_->rank));
   STRATA_CHECK_MPI(MPI_Comm_size(impl_->comm, &impl_->size));
+  impl_->split = topo::split_nodes(impl_->comm);
   // Rank 0 prints the effective map once per process (not per communicator).
   static bool printed = false;
   if (impl_->rank == 0 && !printed) {

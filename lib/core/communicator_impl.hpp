@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,9 +14,11 @@
 #include "core/deadline.hpp"
 #include "core/workspace.hpp"
 #include "host/algorithm.hpp"
+#include "host/shm_segment.hpp"
 #include "plan/select.hpp"
 #include "plan/spec.hpp"
 #include "strata/communicator.hpp"
+#include "topo/node_split.hpp"
 
 namespace strata {
 
@@ -29,6 +32,15 @@ struct Communicator::Impl {
   core::Workspace staging;    // pack staging (batch and per-replica calls)
   std::uint64_t sequence = 0;
   std::string broken_reason;  // non-empty once broken
+  topo::NodeSplit split;      // nodes, from construction
+  std::unique_ptr<host::ShmSegment> segment;  // over split.node, created on first use
+
+  ~Impl();
+
+  // The node's shared-memory segment, created on first use: collective over
+  // the node, which is safe because every local rank makes the same call
+  // with the same plan.
+  host::ShmSegment* node_segment();
 
   // Throws PeerFailure once broken.
   void ensure_usable() const;

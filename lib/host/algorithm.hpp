@@ -37,6 +37,10 @@ struct Algorithm {
   CollectiveFn all_reduce;  // required
   CollectiveFn reduce;      // nullptr: declines; the selector runs `tree` instead
   CollectiveFn broadcast;   // nullptr: declines; the selector runs `tree` instead
+  // Wants the node's shared-memory segment (Transport::shared_memory) when
+  // its communicator lies in one node; it then also serves as the intra-node
+  // level of hierarchical plans with real reduce-scatter / all-gather.
+  bool uses_shared_memory = false;
 };
 
 // Every registered host algorithm, in registry order.

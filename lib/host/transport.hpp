@@ -19,6 +19,8 @@
 
 namespace strata::host {
 
+class ShmSegment;
+
 // What a call is, for error messages.
 struct CallInfo {
   std::string_view collective;  // "all_reduce", "reduce", ...
@@ -78,6 +80,12 @@ class Transport {
   // private to the running algorithm.
   std::byte* scratch(std::size_t slot, std::size_t bytes) { return workspace_.get(slot, bytes); }
 
+  // The node's shared-memory segment when every rank of comm() shares one
+  // node and the running algorithm asked for it (Algorithm::uses_shared_memory);
+  // otherwise null.
+  ShmSegment* shared_memory() const { return shm_; }
+  void set_shared_memory(ShmSegment* segment) { shm_ = segment; }
+
  private:
   [[noreturn]] void throw_deadline(std::vector<int> waiting_for) const;
 
@@ -87,6 +95,7 @@ class Transport {
   const core::Deadline& deadline_;
   CallInfo info_;
   core::Workspace& workspace_;
+  ShmSegment* shm_ = nullptr;
 };
 
 }  // namespace strata::host

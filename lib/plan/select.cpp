@@ -32,16 +32,22 @@ host::CollectiveFn entry_point(const host::Algorithm& algorithm, Collective coll
   return nullptr;
 }
 
-// Hierarchical names run their intra-node level over all ranks for now.
-std::string_view flat_level(std::string_view name) { return name.substr(0, name.find('/')); }
+std::string_view intra_level(std::string_view name) { return name.substr(0, name.find('/')); }
+std::string_view cross_level(std::string_view name) {
+  const auto slash = name.find('/');
+  return slash == std::string_view::npos ? std::string_view() : name.substr(slash + 1);
+}
 
 const Spec& default_spec_for(Collective collective) {
   static const Spec rooted = parse_spec(kDefaultRooted, is_known_algorithm);
   return collective == Collective::all_reduce ? default_host_spec() : rooted;
 }
 
-Choice from_entry(const SpecEntry& entry) {
-  return {host::find_algorithm(flat_level(entry.algorithm)), entry.shards};
+Choice from_entry(const SpecEntry& entry, Collective collective) {
+  Choice choice{host::find_algorithm(intra_level(entry.algorithm)), entry.shards, nullptr};
+  if (collective == Collective::all_reduce && !cross_level(entry.algorithm).empty())
+    choice.cross = host::find_algorithm(cross_level(entry.algorithm));
+  return choice;
 }
 
 }  // namespace
@@ -57,7 +63,9 @@ std::string_view to_string(Collective collective) {
 
 std::string Choice::describe() const {
   if (!algorithm) return "none";
-  return shards > 1 ? fmt::format("{}#{}", algorithm->name, shards) : std::string(algorithm->name);
+  std::string name(algorithm->name);
+  if (cross) name += fmt::format("/{}", cross->name);
+  return shards > 1 ? fmt::format("{}#{}", name, shards) : name;
 }
 
 bool is_known_algorithm(std::string_view name) {
@@ -111,11 +119,11 @@ Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implem
         "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
         "use automatic or ring for host tensors");
   const Spec& defaults = default_spec_for(collective);
-  Choice choice = implementation == Implementation::ring ? Choice{host::find_algorithm("xring"), 1}
-                  : spec.is_auto()                       ? from_entry(defaults.select(bytes))
-                                                         : from_entry(spec.select(bytes));
+  Choice choice = implementation == Implementation::ring ? Choice{host::find_algorithm("xring"), 1, nullptr}
+                  : spec.is_auto()                       ? from_entry(defaults.select(bytes), collective)
+                                                         : from_entry(spec.select(bytes), collective);
   if (!choice.algorithm || !entry_point(*choice.algorithm, collective)) {
-    const Choice fallback = from_entry(defaults.select(bytes));
+    const Choice fallback = from_entry(defaults.select(bytes), collective);
     core::log(core::LogLevel::trace, "{} of {} bytes: the spec's algorithm does not serve it, running {}",
               to_string(collective), bytes, fallback.describe());
     choice = fallback;

@@ -16,9 +16,10 @@ enum class Collective { all_reduce, reduce, broadcast };
 std::string_view to_string(Collective collective);
 
 struct Choice {
-  const host::Algorithm* algorithm = nullptr;
-  int shards = 1;
-  std::string describe() const;  // "xring#2"
+  const host::Algorithm* algorithm = nullptr;  // flat, or the intra-node level of "a/b"
+  int shards = 1;                              // flat: the algorithm's; "a/b": the cross-node level's
+  const host::Algorithm* cross = nullptr;      // the cross-node level of "a/b", else null
+  std::string describe() const;                // "xring#2", "pscpu/xring#2"
 };
 
 // Whether `name` is an algorithm strata knows (host or GPU), one level of a
@@ -38,10 +39,12 @@ Spec resolve_spec(std::string_view configured);
 // "auto = [0 .. 4096 B: tree] [4097 .. 262144 B: rechd] [262145 B and up: xring]".
 std::string describe_map(const Spec& spec);
 
-// Pick the algorithm for one call. A hierarchical name "a/b" runs as `a`
-// over all ranks until topology-aware execution lands. An algorithm that
-// cannot serve the call (a GPU algorithm on host memory, a reduce or
-// broadcast it does not implement) falls back to the default table's choice.
+// Pick the algorithm for one call. A hierarchical name "a/b" yields both
+// levels for all-reduce (the executor runs it flat as `a` on a single node);
+// reduce and broadcast run `a` flat. An algorithm that cannot serve the call
+// (a GPU algorithm on host memory, a reduce or broadcast it does not
+// implement) falls back to the default table's choice; a GPU cross-node
+// level on host memory leaves `a` flat.
 // Throws InvalidArgument for implementation = nccl on host memory.
 Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation);
 

@@ -1,0 +1,153 @@
+#include "host/shm_rounds.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/deadline.hpp"
+#include "host/reduce_kernel.hpp"
+#include "plan/slice.hpp"
+
+namespace strata::host::shm {
+namespace {
+
+using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
+
+// Wait until `counter` of every rank in [first, last) other than me reaches
+// `value`. Polls with backoff; the deadline names the laggards.
+void wait_for(Transport& t, const ShmSegment& seg, Counter counter, int first, int last, std::uint64_t value) {
+  core::Backoff backoff;
+  std::vector<int> lagging;
+  for (;;) {
+    lagging.clear();
+    for (int r = first; r < last; ++r)
+      if (r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value) lagging.push_back(r);
+    if (lagging.empty()) return;
+    t.idle(backoff, lagging);
+  }
+}
+
+// Step 1 of a round: my set for `round` is free once every peer consumed
+// round - 2.
+void claim_set(Transport& t, const ShmSegment& seg, std::uint64_t round) {
+  if (round > 2) wait_for(t, seg, &ShmSegment::consumed, 0, seg.local_size(), round - 2);
+}
+
+void publish(const ShmSegment& seg, Counter counter, std::uint64_t round) {
+  (seg.*counter)(seg.local_rank()).store(round, std::memory_order_release);
+}
+
+std::size_t block_elems(DataType dtype) { return kBlockBytes / dtype_size(dtype); }
+
+// Block `b` of slice `s`, clipped to the slice (may be empty).
+plan::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
+  const plan::Slice slice = plan::even_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+  const std::size_t begin = std::min(slice.count, b * per_block);
+  return {slice.offset + begin, std::min(per_block, slice.count - begin)};
+}
+
+std::size_t rounds_for(std::size_t count, int owners, std::size_t per_block) {
+  const std::size_t largest = plan::even_slice(count, static_cast<std::size_t>(owners), 0).count;
+  return (largest + per_block - 1) / per_block;
+}
+
+}  // namespace
+
+std::size_t set_bytes_for(int local_size) {
+  return std::max(kSmallBytes, kBlockBytes * static_cast<std::size_t>(local_size));
+}
+
+void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                    ReduceOp op, int owners) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  const std::size_t element = dtype_size(dtype), per_block = block_elems(dtype);
+  const auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  const std::size_t rounds = rounds_for(count, owners, per_block);
+  for (std::size_t b = 0; b < rounds; ++b) {
+    const std::uint64_t round = seg.next_round();
+    claim_set(t, seg, round);
+    // Stage my block of every other owner's slice, at that owner's offset.
+    std::byte* mine = seg.area(me, round);
+    for (int s = 0; s < owners; ++s) {
+      if (s == me) continue;
+      const plan::Slice blk = block_of(count, owners, s, b, per_block);
+      std::memcpy(mine + static_cast<std::size_t>(s) * kBlockBytes, src + blk.offset * element, blk.count * element);
+    }
+    publish(seg, &ShmSegment::staged, round);
+    if (me < owners) {
+      const plan::Slice blk = block_of(count, owners, me, b, per_block);
+      if (blk.count > 0) {
+        wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+        // Own input first, then the others in rank order: a fixed order per
+        // slice, and in place works because the first step reads `in` once.
+        std::byte* acc = dst + blk.offset * element;
+        const std::byte* own = src + blk.offset * element;
+        bool first = true;
+        for (int r = 0; r < n; ++r) {
+          if (r == me) continue;
+          const std::byte* theirs = seg.area(r, round) + static_cast<std::size_t>(me) * kBlockBytes;
+          reduce_into(acc, first ? own : acc, theirs, blk.count, dtype, op);
+          first = false;
+        }
+        if (first && acc != own) std::memcpy(acc, own, blk.count * element);  // a node of one rank
+      }
+    }
+    publish(seg, &ShmSegment::consumed, round);
+  }
+}
+
+void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners) {
+  const int me = seg.local_rank();
+  const std::size_t element = dtype_size(dtype), per_block = block_elems(dtype);
+  auto* data = static_cast<std::byte*>(out);
+  const std::size_t rounds = rounds_for(count, owners, per_block);
+  for (std::size_t b = 0; b < rounds; ++b) {
+    const std::uint64_t round = seg.next_round();
+    claim_set(t, seg, round);
+    if (me < owners) {
+      const plan::Slice blk = block_of(count, owners, me, b, per_block);
+      std::memcpy(seg.area(me, round), data + blk.offset * element, blk.count * element);
+    }
+    publish(seg, &ShmSegment::staged, round);
+    wait_for(t, seg, &ShmSegment::staged, 0, owners, round);
+    for (int s = 0; s < owners; ++s) {
+      if (s == me) continue;
+      const plan::Slice blk = block_of(count, owners, s, b, per_block);
+      std::memcpy(data + blk.offset * element, seg.area(s, round), blk.count * element);
+    }
+    publish(seg, &ShmSegment::consumed, round);
+  }
+}
+
+void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                      ReduceOp op) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  const std::size_t bytes = count * dtype_size(dtype);
+  const std::uint64_t round = seg.next_round();
+  claim_set(t, seg, round);
+  std::memcpy(seg.area(me, round), in, bytes);
+  publish(seg, &ShmSegment::staged, round);
+  wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+  // Every rank computes the same thing in the same (rank) order from the
+  // staged copies, so all get the same bits without a second round.
+  if (n == 1) {
+    if (out != in) std::memcpy(out, in, bytes);
+  } else {
+    reduce_into(out, seg.area(0, round), seg.area(1, round), count, dtype, op);
+    for (int r = 2; r < n; ++r) reduce_into(out, out, seg.area(r, round), count, dtype, op);
+  }
+  publish(seg, &ShmSegment::consumed, round);
+}
+
+void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                ReduceOp op, int owners) {
+  if (count * dtype_size(dtype) <= kSmallBytes && count * dtype_size(dtype) <= seg.set_bytes()) {
+    small_all_reduce(t, seg, in, out, count, dtype, op);
+    return;
+  }
+  reduce_scatter(t, seg, in, out, count, dtype, op, owners);
+  all_gather(t, seg, out, count, dtype, owners);
+}
+
+}  // namespace strata::host::shm

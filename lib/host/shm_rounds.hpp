@@ -1,0 +1,56 @@
+// Collectives inside one node over a ShmSegment, in rounds.
+//
+// A round moves one block per slice. Every local rank runs every round:
+//   1. wait until no peer still reads my set for this round (their
+//      `consumed` >= round - 2: two sets, so round r+1 can be staged while
+//      peers still read round r);
+//   2. write my data for the round into my set, then publish `staged` = round;
+//   3. wait for the peers whose data I need (`staged` >= round), read it
+//      straight from their sets (reduce or copy), publish `consumed` = round.
+// Blocks are cache-sized so a block written in step 2 is usually still in
+// cache when a peer reads it. Waiting backs off and honours the call's
+// deadline: a rank that never arrives makes the others raise
+// DeadlineExceeded naming it (by rank in the node communicator).
+//
+// Slices: `owners` local ranks 0..owners-1 own even slices of the message
+// (owners < local size happens with unequal nodes or pscpu#M).
+// Every result element is reduced by exactly one rank, in a fixed order, so
+// all ranks get identical bits, run to run.
+#pragma once
+
+#include <cstddef>
+
+#include "host/shm_segment.hpp"
+#include "host/transport.hpp"
+#include "strata/types.hpp"
+
+namespace strata::host::shm {
+
+// Block per slice per round; the segment's sets hold local_size blocks.
+constexpr std::size_t kBlockBytes = 64 * 1024;
+// Messages up to this size take the one-round path (every rank reduces the
+// whole message), trading redundant arithmetic for a single sync.
+constexpr std::size_t kSmallBytes = 16 * 1024;
+
+// Set size a segment needs for `local_size` ranks.
+std::size_t set_bytes_for(int local_size);
+
+// After it, owner i's out[slice i] = op over every local rank's in[slice i]
+// (owner's own input first, then the others in rank order). Other parts of
+// `out` are untouched. in == out is allowed.
+void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                    ReduceOp op, int owners);
+
+// Copies every owner's out[slice i] into every local rank's out.
+void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners);
+
+// The whole message in one round: every rank stages its input and reduces
+// all inputs in rank order. Precondition: count * dtype size <= set_bytes.
+void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                      ReduceOp op);
+
+// reduce_scatter + all_gather, or small_all_reduce for small messages.
+void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                ReduceOp op, int owners);
+
+}  // namespace strata::host::shm

@@ -1,0 +1,105 @@
+#include "host/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "core/check.hpp"
+#include "core/where.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::host {
+
+// Counters on separate cache lines: the writer of one never invalidates the
+// line a reader polls for the other.
+struct ShmSegment::Control {
+  alignas(64) std::atomic<std::uint64_t> staged;
+  alignas(64) std::atomic<std::uint64_t> consumed;
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need lock-free counters");
+
+namespace {
+
+constexpr std::size_t kAlign = 4096;
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// Agree across the node whether every rank succeeded; throw on all if not.
+void agree(bool ok, const std::string& what, MPI_Comm comm) {
+  int all_ok = ok ? 1 : 0;
+  STRATA_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+  if (!all_ok)
+    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", core::where(),
+                                   what.empty() ? "another rank of this node failed" : what),
+                       "shm", 0, core::hostname(), core::world_rank());
+}
+
+}  // namespace
+
+ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
+  STRATA_CHECK_MPI(MPI_Comm_rank(node_comm, &local_rank_));
+  STRATA_CHECK_MPI(MPI_Comm_size(node_comm, &local_size_));
+  set_bytes_ = round_up(set_bytes, kAlign);
+  stride_ = round_up(sizeof(Control), kAlign) + 2 * set_bytes_;
+  mapped_bytes_ = stride_ * static_cast<std::size_t>(local_size_);
+
+  std::array<char, 64> name{};
+  std::string error;
+  int fd = -1;
+  if (local_rank_ == 0) {
+    std::random_device random;
+    fmt::format_to_n(name.data(), name.size() - 1, "/strata-{}-{:08x}", getpid(), random());
+    fd = shm_open(name.data(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(mapped_bytes_)) != 0)
+      error = fmt::format("cannot create {} ({} bytes): {}; is /dev/shm large enough?", name.data(), mapped_bytes_,
+                          std::strerror(errno));
+  }
+  STRATA_CHECK_MPI(MPI_Bcast(name.data(), static_cast<int>(name.size()), MPI_CHAR, 0, node_comm));
+  agree(error.empty(), error, node_comm);
+  if (local_rank_ != 0) {
+    fd = shm_open(name.data(), O_RDWR, 0600);
+    if (fd < 0) error = fmt::format("cannot open {}: {}", name.data(), std::strerror(errno));
+  }
+  if (fd >= 0) {
+    void* p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) error = fmt::format("cannot map {} bytes: {}", mapped_bytes_, std::strerror(errno));
+    else base_ = static_cast<std::byte*>(p);
+    close(fd);
+  }
+  // Everyone has it mapped (or failed): remove the name either way.
+  const bool ok = error.empty();
+  int all_ok = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
+  if (local_rank_ == 0) shm_unlink(name.data());
+  if (!all_ok) {
+    if (base_) munmap(base_, mapped_bytes_);
+    base_ = nullptr;
+    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", core::where(),
+                                   error.empty() ? "another rank of this node could not map it" : error),
+                       "shm", 0, core::hostname(), core::world_rank());
+  }
+}
+
+ShmSegment::~ShmSegment() {
+  if (base_) munmap(base_, mapped_bytes_);
+}
+
+ShmSegment::Control& ShmSegment::control(int rank) const {
+  return *reinterpret_cast<Control*>(base_ + stride_ * static_cast<std::size_t>(rank));
+}
+
+std::byte* ShmSegment::area(int rank, std::uint64_t round) const {
+  return base_ + stride_ * static_cast<std::size_t>(rank) + round_up(sizeof(Control), kAlign) +
+         (round % 2) * set_bytes_;
+}
+
+std::atomic<std::uint64_t>& ShmSegment::staged(int rank) const { return control(rank).staged; }
+std::atomic<std::uint64_t>& ShmSegment::consumed(int rank) const { return control(rank).consumed; }
+
+}  // namespace strata::host
