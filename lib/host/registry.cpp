@@ -8,12 +8,16 @@
 namespace strata::host {
 
 extern const Algorithm xring_algorithm;
+extern const Algorithm rechd_algorithm;
+extern const Algorithm pscpu_algorithm;
 extern const Algorithm tree_algorithm;
 extern const Algorithm mpi_algorithm;
 
 namespace {
 const std::array kRegistry = {
     &xring_algorithm,
+    &rechd_algorithm,
+    &pscpu_algorithm,
     &tree_algorithm,
     &mpi_algorithm,
 };

@@ -1,0 +1,219 @@
+// pscpu: "parameter server on CPU". The data is cut into K slices
+// (even_slice) and slice p is owned by rank p, which reduces it in host
+// memory and hands the result out:
+//   - shards <= 1: every rank owns one slice (K = n);
+//   - shards = M >= 2: ranks 0..min(M, n)-1 own the slices (K = min(M, n));
+//     the other ranks only contribute and receive.
+//
+// all_reduce: every rank posts all its sends at once (slice p to owner p).
+// An owner posts a receive per contributor into scratch, then reduces in rank
+// order 0..n-1, waiting for each contribution in turn: the summation order is
+// fixed by rank numbers (never by arrival), and later transfers still overlap
+// earlier reductions. Each owner then sends its finished slice to every rank,
+// which receives it directly into job.out. Every element is reduced by one
+// owner only, so all ranks get identical bits.
+//
+// reduce: the same, but owners send their slices to the root only.
+// broadcast (van de Geijn): the root scatters slice p to owner p, then the
+// owners all-gather (the root already has everything).
+//
+// Contributions and results travel on different tags: between two ranks
+// that both own slices, both kinds flow in the same direction, and
+// receives are posted in a different order than the sends.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "host/algorithm.hpp"
+#include "host/reduce_kernel.hpp"
+#include "plan/slice.hpp"
+
+namespace strata::host {
+namespace {
+
+using plan::Slice;
+
+constexpr int kContributionTag = 0;  // rank -> owner: its slice of the input (broadcast: the root's scatter)
+constexpr int kResultTag = 1;        // owner -> rank: the finished slice
+
+// Scratch slots: the contributions an owner receives, and a reduce's result
+// on a non-root owner.
+constexpr std::size_t kContributionSlot = 0;
+constexpr std::size_t kResultSlot = 1;
+
+int owner_count(const Job& job, int size) { return job.shards <= 1 ? size : std::min(job.shards, size); }
+
+std::byte* at(void* base, std::size_t elements, std::size_t element_bytes) {
+  return static_cast<std::byte*>(base) + elements * element_bytes;
+}
+const std::byte* at(const void* base, std::size_t elements, std::size_t element_bytes) {
+  return static_cast<const std::byte*>(base) + elements * element_bytes;
+}
+
+// Post this rank's contributions: slice p of `job.in` to each owner p other
+// than itself, starting after itself so that owners are not all hit in the
+// same order.
+void send_contributions(Transport& t, const Job& job, int owners, Requests& sends) {
+  const std::size_t eb = job.element_bytes();
+  for (int k = 1; k <= owners; ++k) {
+    const int p = (t.rank() + k) % owners;
+    const Slice slice = plan::even_slice(job.count, owners, p);
+    if (p != t.rank() && slice.count)
+      t.isend(sends, at(job.in, slice.offset, eb), slice.count * eb, p, kContributionTag);
+  }
+}
+
+// The owner's side: receive every other rank's contribution to `slice`,
+// reduce them all in rank order into `result` (which may alias job.in's
+// slice when in place). Receives must be posted (by post_receives) before
+// this rank's own sends go out; reduce_owned finishes the job.
+class OwnedSlice {
+ public:
+  OwnedSlice(Transport& t, const Job& job, Slice slice)
+      : t_(t), job_(job), slice_(slice), bytes_(slice.count * job.element_bytes()), pending_(t.size()) {}
+
+  void post_receives() {
+    if (!bytes_) return;
+    buffer_ = t_.scratch(kContributionSlot, static_cast<std::size_t>(t_.size()) * bytes_);
+    for (int j = 0; j < t_.size(); ++j)
+      if (j != t_.rank()) t_.irecv(pending_[j], contribution(j), bytes_, j, kContributionTag);
+  }
+
+  void reduce_into_result(void* result) {
+    if (!bytes_) return;
+    const std::size_t eb = job_.element_bytes();
+    const void* own = at(job_.in, slice_.offset, eb);
+    // In place, `result` is our own input: keep a copy unless ours is the
+    // first operand (then the running result overwrites it only after use).
+    if (own == result && t_.rank() != 0) {
+      std::memcpy(contribution(t_.rank()), own, bytes_);
+      own = contribution(t_.rank());
+    }
+    auto operand = [&](int j) -> const void* {
+      if (j == t_.rank()) return own;
+      t_.wait(pending_[j]);
+      return contribution(j);
+    };
+    const void* acc = operand(0);
+    for (int j = 1; j < t_.size(); ++j) {
+      reduce_into(result, acc, operand(j), slice_.count, job_.dtype, job_.op);
+      acc = result;
+    }
+    if (acc != result) std::memcpy(result, acc, bytes_);  // a single rank, out of place
+  }
+
+ private:
+  std::byte* contribution(int j) { return buffer_ + static_cast<std::size_t>(j) * bytes_; }
+
+  Transport& t_;
+  const Job& job_;
+  Slice slice_;
+  std::size_t bytes_;
+  std::byte* buffer_ = nullptr;
+  std::vector<Requests> pending_;  // per contributing rank
+};
+
+// Post receives of every owner's finished slice (other than `skip`'s) into `out`.
+void receive_results(Transport& t, const Job& job, int owners, int skip, void* out, Requests& into) {
+  const std::size_t eb = job.element_bytes();
+  for (int p = 0; p < owners; ++p) {
+    const Slice slice = plan::even_slice(job.count, owners, p);
+    if (p != skip && slice.count) t.irecv(into, at(out, slice.offset, eb), slice.count * eb, p, kResultTag);
+  }
+}
+
+void pscpu_all_reduce(Transport& t, const Job& job) {
+  const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
+  const bool owner = rank < owners, in_place = job.in == job.out;
+  const Slice mine = owner ? plan::even_slice(job.count, owners, rank) : Slice{};
+  const std::size_t eb = job.element_bytes();
+
+  // Out of place, results can land in job.out from the start; in place, only
+  // once our sends no longer read those bytes.
+  Requests results_in, contributions_out, results_out;
+  if (!in_place) receive_results(t, job, owners, rank, job.out, results_in);
+  OwnedSlice owned(t, job, mine);
+  owned.post_receives();
+  send_contributions(t, job, owners, contributions_out);
+
+  if (owner && mine.count) {
+    void* result = at(job.out, mine.offset, eb);
+    owned.reduce_into_result(result);
+    for (int k = 1; k < n; ++k) t.isend(results_out, result, mine.count * eb, (rank + k) % n, kResultTag);
+  }
+  t.wait(contributions_out);
+  if (in_place) receive_results(t, job, owners, rank, job.out, results_in);
+  t.wait(results_in);
+  t.wait(results_out);
+}
+
+void pscpu_reduce(Transport& t, const Job& job) {
+  const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
+  const bool owner = rank < owners, root = rank == job.root, in_place = job.in == job.out;
+  const Slice mine = owner ? plan::even_slice(job.count, owners, rank) : Slice{};
+  const std::size_t eb = job.element_bytes();
+
+  Requests results_in, contributions_out, result_out;
+  if (root && !in_place) receive_results(t, job, owners, rank, job.out, results_in);
+  OwnedSlice owned(t, job, mine);
+  owned.post_receives();
+  send_contributions(t, job, owners, contributions_out);
+
+  if (owner && mine.count) {
+    void* result = root ? static_cast<void*>(at(job.out, mine.offset, eb)) : t.scratch(kResultSlot, mine.count * eb);
+    owned.reduce_into_result(result);
+    if (!root) t.isend(result_out, result, mine.count * eb, job.root, kResultTag);
+  }
+  t.wait(contributions_out);
+  if (root && in_place) receive_results(t, job, owners, rank, job.out, results_in);
+  t.wait(results_in);
+  t.wait(result_out);
+}
+
+void pscpu_broadcast(Transport& t, const Job& job) {
+  const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
+  const std::size_t eb = job.element_bytes();
+  void* buffer = job.out;
+
+  Requests requests;
+  if (rank == job.root) {
+    // Scatter each slice to its owner; a slice the root owns itself goes to everyone.
+    for (int p = 0; p < owners; ++p) {
+      const Slice slice = plan::even_slice(job.count, owners, p);
+      if (p != rank && slice.count)
+        t.isend(requests, at(buffer, slice.offset, eb), slice.count * eb, p, kContributionTag);
+    }
+    const Slice mine = rank < owners ? plan::even_slice(job.count, owners, rank) : Slice{};
+    if (mine.count)
+      for (int k = 1; k < n; ++k)
+        t.isend(requests, at(buffer, mine.offset, eb), mine.count * eb, (rank + k) % n, kResultTag);
+    t.wait(requests);
+    return;
+  }
+
+  // Every other owner's slice arrives on the result tag (from the root for
+  // a slice the root owns); ours comes from the root, and we pass it on.
+  receive_results(t, job, owners, rank, buffer, requests);
+  if (rank < owners) {
+    const Slice mine = plan::even_slice(job.count, owners, rank);
+    if (mine.count) {
+      Requests scatter;
+      t.irecv(scatter, at(buffer, mine.offset, eb), mine.count * eb, job.root, kContributionTag);
+      t.wait(scatter);
+      for (int k = 1; k < n; ++k) {
+        const int to = (rank + k) % n;
+        if (to != job.root) t.isend(requests, at(buffer, mine.offset, eb), mine.count * eb, to, kResultTag);
+      }
+    }
+  }
+  t.wait(requests);
+}
+
+}  // namespace
+
+extern const Algorithm pscpu_algorithm = {
+    "pscpu", "parameter server on CPU: slice owners reduce in rank order, then all-gather the slices",
+    pscpu_all_reduce, pscpu_reduce, pscpu_broadcast,
+};
+
+}  // namespace strata::host

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install test: `meson install` into a scratch DESTDIR, build hello.cpp
+# against that copy only (pkg-config from the DESTDIR, no source or build
+# include paths), run it under mpirun with 2 ranks and check its output.
+#   check_install.sh BUILD_DIR HELLO_CPP
+# Exit 77 (skipped) when pkg-config or mpicxx is missing.
+set -euo pipefail
+
+build=$1
+hello=$2
+for tool in pkg-config mpicxx mpirun python3; do
+  command -v "$tool" >/dev/null || { echo "install test: $tool not found, skipping"; exit 77; }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+dest=$work/dest
+
+# --no-rebuild: the test runs what was built; others may be editing sources.
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet
+
+# prefix and libdir as configured (libdir may be relative to prefix).
+read -r prefix libdir < <(meson introspect --buildoptions "$build" | python3 -c '
+import json, sys
+opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+print(opts["prefix"], opts["libdir"])')
+case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
+installed_lib=$dest$libdir
+pcdir=$installed_lib/pkgconfig
+[ -f "$pcdir/strata.pc" ] || { echo "install test: no strata.pc in $pcdir" >&2; ls -R "$dest" >&2; exit 1; }
+[ -f "$dest$prefix/include/strata/strata.hpp" ] || { echo "install test: strata.hpp not installed" >&2; exit 1; }
+
+# The .pc file names prefix-relative paths; point prefix into the DESTDIR.
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$dest$prefix" --cflags --libs strata)
+case $flags in *"$dest"*) ;; *) echo "install test: pkg-config flags do not point into the DESTDIR: $flags" >&2; exit 1 ;; esac
+
+# shellcheck disable=SC2046,SC2086
+g++ -std=c++20 -o "$work/hello" "$hello" $flags $(mpicxx --showme:compile) $(mpicxx --showme:link)
+
+# The binary must resolve libstrata from the DESTDIR, not from elsewhere.
+resolved=$(LD_LIBRARY_PATH=$installed_lib ldd "$work/hello" | awk '/libstrata/ {print $3}')
+case $resolved in "$installed_lib"/*) ;; *) echo "install test: libstrata resolves to '$resolved'" >&2; exit 1 ;; esac
+
+output=$(LD_LIBRARY_PATH=$installed_lib mpirun -np 2 --oversubscribe --bind-to none "$work/hello")
+echo "$output"
+[ "$(grep -c ': all_reduce ok$' <<<"$output")" -eq 2 ] || { echo "install test: unexpected output" >&2; exit 1; }

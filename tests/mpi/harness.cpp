@@ -1,0 +1,279 @@
+// A doctest main for MPI (doctest's own MPI extension is not installed):
+// MPI_Init, doctest on every rank with the "mpi" reporter below, failure
+// counts combined with MPI_Allreduce, summary on rank 0, exit status
+// non-zero if any rank failed. The reporter also arms the watchdog when a
+// test case starts and disarms it when it ends.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace strata::test {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+std::uint64_t hash_bytes(const void* data, std::size_t bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+bool all_ranks(MPI_Comm comm, bool local) {
+  int value = local ? 1 : 0, result = 0;
+  MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_LAND, comm);
+  return result != 0;
+}
+
+std::vector<int> ranks_where(MPI_Comm comm, bool local) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int value = local ? 1 : 0;
+  std::vector<int> flags(static_cast<std::size_t>(size));
+  MPI_Allgather(&value, 1, MPI_INT, flags.data(), 1, MPI_INT, comm);
+  std::vector<int> ranks;
+  for (int r = 0; r < size; ++r)
+    if (flags[static_cast<std::size_t>(r)]) ranks.push_back(r);
+  return ranks;
+}
+
+void SameBitsLog::add(std::string label, const void* data, std::size_t bytes) {
+  hashes_.push_back(hash_bytes(data, bytes));
+  labels_.push_back(std::move(label));
+}
+
+void SameBitsLog::check_same_on_all_ranks(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  // The lengths first: if the ranks logged different numbers of calls the
+  // test itself diverged, and gathering unequal lengths would be an error.
+  const unsigned long long n = hashes_.size();
+  std::vector<unsigned long long> lengths(static_cast<std::size_t>(size));
+  MPI_Allgather(&n, 1, MPI_UNSIGNED_LONG_LONG, lengths.data(), 1, MPI_UNSIGNED_LONG_LONG, comm);
+  bool same_length = true;
+  for (unsigned long long l : lengths) same_length = same_length && l == n;
+  CHECK_MESSAGE(same_length, "ranks logged different numbers of calls (this rank: " << n << ")");
+  if (same_length && n > 0) {
+    std::vector<std::uint64_t> all(n * static_cast<std::size_t>(size));
+    MPI_Allgather(hashes_.data(), static_cast<int>(n), MPI_UINT64_T, all.data(), static_cast<int>(n), MPI_UINT64_T,
+                  comm);
+    if (rank == 0) {
+      int reported = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string differing;
+        for (int r = 1; r < size; ++r)
+          if (all[static_cast<std::size_t>(r) * n + i] != all[i]) differing += " " + std::to_string(r);
+        if (!differing.empty() && ++reported <= 20)
+          FAIL_CHECK("'" << labels_[i] << "': output bits on rank(s)" << differing << " differ from rank 0's");
+      }
+      CHECK_MESSAGE(reported == 0, reported << " call(s) gave different bits on different ranks");
+    }
+  }
+  hashes_.clear();
+  labels_.clear();
+}
+
+namespace {
+
+// Kills the process if the armed test case runs past its bound. It never
+// calls MPI (the library only promises MPI_THREAD_FUNNELED).
+class Watchdog {
+ public:
+  explicit Watchdog(int seconds) : seconds_(seconds), thread_([this] { run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void arm(std::string name) {
+    std::lock_guard lock(mutex_);
+    name_ = std::move(name);
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(seconds_);
+    armed_ = true;
+    cv_.notify_all();
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+    cv_.notify_all();
+  }
+  int seconds() const { return seconds_; }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      if (!armed_) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
+          std::chrono::steady_clock::now() >= deadline_) {
+        std::fprintf(stderr, "strata-test HANG: test '%s' on rank %d exceeded %d s\n", name_.c_str(), rank_,
+                     seconds_);
+        std::fflush(stderr);
+        std::fflush(stdout);
+        std::_Exit(124);
+      }
+    }
+  }
+
+ public:
+  int rank_ = 0;
+
+ private:
+  int seconds_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string name_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool armed_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+Watchdog* g_watchdog = nullptr;
+doctest::TestRunStats g_stats{};
+
+// Prints every failure (with the rank and the active INFO/CAPTURE contexts)
+// as one write, so lines from different ranks do not interleave.
+struct MpiReporter : public doctest::IReporter {
+  explicit MpiReporter(const doctest::ContextOptions&) : rank_(world_rank()) {}
+
+  void emit(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+  }
+  std::string contexts() {
+    std::ostringstream out;
+    const int n = doctest::IReporter::get_num_active_contexts();
+    const auto* active = doctest::IReporter::get_active_contexts();
+    for (int i = 0; i < n; ++i) {
+      out << "    with ";
+      active[i]->stringify(&out);
+      out << "\n";
+    }
+    return out.str();
+  }
+
+  void report_query(const doctest::QueryData& query) override {
+    if (rank_ != 0) return;
+    for (unsigned i = 0; i < query.num_data; ++i) std::printf("%s\n", query.data[i]->m_name);
+  }
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats& stats) override { g_stats = stats; }
+  void test_case_start(const doctest::TestCaseData& tc) override {
+    current_ = tc.m_name;
+    if (g_watchdog) g_watchdog->arm(current_);
+  }
+  void test_case_reenter(const doctest::TestCaseData& tc) override { test_case_start(tc); }
+  void test_case_end(const doctest::CurrentTestCaseStats&) override {
+    if (g_watchdog) g_watchdog->disarm();
+  }
+  void test_case_exception(const doctest::TestCaseException& e) override {
+    emit("strata-test: test '" + current_ + "' threw on rank " + std::to_string(rank_) + ": " +
+         e.error_string.c_str() + "\n" + contexts());
+  }
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData& ad) override {
+    if (!ad.m_failed) return;
+    std::ostringstream out;
+    out << ad.m_file << ":" << ad.m_line << ": FAILED on rank " << rank_ << " in test '" << current_ << "': "
+        << doctest::assertString(ad.m_at) << "( " << ad.m_expr << " )";
+    if (ad.m_threw) out << " threw: " << ad.m_exception.c_str();
+    else if (ad.m_decomp.size() > 0) out << " with values ( " << ad.m_decomp.c_str() << " )";
+    out << "\n" << contexts();
+    emit(out.str());
+  }
+  void log_message(const doctest::MessageData& md) override {
+    // Plain MESSAGEs are notes (e.g. "xring not registered yet"): rank 0
+    // prints them once; warnings and failures print on every rank.
+    const bool note = (md.m_severity & doctest::assertType::is_warn) && !(md.m_severity & doctest::assertType::is_check);
+    if (note && rank_ != 0) return;
+    std::ostringstream out;
+    out << md.m_file << ":" << md.m_line << ": " << (note ? "note" : "FAILED") << " on rank " << rank_ << " in test '"
+        << current_ << "': " << md.m_string.c_str() << "\n";
+    if (!note) out << contexts();
+    emit(out.str());
+  }
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+
+  int rank_;
+  std::string current_;
+};
+
+REGISTER_REPORTER("mpi", 1, MpiReporter);
+
+int watchdog_seconds() {
+  const char* env = std::getenv("STRATA_TEST_WATCHDOG_S");
+  const int value = env ? std::atoi(env) : 0;
+  return value > 0 ? value : 120;
+}
+
+}  // namespace
+}  // namespace strata::test
+
+int main(int argc, char** argv) {
+  using namespace strata::test;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  const int rank = world_rank(), size = world_size();
+
+  int failed_cases = 0, failed_asserts = 0, asserts = 0;
+  {
+    Watchdog watchdog(watchdog_seconds());
+    watchdog.rank_ = rank;
+    g_watchdog = &watchdog;
+    doctest::Context context;
+    context.applyCommandLine(argc, argv);
+    context.setOption("reporters", "mpi");
+    context.run();
+    g_watchdog = nullptr;
+    failed_cases = static_cast<int>(g_stats.numTestCasesFailed);
+    failed_asserts = g_stats.numAssertsFailed;
+    asserts = g_stats.numAsserts;
+    if (context.shouldExit()) {
+      MPI_Finalize();
+      return 0;
+    }
+  }
+
+  const std::vector<int> failing = ranks_where(MPI_COMM_WORLD, failed_cases > 0 || failed_asserts > 0);
+  int total_failed_asserts = 0, total_asserts = 0, max_failed_cases = 0;
+  MPI_Allreduce(&failed_asserts, &total_failed_asserts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&asserts, &total_asserts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&failed_cases, &max_failed_cases, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::string ranks;
+    for (int r : failing) ranks += " " + std::to_string(r);
+    std::printf("strata-test %s: %d ranks, %u test cases, %d assertions (all ranks), %d failed%s%s\n",
+                failing.empty() ? "SUCCESS" : "FAILURE", size, g_stats.numTestCasesPassingFilters, total_asserts,
+                total_failed_asserts, failing.empty() ? "" : "; failing rank(s):", ranks.c_str());
+    std::fflush(stdout);
+  }
+  MPI_Finalize();
+  return failing.empty() ? 0 : 1;
+}

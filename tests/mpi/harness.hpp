@@ -1,0 +1,49 @@
+// The MPI test harness (harness.cpp holds the main): doctest runs on every
+// rank of MPI_COMM_WORLD; failures print with "on rank r"; the ranks'
+// failure counts are combined so the job fails if any rank failed; only
+// rank 0 prints the summary. A watchdog thread bounds every test case: a
+// hang prints "strata-test HANG: test '<name>' on rank <r> exceeded <N> s"
+// and exits 124 instead of eating the CI budget.
+//
+// Test bodies must stay collective: use CHECK (never REQUIRE) around code
+// that other ranks will meet in a collective, so one rank's failure cannot
+// leave the others waiting.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::test {
+
+int world_rank();
+int world_size();
+
+// FNV-1a over the bytes: cheap, and any difference in output bits shows.
+std::uint64_t hash_bytes(const void* data, std::size_t bytes);
+
+// True on every rank iff `local` is true on every rank of `comm`.
+bool all_ranks(MPI_Comm comm, bool local);
+
+// The ranks of `comm` where `local` is true (same answer on every rank).
+std::vector<int> ranks_where(MPI_Comm comm, bool local);
+
+// Collects one output hash per call, then checks in one collective step
+// that every rank got the same bits for every call (DESIGN.md: identical
+// results on every rank). Rank 0 reports each differing call with its
+// label and the ranks whose bits differ from rank 0's.
+class SameBitsLog {
+ public:
+  void add(std::string label, const void* data, std::size_t bytes);
+  // Collective over `comm`; clears the log.
+  void check_same_on_all_ranks(MPI_Comm comm);
+
+ private:
+  std::vector<std::uint64_t> hashes_;
+  std::vector<std::string> labels_;
+};
+
+}  // namespace strata::test

@@ -1,0 +1,45 @@
+// Which all_reduce_specs the MPI tests force: "auto", every registered host
+// algorithm (read from the registry, so algorithms added later are covered
+// without touching the tests) and the shard variants of those that shard.
+#pragma once
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/algorithm.hpp"
+
+namespace strata::test {
+
+inline std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (const host::Algorithm* algorithm : host::algorithms()) names.emplace_back(algorithm->name);
+  return names;
+}
+
+// STRATA_TEST_SPECS="xring,xring#2" restricts the run to those specs (for
+// working on one algorithm); unset means all of them.
+inline std::vector<std::string> only_requested(std::vector<std::string> specs) {
+  const char* env = std::getenv("STRATA_TEST_SPECS");
+  if (!env || !*env) return specs;
+  std::vector<std::string> wanted, kept;
+  std::stringstream list(env);
+  for (std::string item; std::getline(list, item, ',');) wanted.push_back(item);
+  for (const std::string& spec : specs)
+    for (const std::string& w : wanted)
+      if (spec == w) kept.push_back(spec);
+  return kept;
+}
+
+inline std::vector<std::string> all_reduce_specs() {
+  std::vector<std::string> specs = {"auto"};
+  for (const std::string& name : algorithm_names()) specs.push_back(name);
+  for (const char* variant : {"xring#2", "xring#3", "rechd#2", "pscpu#2"}) {
+    const std::string base = std::string(variant).substr(0, std::string(variant).find('#'));
+    if (host::find_algorithm(base)) specs.emplace_back(variant);
+  }
+  return only_requested(specs);
+}
+
+}  // namespace strata::test

@@ -1,0 +1,168 @@
+// Bad input under MPI: every rank passes the same bad argument, every rank
+// raises InvalidArgument naming the field and the value, and a valid call
+// on the same communicator afterwards still succeeds and is correct, which
+// shows that the bad call sent nothing (a stray message would be matched by
+// the next call and corrupt or hang it).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "specs.hpp"
+#include "strata/strata.hpp"
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+// Runs `bad` on every rank and checks the exception and its message there;
+// then checks that all ranks agreed and that `comm` still works.
+void expect_invalid_everywhere(Communicator& comm, const std::string& what, const std::function<void()>& bad,
+                               std::initializer_list<std::string> fragments) {
+  std::string message;
+  bool right_type = false;
+  try {
+    bad();
+  } catch (const InvalidArgument& e) {
+    right_type = true;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("wrong exception type: ") + e.what();
+  }
+  CHECK_MESSAGE(right_type, what << ": expected InvalidArgument, got: " << (message.empty() ? "no exception" : message));
+  for (const std::string& fragment : fragments)
+    CHECK_MESSAGE(message.find(fragment) != std::string::npos,
+                  what << ": message '" << message << "' should name '" << fragment << "'");
+  const std::vector<int> raised = ranks_where(MPI_COMM_WORLD, right_type);
+  CHECK_MESSAGE(static_cast<int>(raised.size()) == world_size(),
+                what << ": only " << raised.size() << " of " << world_size() << " ranks raised InvalidArgument");
+
+  // The same communicator is still usable and in step.
+  std::vector<int> v(5, comm.rank() + 1);
+  comm.all_reduce({v.data(), v.size(), DataType::i32}, {v.data(), v.size(), DataType::i32}, ReduceOp::sum);
+  const int n = comm.size();
+  CHECK_MESSAGE(v[4] == n * (n + 1) / 2, what << ": the next valid all_reduce gave " << v[4]);
+  CHECK_FALSE(comm.broken());
+}
+
+std::string pointer_text(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", p);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") {
+  const int n = world_size();
+  for (const std::string& spec : all_reduce_specs()) {
+    CAPTURE(spec);
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    std::vector<float> a(16, 1.0f), b(16);
+    const Tensor in{a.data(), 8, DataType::f32}, out{b.data(), 8, DataType::f32};
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+
+    expect_invalid_everywhere(comm, "all_reduce null in.data", [&] {
+      comm.all_reduce({nullptr, 5, DataType::f32}, out, ReduceOp::sum);
+    }, {"in.data", "5"});
+    expect_invalid_everywhere(comm, "all_reduce null out.data", [&] {
+      comm.all_reduce(in, {nullptr, 8, DataType::f32}, ReduceOp::sum);
+    }, {"out.data", "8"});
+    expect_invalid_everywhere(comm, "reduce null in.data", [&] {
+      comm.reduce({nullptr, 3, DataType::i8}, {b.data(), 3, DataType::i8}, ReduceOp::max, 0);
+    }, {"in.data", "3"});
+    expect_invalid_everywhere(comm, "broadcast null data", [&] {
+      comm.broadcast({nullptr, 4, DataType::u64}, 0);
+    }, {"buffer.data", "4"});
+    expect_invalid_everywhere(comm, "batch null data", [&] {
+      std::vector<Tensor> tensors = {{a.data(), 2, DataType::f32}, {nullptr, 6, DataType::f32}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum);
+    }, {"tensors[1].data", "6"});
+
+    expect_invalid_everywhere(comm, "reduce root = size", [&] { comm.reduce(in, out, ReduceOp::sum, n); },
+                              {"root = " + std::to_string(n), std::to_string(n)});
+    expect_invalid_everywhere(comm, "reduce root = -1", [&] { comm.reduce(in, out, ReduceOp::sum, -1); },
+                              {"root = -1"});
+    expect_invalid_everywhere(comm, "broadcast root = size + 3", [&] { comm.broadcast(in, n + 3); },
+                              {"root = " + std::to_string(n + 3)});
+
+    expect_invalid_everywhere(comm, "negative bytes_per_pack", [&] {
+      std::vector<Tensor> tensors = {{a.data(), 4, DataType::f32}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum, {.bytes_per_pack = -4096});
+    }, {"bytes_per_pack", "-4096"});
+    expect_invalid_everywhere(comm, "negative bytes_per_pack on all_reduce", [&] {
+      comm.all_reduce(in, out, ReduceOp::sum, {.bytes_per_pack = -1});
+    }, {"bytes_per_pack", "-1"});
+    expect_invalid_everywhere(comm, "negative timeout", [&] {
+      comm.all_reduce(in, out, ReduceOp::sum, {.timeout_seconds = -2.5});
+    }, {"timeout_seconds", "-2.5"});
+    expect_invalid_everywhere(comm, "NaN timeout", [&] {
+      comm.broadcast(in, 0, {.timeout_seconds = nan});
+    }, {"timeout_seconds", "NaN"});
+    expect_invalid_everywhere(comm, "infinite timeout", [&] {
+      comm.reduce(in, out, ReduceOp::sum, 0, {.timeout_seconds = std::numeric_limits<double>::infinity()});
+    }, {"timeout_seconds", "inf"});
+    expect_invalid_everywhere(comm, "bad op", [&] {
+      comm.all_reduce(in, out, static_cast<ReduceOp>(42));
+    }, {"op", "42"});
+    expect_invalid_everywhere(comm, "bad dtype", [&] {
+      comm.all_reduce({a.data(), 2, static_cast<DataType>(77)}, {b.data(), 2, static_cast<DataType>(77)}, ReduceOp::sum);
+    }, {"in.dtype", "77"});
+
+    expect_invalid_everywhere(comm, "overlapping in/out", [&] {
+      comm.all_reduce({a.data(), 8, DataType::f32}, {a.data() + 3, 8, DataType::f32}, ReduceOp::sum);
+    }, {"in.data", "out.data", "overlap", pointer_text(a.data()), pointer_text(a.data() + 3)});
+    expect_invalid_everywhere(comm, "overlapping in/out on reduce", [&] {
+      comm.reduce({a.data() + 1, 8, DataType::f32}, {a.data(), 8, DataType::f32}, ReduceOp::sum, 0);
+    }, {"overlap", pointer_text(a.data() + 1)});
+    expect_invalid_everywhere(comm, "count mismatch", [&] {
+      comm.all_reduce({a.data(), 8, DataType::f32}, {b.data(), 7, DataType::f32}, ReduceOp::sum);
+    }, {"out.count = 7", "8"});
+  }
+}
+
+TEST_CASE("an unknown algorithm in Config throws InvalidArgument from the constructor on every rank") {
+  for (const char* spec : {"bogus", "tree:4k:nosuch#2", "xring#0", "tree:8k:mpi:4k:tree"}) {
+    CAPTURE(spec);
+    std::string message;
+    bool right_type = false;
+    try {
+      Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    } catch (const InvalidArgument& e) {
+      right_type = true;
+      message = e.what();
+    }
+    CHECK(right_type);
+    CHECK_MESSAGE(message.find(spec) != std::string::npos, "message '" << message << "' should quote the spec");
+    CHECK(static_cast<int>(ranks_where(MPI_COMM_WORLD, right_type).size()) == world_size());
+  }
+  std::string message;
+  try {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "bogus"});
+  } catch (const InvalidArgument& e) {
+    message = e.what();
+  }
+  CHECK_MESSAGE(message.find("unknown algorithm 'bogus'") != std::string::npos, message);
+  // World is still fine afterwards: a constructor that throws must not have
+  // entered the collective MPI_Comm_dup on some ranks only.
+  Communicator ok(MPI_COMM_WORLD, Config{.all_reduce_spec = "tree"});
+  int x = 1;
+  ok.all_reduce({&x, 1, DataType::i32}, {&x, 1, DataType::i32}, ReduceOp::sum);
+  CHECK(x == world_size());
+}
+
+TEST_CASE("implementation = nccl on host tensors is InvalidArgument before anything is sent") {
+  Communicator comm(MPI_COMM_WORLD);
+  std::vector<float> a(4, 1.0f), b(4);
+  expect_invalid_everywhere(comm, "nccl on host memory", [&] {
+    comm.all_reduce({a.data(), 4, DataType::f32}, {b.data(), 4, DataType::f32}, ReduceOp::sum,
+                    {.implementation = Implementation::nccl});
+  }, {"nccl", "host"});
+}
