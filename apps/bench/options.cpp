@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "models.hpp"
@@ -140,7 +141,15 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
+    // A repeated flag: the last one wins, so that wrapper scripts
+    // (scripts/bench.sh) can put defaults first and the user's flags after.
+    std::set<std::string> seen;
+    std::vector<po::option> kept;
+    for (auto it = parsed.options.rbegin(); it != parsed.options.rend(); ++it)
+      if (seen.insert(it->string_key).second) kept.push_back(*it);
+    parsed.options.assign(kept.rbegin(), kept.rend());
+    po::store(parsed, vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
