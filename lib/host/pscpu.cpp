@@ -17,6 +17,9 @@
 // broadcast (van de Geijn): the root scatters slice p to owner p, then the
 // owners all-gather (the root already has everything).
 //
+// On one node (Transport::shared_memory), all_reduce runs the same owners
+// over the node's shared-memory segment instead (shm_rounds.hpp).
+//
 // Contributions and results travel on different tags: between two ranks
 // that both own slices, both kinds flow in the same direction, and
 // receives are posted in a different order than the sends.
@@ -26,6 +29,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/shm_rounds.hpp"
 #include "plan/slice.hpp"
 
 namespace strata::host {
@@ -124,6 +128,11 @@ void receive_results(Transport& t, const Job& job, int owners, int skip, void* o
 
 void pscpu_all_reduce(Transport& t, const Job& job) {
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
+  // One node: the same owners, over shared memory instead of messages.
+  if (ShmSegment* segment = t.shared_memory()) {
+    shm::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
+    return;
+  }
   const bool owner = rank < owners, in_place = job.in == job.out;
   const Slice mine = owner ? plan::even_slice(job.count, owners, rank) : Slice{};
   const std::size_t eb = job.element_bytes();
@@ -214,6 +223,7 @@ void pscpu_broadcast(Transport& t, const Job& job) {
 extern const Algorithm pscpu_algorithm = {
     "pscpu", "parameter server on CPU: slice owners reduce in rank order, then all-gather the slices",
     pscpu_all_reduce, pscpu_reduce, pscpu_broadcast,
+    /*uses_shared_memory=*/true,
 };
 
 }  // namespace strata::host
