@@ -1,6 +1,7 @@
 #include "host/shm_rounds.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -37,7 +38,10 @@ void publish(const ShmSegment& seg, Counter counter, std::uint64_t round) {
   (seg.*counter)(seg.local_rank()).store(round, std::memory_order_release);
 }
 
-std::size_t block_elems(DataType dtype) { return kBlockBytes / dtype_size(dtype); }
+// Bytes per block of a segment: what set_bytes_for gave it, per rank.
+std::size_t segment_block(const ShmSegment& seg) {
+  return seg.set_bytes() / static_cast<std::size_t>(seg.local_size()) / 64 * 64;
+}
 
 // Block `b` of slice `s`, clipped to the slice (may be empty).
 plan::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
@@ -53,14 +57,23 @@ std::size_t rounds_for(std::size_t count, int owners, std::size_t per_block) {
 
 }  // namespace
 
+std::size_t block_bytes() {
+  static const std::size_t bytes = [] {
+    const char* env = std::getenv("STRATA_SHM_BLOCK_BYTES");
+    const long long value = env ? std::atoll(env) : 0;
+    return value >= 4096 ? static_cast<std::size_t>(value) : kBlockBytes;
+  }();
+  return bytes;
+}
+
 std::size_t set_bytes_for(int local_size) {
-  return std::max(kSmallBytes, kBlockBytes * static_cast<std::size_t>(local_size));
+  return std::max(kSmallBytes, block_bytes()) * static_cast<std::size_t>(local_size);
 }
 
 void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                     ReduceOp op, int owners) {
   const int me = seg.local_rank(), n = seg.local_size();
-  const std::size_t element = dtype_size(dtype), per_block = block_elems(dtype);
+  const std::size_t block = segment_block(seg), element = dtype_size(dtype), per_block = block / element;
   const auto* src = static_cast<const std::byte*>(in);
   auto* dst = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
@@ -72,7 +85,7 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
       const plan::Slice blk = block_of(count, owners, s, b, per_block);
-      std::memcpy(mine + static_cast<std::size_t>(s) * kBlockBytes, src + blk.offset * element, blk.count * element);
+      std::memcpy(mine + static_cast<std::size_t>(s) * block, src + blk.offset * element, blk.count * element);
     }
     publish(seg, &ShmSegment::staged, round);
     if (me < owners) {
@@ -86,7 +99,7 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
         bool first = true;
         for (int r = 0; r < n; ++r) {
           if (r == me) continue;
-          const std::byte* theirs = seg.area(r, round) + static_cast<std::size_t>(me) * kBlockBytes;
+          const std::byte* theirs = seg.area(r, round) + static_cast<std::size_t>(me) * block;
           reduce_into(acc, first ? own : acc, theirs, blk.count, dtype, op);
           first = false;
         }
@@ -99,7 +112,7 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
 
 void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners) {
   const int me = seg.local_rank();
-  const std::size_t element = dtype_size(dtype), per_block = block_elems(dtype);
+  const std::size_t block = segment_block(seg), element = dtype_size(dtype), per_block = block / element;
   auto* data = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
   for (std::size_t b = 0; b < rounds; ++b) {

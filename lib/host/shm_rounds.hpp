@@ -27,12 +27,14 @@
 namespace strata::host::shm {
 
 // Block per slice per round; the segment's sets hold local_size blocks.
-constexpr std::size_t kBlockBytes = 64 * 1024;
+// STRATA_SHM_BLOCK_BYTES overrides it (for tuning; see docs/PERFORMANCE.md).
+constexpr std::size_t kBlockBytes = 256 * 1024;
+std::size_t block_bytes();
 // Messages up to this size take the one-round path (every rank reduces the
 // whole message), trading redundant arithmetic for a single sync.
 constexpr std::size_t kSmallBytes = 16 * 1024;
 
-// Set size a segment needs for `local_size` ranks.
+// Set size a segment needs for `local_size` ranks: local_size blocks.
 std::size_t set_bytes_for(int local_size);
 
 // After it, owner i's out[slice i] = op over every local rank's in[slice i]
