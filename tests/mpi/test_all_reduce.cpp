@@ -83,7 +83,7 @@ void exact_matrix(ReduceOp op) {
         if (count < 100003) check_one(*forced.comm, base + " in-place", input, expected, op, true, {}, log);
         // With a timeout the algorithms take their polling paths (mpi: the
         // non-blocking MPI_I* calls), so cover those too on a mid size.
-        if (count == 1021)
+        if (count == 1021 && (dtype == DataType::f32 || dtype == DataType::f16 || dtype == DataType::i64))
           check_one(*forced.comm, base + " timeout=600", input, expected, op, false, {.timeout_seconds = 600}, log);
       }
     }
@@ -108,10 +108,10 @@ TEST_CASE("all_reduce 16 MiB+ f32 sum with every spec") {
   fill_input(input.data(), count, DataType::f32, ReduceOp::sum, rank);
   fill_expected(expected.data(), count, DataType::f32, ReduceOp::sum, nranks);
   SameBitsLog log;
-  // One run per algorithm (out of place; in place is covered above), plus
-  // the shard variants, which change how the large message is split.
-  for (const std::string& spec : all_reduce_specs()) {
-    if (spec == "auto") continue;
+  // One run per algorithm, out of place (in place and the shard variants
+  // are covered by the exact matrix; this keeps 8 oversubscribed ranks
+  // within the suite's time budget).
+  for (const std::string& spec : only_requested(algorithm_names())) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     const std::string label = "all_reduce spec=" + spec + " f32 sum count=" + std::to_string(count);
     check_one(comm, label + " out-of-place", input, expected, ReduceOp::sum, false, {}, log);

@@ -95,7 +95,11 @@ TEST_CASE("batch_all_reduce: mixed dtypes, every spec x op, automatic packing") 
 }
 
 TEST_CASE("batch_all_reduce: explicit bytes_per_pack and a timeout") {
-  for (const std::string& spec : all_reduce_specs())
+  // Packing happens before any algorithm runs, so two specs suffice: auto
+  // and the last registered one.
+  std::vector<std::string> specs = all_reduce_specs();
+  if (specs.size() > 2) specs = {specs.front(), specs.back()};
+  for (const std::string& spec : specs)
     for (long long bytes_per_pack : {1LL, 4096LL, 1LL << 20}) {
       check_batch(spec, ReduceOp::sum, {.bytes_per_pack = bytes_per_pack});
       check_batch(spec, ReduceOp::mean, {.bytes_per_pack = bytes_per_pack, .timeout_seconds = 600});

@@ -66,20 +66,21 @@ struct Case {
   std::vector<std::size_t> sizes;
 };
 
+// Each (op, dtype, size, root) runs once, in place or out of place
+// alternately, so both forms meet every op, dtype and root without doubling
+// the run time at 8 oversubscribed ranks.
 void reduce_matrix(const Case& c) {
   const int nranks = world_size(), rank = world_rank();
   for (const std::string& spec : all_reduce_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    std::size_t k = 0;
     for (ReduceOp op : c.ops)
       for (DataType dtype : c.dtypes)
         for (std::size_t count : c.sizes) {
           Buffer input(count, dtype), expected(count, dtype);
           fill_input(input.data(), count, dtype, op, rank);
           fill_expected(expected.data(), count, dtype, op, nranks);
-          for (int root : c.roots) {
-            check_reduce(comm, spec, root, op, input, expected, false);
-            check_reduce(comm, spec, root, op, input, expected, true);
-          }
+          for (int root : c.roots) check_reduce(comm, spec, root, op, input, expected, ++k % 2 == 0);
         }
   }
 }
@@ -106,14 +107,15 @@ TEST_CASE("reduce: every spec x root x op x dtype, small non-divisible count") {
   reduce_matrix({every_root(),
                  {std::begin(kAllOps), std::end(kAllOps)},
                  {std::begin(kAllDtypes), std::end(kAllDtypes)},
-                 {1, 3 * n + 1}});
+                 {3 * n + 1}});
 }
 
 TEST_CASE("reduce: larger and empty counts, first/middle/last root") {
   reduce_matrix({some_roots(),
                  {std::begin(kAllOps), std::end(kAllOps)},
                  {DataType::f32, DataType::bf16, DataType::i32, DataType::u8},
-                 {0, 1021, 100003}});
+                 {0, 1, 1021}});
+  reduce_matrix({some_roots(), {ReduceOp::sum, ReduceOp::max}, {DataType::f32, DataType::u8}, {100003}});
 }
 
 TEST_CASE("broadcast: every spec x root x dtype x size; all ranks end with the root's bits") {
@@ -122,8 +124,11 @@ TEST_CASE("broadcast: every spec x root x dtype x size; all ranks end with the r
   for (const std::string& spec : all_reduce_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     for (DataType dtype : kAllDtypes) {
-      std::vector<std::size_t> sizes = {0, 1, 7, n + 1, 3 * n + 1, 1021};
-      if (dtype == DataType::f32 || dtype == DataType::f16 || dtype == DataType::u64) sizes.push_back(100003);
+      // Broadcast only moves bytes: every dtype at one awkward size, a few
+      // dtypes at the others.
+      std::vector<std::size_t> sizes = {3 * n + 1};
+      if (dtype == DataType::u8 || dtype == DataType::f64) sizes.insert(sizes.end(), {0, 1, 7, n + 1, 1021});
+      if (dtype == DataType::f32) sizes.push_back(100003);
       for (std::size_t count : sizes)
         for (int root : every_root()) {
           if (count == 100003 && root != 0 && root != world_size() - 1) continue;
