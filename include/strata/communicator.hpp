@@ -61,9 +61,9 @@ class Communicator {
                         const CommunicationOptions& options = {},
                         std::function<void(std::size_t pack)> on_pack_done = {});
 
-  // The algorithm (with "#shards" when > 1) the automatic selection runs for
-  // an all-reduce of `bytes` bytes on this communicator.
-  std::string algorithm_for(std::size_t bytes) const;
+  // The algorithm (with "#shards" when > 1, "a/b" when hierarchical) this
+  // communicator's spec runs for a host-memory call of `bytes` bytes.
+  std::string algorithm_for(std::size_t bytes, Collective collective = Collective::all_reduce) const;
 
   // True once a timeout or a peer failure broke the communicator.
   bool broken() const;

@@ -20,6 +20,9 @@ enum class Implementation { automatic, ring, nccl };
 
 enum class Memory { host, cuda };
 
+// The collectives an all_reduce_spec chooses algorithms for.
+enum class Collective { all_reduce, reduce, broadcast };
+
 // A non-owning view of `count` contiguous elements. `device` is the CUDA
 // device for Memory::cuda and ignored for host memory.
 struct Tensor {
@@ -41,6 +44,7 @@ std::string_view to_string(DataType dtype);
 std::string_view to_string(ReduceOp op);
 std::string_view to_string(Implementation implementation);
 std::string_view to_string(Memory memory);
+std::string_view to_string(Collective collective);
 
 // Parse the names above; throw InvalidArgument naming `field` and the text
 // when it is not one of them.

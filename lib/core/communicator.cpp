@@ -41,7 +41,7 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   if (mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
   job.chunk_bytes = config.chunk_bytes ? config.chunk_bytes : kDefaultChunkBytes;
-  const std::string_view collective_name = plan::to_string(collective);
+  const std::string_view collective_name = to_string(collective);
   const host::CallInfo info{collective_name, sequence, bytes, choice.algorithm->name};
   core::log(core::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence, bytes, choice.describe());
   const bool wants_shm = choice.algorithm->uses_shared_memory;
@@ -127,8 +127,8 @@ int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 bool Communicator::broken() const { return !impl_->broken_reason.empty(); }
 
-std::string Communicator::algorithm_for(std::size_t bytes) const {
-  return plan::choose(impl_->spec, plan::Collective::all_reduce, bytes, Implementation::automatic).describe();
+std::string Communicator::algorithm_for(std::size_t bytes, Collective collective) const {
+  return plan::choose(impl_->spec, collective, bytes, Implementation::automatic).describe();
 }
 
 void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {

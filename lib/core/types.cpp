@@ -41,6 +41,15 @@ std::string_view to_string(Implementation implementation) {
 
 std::string_view to_string(Memory memory) { return memory == Memory::host ? "host" : "cuda"; }
 
+std::string_view to_string(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce: return "reduce";
+    case Collective::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
 DataType parse_dtype(std::string_view text, std::string_view field) {
   return parse_name<DataType>(text, field, kDtypeNames);
 }

@@ -52,15 +52,6 @@ Choice from_entry(const SpecEntry& entry, Collective collective) {
 
 }  // namespace
 
-std::string_view to_string(Collective collective) {
-  switch (collective) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce: return "reduce";
-    case Collective::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
 std::string Choice::describe() const {
   if (!algorithm) return "none";
   std::string name(algorithm->name);

@@ -12,8 +12,7 @@
 
 namespace strata::plan {
 
-enum class Collective { all_reduce, reduce, broadcast };
-std::string_view to_string(Collective collective);
+using strata::Collective;  // all_reduce, reduce, broadcast (public, types.hpp)
 
 struct Choice {
   const host::Algorithm* algorithm = nullptr;  // flat, or the intra-node level of "a/b"
