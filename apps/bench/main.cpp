@@ -62,13 +62,15 @@ std::vector<std::size_t> sweep_counts(const Options& o) {
   return counts;
 }
 
-// What strata runs for this row. all_reduce can ask the communicator; the
-// public API has no query for reduce/broadcast yet, so those show the spec.
-std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string& spec) {
-  if (c.name == "reduce" || c.name == "broadcast") return spec;
+// What strata runs for this row, as the communicator's selector says (for a
+// batch: the distinct algorithms of its tensors, before packing).
+std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string&) {
+  const strata::Collective kind = c.name == "reduce"      ? strata::Collective::reduce
+                                  : c.name == "broadcast" ? strata::Collective::broadcast
+                                                          : strata::Collective::all_reduce;
   std::string label;
   for (const auto& t : buffers.in()) {
-    const std::string a = comm.algorithm_for(t.bytes());
+    const std::string a = comm.algorithm_for(t.bytes(), kind);
     if (label.find(a) == std::string::npos) label += (label.empty() ? "" : "+") + a;
   }
   return label;
