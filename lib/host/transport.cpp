@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/check.hpp"
 #include "core/where.hpp"
@@ -17,6 +18,23 @@ namespace {
 // order, so the pieces pair up.
 constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
 
+// Post `bytes` as one or more MPI messages with `post` (MPI_Isend or
+// MPI_Irecv), recording each request and its peer.
+template <typename Buffer, typename Post>
+void post_pieces(std::vector<MPI_Request>& requests, std::vector<int>& peers, Buffer data,
+                 std::size_t bytes, int peer, Post post) {
+  auto* p = static_cast<std::conditional_t<std::is_const_v<std::remove_pointer_t<Buffer>>, const std::byte*, std::byte*>>(data);
+  do {
+    const std::size_t piece = std::min(bytes, kMaxMessage);
+    MPI_Request request;
+    post(p, static_cast<int>(piece), &request);
+    requests.push_back(request);
+    peers.push_back(peer);
+    p += piece;
+    bytes -= piece;
+  } while (bytes > 0);
+}
+
 }  // namespace
 
 Transport::Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo info, core::Workspace& workspace)
@@ -26,29 +44,15 @@ Transport::Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo inf
 }
 
 void Transport::isend(Requests& into, const void* data, std::size_t bytes, int peer, int tag) {
-  const auto* p = static_cast<const std::byte*>(data);
-  do {
-    const std::size_t piece = std::min(bytes, kMaxMessage);
-    MPI_Request request;
-    STRATA_CHECK_MPI(MPI_Isend(p, static_cast<int>(piece), MPI_BYTE, peer, tag, comm_, &request));
-    into.requests_.push_back(request);
-    into.peers_.push_back(peer);
-    p += piece;
-    bytes -= piece;
-  } while (bytes > 0);
+  post_pieces(into.requests_, into.peers_, data, bytes, peer, [&](const std::byte* p, int n, MPI_Request* r) {
+    STRATA_CHECK_MPI(MPI_Isend(p, n, MPI_BYTE, peer, tag, comm_, r));
+  });
 }
 
 void Transport::irecv(Requests& into, void* data, std::size_t bytes, int peer, int tag) {
-  auto* p = static_cast<std::byte*>(data);
-  do {
-    const std::size_t piece = std::min(bytes, kMaxMessage);
-    MPI_Request request;
-    STRATA_CHECK_MPI(MPI_Irecv(p, static_cast<int>(piece), MPI_BYTE, peer, tag, comm_, &request));
-    into.requests_.push_back(request);
-    into.peers_.push_back(peer);
-    p += piece;
-    bytes -= piece;
-  } while (bytes > 0);
+  post_pieces(into.requests_, into.peers_, data, bytes, peer, [&](std::byte* p, int n, MPI_Request* r) {
+    STRATA_CHECK_MPI(MPI_Irecv(p, n, MPI_BYTE, peer, tag, comm_, r));
+  });
 }
 
 bool Transport::test(Requests& requests) {
