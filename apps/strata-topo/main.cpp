@@ -69,20 +69,24 @@ void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows,
   for (const PlanRow& r : rows) {
     out += show_entry ? fmt::format("{:>10} {:>12}  {:<16} {}", format_size(r.bytes), r.bytes, r.entry, r.algorithm)
                       : fmt::format("{:>10} {:>12}  {}", format_size(r.bytes), r.bytes, r.algorithm);
-    if (r.entry.find('/') != std::string::npos) out += "  (hierarchical: runs its first level over all ranks for now)";
+    if (const auto slash = r.algorithm.find('/'); slash != std::string::npos)
+      out += t.nodes.size() < 2 ? fmt::format("  (one node: runs {} flat)", r.algorithm.substr(0, slash))
+                                : fmt::format("  ({} inside each node, {} across the {} nodes)",
+                                              r.algorithm.substr(0, slash), r.algorithm.substr(slash + 1),
+                                              t.nodes.size());
     out += "\n";
   }
   std::fputs(out.c_str(), stdout);
 }
 
 void print_json(const strata::Topology& t, const std::vector<PlanRow>& rows, const strata::plan::Spec& spec) {
-  nlohmann::json doc;
+  nlohmann::ordered_json doc;
   doc["strata_version"] = strata::version;
   doc["ranks"] = t.ranks.size();
-  doc["topology"] = nlohmann::json::parse(strata::to_json(t));
+  doc["topology"] = nlohmann::ordered_json::parse(strata::to_json(t));
   doc["spec"] = spec.is_auto() ? "auto" : spec.to_string();
   doc["spec_map"] = strata::plan::describe_map(spec);
-  doc["all_reduce"] = nlohmann::json::array();
+  doc["all_reduce"] = nlohmann::ordered_json::array();
   for (const PlanRow& r : rows)
     doc["all_reduce"].push_back({{"bytes", r.bytes}, {"size", format_size(r.bytes)}, {"spec_entry", r.entry},
                                  {"algorithm", r.algorithm}});

@@ -73,7 +73,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help) {
       ("json", po::bool_switch(&options.json), "print one JSON object instead of text");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(desc).positional({}).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());

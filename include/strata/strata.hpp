@@ -5,5 +5,6 @@
 #include "strata/cross_device_ops.hpp"
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
+#include "strata/topology.hpp"
 #include "strata/types.hpp"
 #include "strata/version.hpp"

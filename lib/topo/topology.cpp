@@ -1,0 +1,243 @@
+// discover_topology: node_split says which ranks share a node; each node's
+// leader reads the hardware with hwloc once and hands the other local ranks
+// its XML, so that the node is scanned once and every local rank uses the
+// same logical core numbers; every rank reads its own binding; one
+// all-gather of small per-rank records gives every rank the whole Topology.
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/check.hpp"
+#include "core/where.hpp"
+#include "strata/errors.hpp"
+#include "strata/topology.hpp"
+#include "topo/advice.hpp"
+#include "topo/hwloc_node.hpp"
+#include "topo/node_split.hpp"
+
+namespace strata {
+namespace {
+
+// What one rank contributes: its host and binding, plus the node's hardware
+// when it is the node's leader.
+struct Record {
+  std::string hostname;
+  topo::Binding binding;
+  bool has_hardware = false;
+  topo::NodeHardware hardware;
+};
+
+// Records travel as bytes: 32-bit integers in native order (all ranks of an
+// MPI job share it) and length-prefixed strings.
+class Writer {
+ public:
+  void put(std::int32_t value) { bytes_.append(reinterpret_cast<const char*>(&value), sizeof value); }
+  void put(const std::string& text) {
+    put(static_cast<std::int32_t>(text.size()));
+    bytes_ += text;
+  }
+  void put(const std::vector<int>& values) {
+    put(static_cast<std::int32_t>(values.size()));
+    for (int v : values) put(static_cast<std::int32_t>(v));
+  }
+  std::string take() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+  int get_int() {
+    std::int32_t value = 0;
+    need(sizeof value);
+    std::memcpy(&value, bytes_.data() + pos_, sizeof value);
+    pos_ += sizeof value;
+    return value;
+  }
+  std::string get_string() {
+    const auto size = static_cast<std::size_t>(get_int());
+    need(size);
+    std::string text(bytes_.substr(pos_, size));
+    pos_ += size;
+    return text;
+  }
+  std::vector<int> get_ints() {
+    std::vector<int> values(static_cast<std::size_t>(get_int()));
+    for (int& v : values) v = get_int();
+    return values;
+  }
+
+ private:
+  void need(std::size_t n) const {
+    if (pos_ + n > bytes_.size()) throw Error("topology: a rank's record is truncated (internal error)");
+  }
+  std::string_view bytes_;
+  std::size_t pos_ = 0;
+};
+
+std::string encode(const Record& r) {
+  Writer w;
+  w.put(r.hostname);
+  w.put(r.binding.cores);
+  w.put(r.binding.numa);
+  w.put(static_cast<std::int32_t>(r.has_hardware));
+  if (r.has_hardware) {
+    w.put(r.hardware.packages);
+    w.put(r.hardware.numa_domains);
+    w.put(r.hardware.cores);
+    w.put(static_cast<std::int32_t>(r.hardware.gpus.size()));
+    for (const GpuInfo& g : r.hardware.gpus) {
+      w.put(g.pci_bus_id);
+      w.put(g.numa);
+    }
+  }
+  return w.take();
+}
+
+Record decode(std::string_view bytes) {
+  Reader in(bytes);
+  Record r;
+  r.hostname = in.get_string();
+  r.binding.cores = in.get_ints();
+  r.binding.numa = in.get_ints();
+  r.has_hardware = in.get_int() != 0;
+  if (r.has_hardware) {
+    r.hardware.packages = in.get_int();
+    r.hardware.numa_domains = in.get_int();
+    r.hardware.cores = in.get_int();
+    r.hardware.gpus.resize(static_cast<std::size_t>(in.get_int()));
+    for (GpuInfo& g : r.hardware.gpus) {
+      g.pci_bus_id = in.get_string();
+      g.numa = in.get_int();
+    }
+  }
+  return r;
+}
+
+// Every rank's bytes, indexed by rank. Collective over `comm`.
+std::vector<std::string> allgather_bytes(const std::string& mine, MPI_Comm comm, int size) {
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), offsets(size);
+  STRATA_CHECK_MPI(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm));
+  long long total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += lengths[r];
+  }
+  if (total > INT32_MAX) throw Error("topology: the per-rank records exceed 2 GiB (internal error)");
+  std::string all(static_cast<std::size_t>(total), '\0');
+  STRATA_CHECK_MPI(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                                  MPI_CHAR, comm));
+  std::vector<std::string> out(size);
+  for (int r = 0; r < size; ++r) out[r] = all.substr(offsets[r], lengths[r]);
+  return out;
+}
+
+// This rank's record. The leader reads the node and broadcasts its XML over
+// the node communicator; a failure is reported (length -1) instead of
+// leaving the other local ranks waiting. Collective over `node`; returns the
+// error text ("" on success) rather than throwing, so that every rank
+// reaches the agreement step.
+std::string local_record(MPI_Comm node, bool leader, Record& record) {
+  std::string error, xml;
+  std::optional<topo::HwlocNode> hw;
+  if (leader) {
+    try {
+      hw.emplace(topo::HwlocNode::discover());
+      xml = hw->to_xml();
+    } catch (const Error& e) {
+      error = e.what();
+      xml.clear();
+    }
+  }
+  int length = leader ? (error.empty() ? static_cast<int>(xml.size()) : -1) : 0;
+  STRATA_CHECK_MPI(MPI_Bcast(&length, 1, MPI_INT, 0, node));
+  if (length < 0) return error.empty() ? "the node leader could not read the node with hwloc" : error;
+  xml.resize(static_cast<std::size_t>(length));
+  STRATA_CHECK_MPI(MPI_Bcast(xml.data(), length, MPI_CHAR, 0, node));
+  try {
+    if (!leader) {
+      try {
+        hw.emplace(topo::HwlocNode::from_xml(xml));
+      } catch (const Unavailable&) {
+        hw.emplace(topo::HwlocNode::discover());  // hwloc without XML support: read the node ourselves
+      }
+    }
+    record.binding = hw->binding();
+    if (leader) {
+      record.has_hardware = true;
+      record.hardware = hw->hardware();
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Frees node_split's communicators on every exit path.
+struct SplitGuard {
+  topo::NodeSplit& split;
+  ~SplitGuard() { topo::free_split(split); }
+};
+
+}  // namespace
+
+Topology discover_topology(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
+  topo::NodeSplit split = topo::split_nodes(comm);
+  SplitGuard guard{split};
+
+  Record mine;
+  mine.hostname = core::hostname();
+  const std::string error = local_record(split.node, split.local_rank == 0, mine);
+  // Agree before the all-gather: a rank that failed must not leave the
+  // others waiting in it.
+  int ok = error.empty() ? 1 : 0;
+  STRATA_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm));
+  if (!ok)
+    throw Unavailable(error.empty()
+                          ? std::string("topology discovery failed on another rank (see its error)")
+                          : fmt::format("topology discovery failed on {}: {}", core::where(), error));
+
+  const std::vector<std::string> all = allgather_bytes(encode(mine), comm, size);
+  Topology topology;
+  topology.virtual_nodes = split.virtual_nodes;
+  topology.nodes.resize(static_cast<std::size_t>(split.node_count));
+  topology.ranks.resize(static_cast<std::size_t>(size));
+  for (int n = 0; n < split.node_count; ++n) topology.nodes[n].ranks = split.ranks_on(n);
+  for (int r = 0; r < size; ++r) {
+    Record record = decode(all[r]);
+    RankInfo& info = topology.ranks[r];
+    info.rank = r;
+    info.node = split.node_of_rank[r];
+    NodeInfo& node = topology.nodes[info.node];
+    // ranks_on is ascending and the node communicator orders by parent rank.
+    for (std::size_t i = 0; i < node.ranks.size(); ++i)
+      if (node.ranks[i] == r) info.local_rank = static_cast<int>(i);
+    info.hostname = record.hostname;
+    info.bound_cores = std::move(record.binding.cores);
+    info.numa = std::move(record.binding.numa);
+    if (record.has_hardware) {
+      node.hostname = record.hostname;
+      node.packages = record.hardware.packages;
+      node.numa_domains = record.hardware.numa_domains;
+      node.cores = record.hardware.cores;
+      node.gpus = std::move(record.hardware.gpus);
+    }
+  }
+  if (rank == 0) topo::warn_about_binding_once(topology);
+  return topology;
+}
+
+}  // namespace strata

@@ -1,0 +1,102 @@
+// to_text and to_json for a Topology. JSON is written by hand (the library
+// does not link a JSON library); only strings need care, and they are
+// escaped per RFC 8259.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "strata/topology.hpp"
+#include "topo/advice.hpp"
+
+namespace strata {
+namespace {
+
+std::string plural(long long n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_ints(const std::vector<int>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += fmt::format("{}{}", i ? "," : "", values[i]);
+  return out + "]";
+}
+
+std::string numa_text(int numa) { return numa < 0 ? "NUMA ?" : fmt::format("NUMA {}", numa); }
+
+}  // namespace
+
+std::string to_text(const Topology& t) {
+  std::size_t fewest = t.ranks.size(), most = 0;
+  for (const NodeInfo& n : t.nodes) {
+    fewest = std::min(fewest, n.ranks.size());
+    most = std::max(most, n.ranks.size());
+  }
+  const std::string per_node = fewest == most ? fmt::format("{} per node", most)
+                                              : fmt::format("{} to {} per node (unequal)", fewest, most);
+  std::string out = fmt::format("{} on {}{}, {}\n", plural(static_cast<long long>(t.ranks.size()), "rank", "ranks"),
+                                plural(static_cast<long long>(t.nodes.size()), "node", "nodes"),
+                                t.virtual_nodes ? " (virtual: STRATA_RANKS_PER_NODE)" : "", per_node);
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    const NodeInfo& n = t.nodes[i];
+    out += fmt::format("node {}: {}, ranks {}; {}, {}, {}, {}\n", i, n.hostname, topo::rank_ranges(n.ranks),
+                       plural(n.packages, "package", "packages"), plural(n.numa_domains, "NUMA domain", "NUMA domains"),
+                       plural(n.cores, "core", "cores"),
+                       n.gpus.empty() ? std::string("no NVIDIA GPU") : plural(static_cast<long long>(n.gpus.size()), "NVIDIA GPU", "NVIDIA GPUs"));
+    for (std::size_t g = 0; g < n.gpus.size(); ++g)
+      out += fmt::format("  gpu {}: {} ({})\n", g, n.gpus[g].pci_bus_id, numa_text(n.gpus[g].numa));
+    for (const int r : n.ranks) {
+      const RankInfo& info = t.ranks[static_cast<std::size_t>(r)];
+      const std::string flag = topo::unbound(t, info)      ? " (unbound)"
+                               : topo::spans_numa(t, info) ? " (spans NUMA domains)"
+                                                           : "";
+      out += fmt::format("  rank {} (local {}): cores {}{}, NUMA {}\n", r, info.local_rank,
+                         topo::rank_ranges(info.bound_cores), flag, topo::rank_ranges(info.numa));
+    }
+  }
+  for (const std::string& line : topo::binding_advice(t)) out += fmt::format("advice: {}\n", line);
+  return out;
+}
+
+std::string to_json(const Topology& t) {
+  std::string out = fmt::format("{{\"virtual_nodes\":{},\"nodes\":[", t.virtual_nodes ? "true" : "false");
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    const NodeInfo& n = t.nodes[i];
+    out += fmt::format("{}{{\"index\":{},\"hostname\":{},\"ranks\":{},\"packages\":{},\"numa_domains\":{},\"cores\":{},\"gpus\":[",
+                       i ? "," : "", i, json_string(n.hostname), json_ints(n.ranks), n.packages, n.numa_domains,
+                       n.cores);
+    for (std::size_t g = 0; g < n.gpus.size(); ++g)
+      out += fmt::format("{}{{\"pci_bus_id\":{},\"numa\":{}}}", g ? "," : "", json_string(n.gpus[g].pci_bus_id),
+                         n.gpus[g].numa);
+    out += "]}";
+  }
+  out += "],\"ranks\":[";
+  for (std::size_t i = 0; i < t.ranks.size(); ++i) {
+    const RankInfo& r = t.ranks[i];
+    out += fmt::format(
+        "{}{{\"rank\":{},\"node\":{},\"local_rank\":{},\"hostname\":{},\"bound_cores\":{},\"numa\":{},\"unbound\":{}}}",
+        i ? "," : "", r.rank, r.node, r.local_rank, json_string(r.hostname), json_ints(r.bound_cores),
+        json_ints(r.numa), topo::unbound(t, r) ? "true" : "false");
+  }
+  return out + "]}";
+}
+
+}  // namespace strata

@@ -1,0 +1,101 @@
+// Single-process checks of the hwloc layer and the binding advice: a made-up
+// two-socket machine with GPUs (XML fixture), this machine read live and
+// through its own XML, and advice for hand-built topologies.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "topo/advice.hpp"
+#include "topo/hwloc_node.hpp"
+
+namespace {
+
+std::string read_file(const char* path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Two nodes of 2 cores / 2 NUMA domains; rank r bound as given.
+strata::Topology two_nodes(std::vector<std::vector<int>> cores, std::vector<std::vector<int>> numa) {
+  strata::Topology t;
+  t.nodes = {{"a", {0, 1}, 2, 2, 2, {}}, {"b", {2}, 2, 2, 2, {}}};
+  for (int r = 0; r < 3; ++r)
+    t.ranks.push_back({r, r < 2 ? 0 : 1, r < 2 ? r : 0, r < 2 ? "a" : "b", cores[r], numa[r]});
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("hardware of a two-socket machine with NVIDIA GPUs") {
+  const auto node = strata::topo::HwlocNode::from_foreign_xml(read_file(STRATA_TOPO_FIXTURE));
+  const strata::topo::NodeHardware hw = node.hardware();
+  CHECK(hw.packages == 2);
+  CHECK(hw.numa_domains == 2);
+  CHECK(hw.cores == 4);
+  // Only display-class NVIDIA functions: not the audio, NVSwitch or other vendor's VGA.
+  REQUIRE(hw.gpus.size() == 2);
+  CHECK(hw.gpus[0].pci_bus_id == "0000:3b:00.0");
+  CHECK(hw.gpus[0].numa == 1);
+  CHECK(hw.gpus[1].pci_bus_id == "0001:c1:00.0");
+  CHECK(hw.gpus[1].numa == -1);  // attached to the whole machine: no single NUMA domain
+}
+
+TEST_CASE("this machine, read directly and through the leader's XML, agrees") {
+  const auto live = strata::topo::HwlocNode::discover();
+  const auto copy = strata::topo::HwlocNode::from_xml(live.to_xml());
+  const auto a = live.hardware(), b = copy.hardware();
+  CHECK(a.cores >= 1);
+  CHECK(a.numa_domains >= 1);
+  CHECK(a.cores == b.cores);
+  CHECK(a.numa_domains == b.numa_domains);
+  CHECK(a.packages == b.packages);
+  CHECK(a.gpus.size() == b.gpus.size());
+  const auto bound_live = live.binding(), bound_copy = copy.binding();
+  CHECK(!bound_live.cores.empty());
+  CHECK(!bound_live.numa.empty());
+  CHECK(bound_live.cores == bound_copy.cores);
+  CHECK(bound_live.numa == bound_copy.numa);
+}
+
+TEST_CASE("rank_ranges") {
+  CHECK(strata::topo::rank_ranges({}) == "none");
+  CHECK(strata::topo::rank_ranges({3}) == "3");
+  CHECK(strata::topo::rank_ranges({0, 1, 2, 3, 6, 8, 9}) == "0-3,6,8-9");
+}
+
+TEST_CASE("binding advice") {
+  SUBCASE("one core each: nothing to say") {
+    const auto t = two_nodes({{0}, {1}, {0}}, {{0}, {1}, {0}});
+    CHECK(strata::topo::binding_advice(t).empty());
+  }
+  SUBCASE("unbound ranks are named, with the fix") {
+    const auto t = two_nodes({{0, 1}, {1}, {0, 1}}, {{0, 1}, {1}, {0, 1}});
+    CHECK(strata::topo::unbound(t, t.ranks[0]));
+    CHECK_FALSE(strata::topo::unbound(t, t.ranks[1]));
+    const auto advice = strata::topo::binding_advice(t);
+    REQUIRE(advice.size() == 1);  // unbound ranks are not also reported as spanning NUMA
+    CHECK(advice[0].find("2 of 3 ranks are not bound") != std::string::npos);
+    CHECK(advice[0].find("ranks 0,2") != std::string::npos);
+    CHECK(advice[0].find("mpirun --bind-to core --map-by numa") != std::string::npos);
+    CHECK(advice[0].find("srun --cpu-bind=cores") != std::string::npos);
+  }
+  SUBCASE("a rank spanning NUMA domains on a bigger node") {
+    auto t = two_nodes({{0}, {1, 2}, {0}}, {{0}, {0, 1}, {0}});
+    t.nodes[0].cores = 4;
+    CHECK(strata::topo::spans_numa(t, t.ranks[1]));
+    const auto advice = strata::topo::binding_advice(t);
+    REQUIRE(advice.size() == 1);
+    CHECK(advice[0].find("more than one NUMA domain (ranks 1)") != std::string::npos);
+  }
+  SUBCASE("a one-core node is never 'unbound'") {
+    auto t = two_nodes({{0}, {0}, {0}}, {{0}, {0}, {0}});
+    t.nodes[0].cores = t.nodes[1].cores = 1;
+    CHECK(strata::topo::binding_advice(t).empty());
+  }
+}
