@@ -19,6 +19,7 @@
 #include "strata/errors.hpp"
 #include "strata/topology.hpp"
 #include "topo/advice.hpp"
+#include "topo/discover.hpp"
 #include "topo/hwloc_node.hpp"
 #include "topo/node_split.hpp"
 
@@ -191,12 +192,12 @@ struct SplitGuard {
 
 }  // namespace
 
-Topology discover_topology(MPI_Comm comm) {
+namespace topo {
+
+Topology discover(MPI_Comm comm, const NodeSplit& split) {
   int rank = 0, size = 1;
   STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
-  topo::NodeSplit split = topo::split_nodes(comm);
-  SplitGuard guard{split};
 
   Record mine;
   mine.hostname = core::hostname();
@@ -238,6 +239,14 @@ Topology discover_topology(MPI_Comm comm) {
   }
   if (rank == 0) topo::warn_about_binding_once(topology);
   return topology;
+}
+
+}  // namespace topo
+
+Topology discover_topology(MPI_Comm comm) {
+  topo::NodeSplit split = topo::split_nodes(comm);
+  SplitGuard guard{split};
+  return topo::discover(comm, split);
 }
 
 }  // namespace strata
