@@ -1,0 +1,39 @@
+// strata's own CUDA kernels, callable from host code: element-wise
+// reduction (psgpu, host-staged paths), MEAN scaling, and batched
+// pack/unpack. All are asynchronous on `stream` and never synchronise.
+//
+// Semantics match lib/host/reduce_kernel.hpp bit for bit: f16/bf16 reduced
+// in f32 and rounded to nearest even once per step, integer sum/prod wrap,
+// min/max let a NaN through, integer division truncates toward zero.
+// Any alignment and size: 16-byte vector loads where the pointers allow,
+// scalar head and tail otherwise.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "strata/types.hpp"
+
+namespace strata::cuda {
+
+// dst[i] = a[i] op b[i], i < count. dst may be exactly a or b. op != mean.
+void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op,
+            cudaStream_t stream);
+
+// data[i] = data[i] / divisor in the dtype (mean's finish). divisor > 0.
+void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, cudaStream_t stream);
+
+// One tensor of a pack: `bytes` bytes at `ptr`, at byte `offset` of the packed buffer.
+struct PackDesc {
+  void* ptr;
+  std::size_t bytes;
+  std::size_t offset;
+};
+
+// Copy every described tensor into `packed` (pack) or back out (unpack), in
+// one launch. `descs` is a DEVICE array of `n` descriptors.
+void pack(void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream);
+void unpack(const void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream);
+
+}  // namespace strata::cuda

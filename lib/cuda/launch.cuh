@@ -1,0 +1,32 @@
+// Grid sizing and the aligned-body split shared by strata's element-wise
+// kernels: grid-stride loops over 16-byte vectors for the aligned body and
+// scalar elements for the head and tail.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::cuda {
+
+constexpr int kThreads = 256;
+constexpr std::size_t kVectorBytes = 16;
+
+// Blocks for `work` items: enough to cover the work, capped at a few waves
+// (grid-stride loops do the rest).
+unsigned grid_for(std::size_t work);
+
+// Elements before the first 16-byte boundary of `p`, or `count` when the
+// pointers disagree modulo 16 (then everything is scalar).
+template <typename S>
+__host__ std::size_t aligned_head(std::size_t count, const void* p, const void* q, const void* r) {
+  const auto mis = reinterpret_cast<std::uintptr_t>(p) % kVectorBytes;
+  if (reinterpret_cast<std::uintptr_t>(q) % kVectorBytes != mis ||
+      reinterpret_cast<std::uintptr_t>(r) % kVectorBytes != mis || mis % sizeof(S) != 0)
+    return count;
+  const std::size_t head = mis == 0 ? 0 : (kVectorBytes - mis) / sizeof(S);
+  return head < count ? head : count;
+}
+
+}  // namespace strata::cuda

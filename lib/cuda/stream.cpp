@@ -1,0 +1,62 @@
+#include "cuda/stream.hpp"
+
+#include "cuda/check.hpp"
+
+namespace strata::cuda {
+
+DeviceGuard::DeviceGuard(int device) {
+  STRATA_CHECK_CUDA(cudaGetDevice(&previous_));
+  if (previous_ != device) STRATA_CHECK_CUDA(cudaSetDevice(device));
+}
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+Stream::Stream() { STRATA_CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+bool Stream::done() const {
+  const cudaError_t rc = cudaStreamQuery(stream_);
+  if (rc == cudaErrorNotReady) return false;
+  STRATA_CHECK_CUDA(rc);
+  return true;
+}
+
+Event::Event() { STRATA_CHECK_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+void Event::record(cudaStream_t stream) { STRATA_CHECK_CUDA(cudaEventRecord(event_, stream)); }
+bool Event::done() const {
+  const cudaError_t rc = cudaEventQuery(event_);
+  if (rc == cudaErrorNotReady) return false;
+  STRATA_CHECK_CUDA(rc);
+  return true;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_) cudaFree(data_);
+}
+void* DeviceBuffer::get(std::size_t bytes) {
+  if (bytes <= bytes_ && data_) return data_;
+  if (data_) STRATA_CHECK_CUDA(cudaFree(data_));
+  data_ = nullptr, bytes_ = 0;
+  STRATA_CHECK_CUDA(cudaMalloc(&data_, bytes ? bytes : 1));
+  bytes_ = bytes;
+  return data_;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) cudaFreeHost(data_);
+}
+void* PinnedBuffer::get(std::size_t bytes) {
+  if (bytes <= bytes_ && data_) return data_;
+  if (data_) STRATA_CHECK_CUDA(cudaFreeHost(data_));
+  data_ = nullptr, bytes_ = 0;
+  STRATA_CHECK_CUDA(cudaHostAlloc(&data_, bytes ? bytes : 1, cudaHostAllocPortable));
+  bytes_ = bytes;
+  return data_;
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,112 @@
+// The seam between the core and the GPU backend. The core validates a call on
+// CUDA tensors, picks the spec entry for its size, and hands a GpuJob to the
+// Backend; the backend moves the bytes (NCCL inside and across nodes, or host
+// staging through pinned buffers for host algorithms across nodes) and
+// returns when the result is in the output tensor.
+//
+// This header needs no CUDA or NCCL headers, so the core compiles it in
+// every build. Host-only builds (-Dcuda=disabled, or no nvcc/NCCL found)
+// link lib/gpu/backend_stub.cpp: built() is false, device_available() false
+// with a reason, and make_backend() throws strata::Unavailable.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/deadline.hpp"
+#include "strata/types.hpp"
+#include "topo/node_split.hpp"
+
+namespace strata::gpu {
+
+// Compiled with CUDA and NCCL.
+bool built();
+
+// Whether a CUDA device is usable now (driver loaded, cudaGetDeviceCount > 0).
+// Never throws; on false, `why` (if non-null) gets a one-line reason.
+bool device_available(std::string* why = nullptr);
+
+// The algorithm names the backend serves natively (valid in specs):
+// "nccl", "psgpu", and "a/b" with a in {nccl, psgpu} and b = nccl or any host
+// algorithm (xring, rechd, pscpu, tree, mpi). Any other name (a host
+// algorithm such as "xring" or "pscpu/pscpu") runs the host algorithm flat on
+// pinned host copies of the CUDA tensors.
+bool serves_natively(std::string_view algorithm);
+
+enum class Collective { all_reduce, reduce, broadcast };
+
+// One validated collective on CUDA memory, as the backend sees it.
+struct GpuJob {
+  const void* in = nullptr;  // device pointer; for broadcast == out
+  void* out = nullptr;       // device pointer; == in for in place; may be null on non-roots of reduce
+  std::size_t count = 0;     // may be 0 (returns at once: nothing is collective in the backend at 0)
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;    // mean allowed: the backend reduces with sum and divides by `contributors`
+  std::size_t contributors = 1;   // mean's divisor (ranks x replicas); ignored for other ops
+  int root = 0;                   // reduce and broadcast
+  int device = -1;                // the tensors' CUDA device; -1 = the backend's device
+  std::string_view algorithm = "nccl";  // a spec entry's name ("nccl", "nccl/xring", "psgpu", ...)
+  int shards = 1;                 // the spec entry's shard count
+  std::size_t chunk_bytes = 0;    // pipeline granularity of host staging; 0 = default (4 MiB)
+  std::uint64_t sequence = 0;     // the communicator's call number, for messages
+};
+
+// One tensor of a batch (device memory, all on the backend's device).
+struct GpuTensor {
+  void* data = nullptr;
+  std::size_t count = 0;
+  DataType dtype = DataType::f32;
+};
+
+class Backend {
+ public:
+  virtual ~Backend();
+
+  // The CUDA device this rank drives (see make_backend).
+  virtual int device() const = 0;
+
+  // Blocking collectives: when they return, the result is in job.out (the
+  // GPU work is complete). Throws DeadlineExceeded when `deadline` passes
+  // (NCCL communicators are aborted), BackendError for CUDA/NCCL/MPI
+  // failures, Unavailable when the algorithm cannot run here (e.g. two ranks
+  // of one NCCL communicator share a GPU), PeerFailure once broken.
+  virtual void all_reduce(const GpuJob& job, const core::Deadline& deadline) = 0;
+  virtual void reduce(const GpuJob& job, const core::Deadline& deadline) = 0;
+  virtual void broadcast(const GpuJob& job, const core::Deadline& deadline) = 0;
+
+  // All-reduce of many tensors in place: per dtype, one pack kernel into a
+  // device buffer, one all-reduce with `proto`'s algorithm/op/contributors,
+  // one unpack kernel. `on_pack_done(i)` fires after the i-th dtype group
+  // (groups in order of first appearance) is back in its tensors.
+  virtual void batch_all_reduce(std::span<const GpuTensor> tensors, const GpuJob& proto,
+                                const core::Deadline& deadline,
+                                const std::function<void(std::size_t)>& on_pack_done) = 0;
+
+  // Non-empty once a deadline expired or NCCL failed; every later call
+  // throws PeerFailure.
+  virtual const std::string& broken_reason() const = 0;
+};
+
+// Collective over `comm` (every rank must call it). Picks this rank's CUDA
+// device: STRATA_GPU_MAP ("0,1,2,3": device by local rank) if set, else the
+// GPU hwloc finds nearest to this rank's NUMA domain, else
+// local_rank % device_count. NCCL communicators (whole job, per node, per
+// local index across nodes) are created lazily on first use. `comm` and
+// `split` must outlive the backend. Throws Unavailable (host-only build, or
+// no usable device, with the reason) and InvalidArgument (bad
+// STRATA_GPU_MAP).
+std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split);
+
+// Parse STRATA_GPU_MAP text: comma-separated device indexes by local rank.
+// Throws InvalidArgument naming the text. Empty text -> empty map.
+std::vector<int> parse_gpu_map(std::string_view text);
+
+}  // namespace strata::gpu

@@ -1,0 +1,26 @@
+// The GPU seam in host-only builds (-Dcuda=disabled, or CUDA/NCCL not found
+// at configure time): same API, no device, every backend request refused
+// with strata::Unavailable.
+#include "gpu/backend.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::gpu {
+
+namespace {
+constexpr const char* kWhy =
+    "this build of strata has no GPU backend (configured with -Dcuda=disabled, or nvcc/NCCL were not found); "
+    "rebuild with -Dcuda=enabled on a machine with the CUDA toolkit and NCCL, or pass host tensors";
+}
+
+bool built() { return false; }
+
+bool device_available(std::string* why) {
+  if (why) *why = kWhy;
+  return false;
+}
+
+std::unique_ptr<Backend> make_backend(MPI_Comm, const topo::NodeSplit&) {
+  throw Unavailable(std::string("strata: CUDA tensors are unavailable: ") + kWhy);
+}
+
+}  // namespace strata::gpu

@@ -1,0 +1,55 @@
+// The GPU algorithms, one file each, over an Engine. They trust their input
+// (lib/gpu/backend.cpp validated the job and picked them) and enqueue work
+// on the engine's stream; the caller waits. `op` is never mean here.
+#pragma once
+
+#include <cstddef>
+
+#include "gpu/backend.hpp"
+#include "host/algorithm.hpp"
+#include "nccl/engine.hpp"
+
+namespace strata::nccl {
+
+// What a level of an algorithm works on: device pointers, in place allowed.
+struct Level {
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::size_t count = 0;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  int shards = 1;
+  std::size_t chunk_bytes = 0;
+};
+
+// flat.cpp: NCCL's own collectives over an NCCL communicator.
+void nccl_all_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
+void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
+void nccl_broadcast(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
+// Reduce-scatter into `owners` even slices (plan::even_slice): local rank s
+// ends with slice s of the sum in out; and the matching all-gather.
+void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
+                         const host::CallInfo& info);
+void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
+                     const host::CallInfo& info);
+
+// psgpu.cpp: slice owners reduce on their GPU with strata's kernels; the
+// bytes travel over MPI through pinned host buffers. Waits itself.
+void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
+                          const host::CallInfo& info);
+void psgpu_all_gather(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
+                      const host::CallInfo& info);
+
+// staged.cpp: a host algorithm on device data, chunk by chunk through pinned
+// buffers, device-host copies overlapping the MPI transfers of other chunks.
+// Waits itself.
+void staged(Engine& e, MPI_Comm comm, gpu::Collective collective, const host::Algorithm& algorithm,
+            const Level& job, const core::Deadline& d, const host::CallInfo& info);
+
+// hierarchical.cpp: "a/b" all-reduce with a in {nccl, psgpu} inside the node
+// and b (nccl, or a host algorithm via staged()) across nodes.
+void hierarchical_all_reduce(Engine& e, std::string_view intra, std::string_view cross, const Level& job,
+                             const core::Deadline& d, const host::CallInfo& info);
+
+}  // namespace strata::nccl

@@ -1,0 +1,197 @@
+#include "nccl/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+
+#include "core/check.hpp"
+#include "core/where.hpp"
+#include "cuda/check.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::nccl {
+namespace {
+
+// Poll a non-blocking communicator until its pending operation (init,
+// enqueue) is no longer in progress. Returns the final state.
+ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expired) {
+  core::Backoff backoff;
+  ncclResult_t state = ncclInProgress;
+  while (true) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclSystemError;
+    if (state != ncclInProgress) return state;
+    if (deadline.expired()) {
+      expired = true;
+      return ncclInProgress;
+    }
+    backoff.pause();
+  }
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return text;
+}
+
+}  // namespace
+
+Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline& deadline,
+           const host::CallInfo& info)
+    : name_(name) {
+  STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank_));
+  STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size_));
+  // NCCL refuses two ranks on one GPU; say so plainly (all ranks agree).
+  std::array<char, 32> mine{};
+  STRATA_CHECK_CUDA(cudaDeviceGetPCIBusId(mine.data(), int(mine.size()), engine.device()));
+  std::vector<char> all(mine.size() * std::size_t(size_));
+  STRATA_CHECK_MPI(MPI_Allgather(mine.data(), int(mine.size()), MPI_CHAR, all.data(), int(mine.size()), MPI_CHAR, mpi));
+  for (int a = 0; a < size_; ++a)
+    for (int b = a + 1; b < size_; ++b)
+      if (std::strncmp(&all[std::size_t(a) * mine.size()], &all[std::size_t(b) * mine.size()], mine.size()) == 0)
+        throw Unavailable(fmt::format(
+            "strata [{}]: {} #{} needs the {} NCCL communicator, but its ranks {} and {} both drive GPU {}; NCCL "
+            "needs one GPU per rank. Run one rank per GPU (or set STRATA_GPU_MAP), or use a host-staged algorithm "
+            "such as psgpu or xring for this communicator",
+            core::where(), info.collective, info.sequence, name, a, b, lower(&all[std::size_t(a) * mine.size()])));
+
+  ncclUniqueId id{};
+  if (rank_ == 0) STRATA_CHECK_NCCL(ncclGetUniqueId(&id));
+  STRATA_CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t rc = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+  if (rc != ncclSuccess && rc != ncclInProgress) STRATA_CHECK_NCCL(rc);
+  bool expired = false;
+  const ncclResult_t state = settle(comm_, deadline, expired);
+  if (expired || state != ncclSuccess) {
+    abort();
+    if (expired)
+      throw DeadlineExceeded(
+          fmt::format("strata [{}]: {} #{}: creating the {} NCCL communicator did not finish within {} s; aborted",
+                      core::where(), info.collective, info.sequence, name, deadline.seconds()),
+          {});
+    cuda::throw_nccl_error(state, "ncclCommInitRankConfig", __FILE__, __LINE__);
+  }
+}
+
+Comm::~Comm() {
+  if (aborted_ || !comm_) return;
+  // Finalize flushes outstanding work; bounded so teardown never hangs.
+  const ncclResult_t rc = ncclCommFinalize(comm_);
+  bool expired = false;
+  const core::Deadline bound(10.0);
+  if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm_, bound, expired) != ncclSuccess || expired) {
+    ncclCommAbort(comm_);
+    return;
+  }
+  ncclCommDestroy(comm_);
+}
+
+void Comm::abort() {
+  if (!aborted_ && comm_) ncclCommAbort(comm_);
+  aborted_ = true;
+}
+
+Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device)
+    : comm_(comm), split_(split), device_(device) {
+  STRATA_CHECK_CUDA(cudaSetDevice(device_));
+  stream_ = std::make_unique<cuda::Stream>();
+}
+
+Engine::~Engine() {
+  if (!broken_.empty()) {
+    // Aborted work may still reference these buffers: leak them on purpose.
+    for (auto& b : device_buffers_) b.abandon();
+    for (auto& b : pinned_) b.abandon();
+    workspace_.abandon();
+  } else if (stream_) {
+    cudaStreamSynchronize(stream_->get());
+  }
+  cross_.reset();
+  node_.reset();
+  world_.reset();
+}
+
+Comm& Engine::world(const core::Deadline& deadline, const host::CallInfo& info) {
+  if (!world_) world_ = std::make_unique<Comm>(*this, comm_, "whole-job", deadline, info);
+  return *world_;
+}
+Comm& Engine::node(const core::Deadline& deadline, const host::CallInfo& info) {
+  if (!node_) node_ = std::make_unique<Comm>(*this, split_.node, "node-local", deadline, info);
+  return *node_;
+}
+Comm& Engine::cross(const core::Deadline& deadline, const host::CallInfo& info) {
+  if (!cross_) cross_ = std::make_unique<Comm>(*this, split_.cross, "cross-node", deadline, info);
+  return *cross_;
+}
+
+cuda::Event& Engine::event(std::size_t index) {
+  while (events_.size() <= index) events_.push_back(std::make_unique<cuda::Event>());
+  return *events_[index];
+}
+
+void Engine::ensure_usable() const {
+  if (!broken_.empty())
+    throw PeerFailure(fmt::format("strata [{}]: the GPU backend of this communicator is broken by an earlier "
+                                  "failure ({}); create a new communicator before calling again",
+                                  core::where(), broken_));
+}
+
+void Engine::mark_broken(const std::string& reason) {
+  if (broken_.empty()) broken_ = reason;
+  for (Comm* c : {world_.get(), node_.get(), cross_.get()})
+    if (c) c->abort();
+}
+
+void Engine::expire(const core::Deadline& deadline, const host::CallInfo& info) {
+  const std::string what = fmt::format(
+      "strata [{}]: {} #{} ({} bytes, {}) did not finish within {} s on GPU {}; NCCL cannot say which peer is "
+      "missing. The NCCL communicators were aborted and this communicator refuses further calls",
+      core::where(), info.collective, info.sequence, info.bytes, info.algorithm, deadline.seconds(), device_);
+  mark_broken(what);
+  throw DeadlineExceeded(what, {});
+}
+
+void Engine::check_async(const host::CallInfo& info) {
+  for (Comm* c : {world_.get(), node_.get(), cross_.get()}) {
+    if (!c) continue;
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(c->get(), &state) != ncclSuccess) state = ncclSystemError;
+    if (state != ncclSuccess && state != ncclInProgress) {
+      mark_broken(fmt::format("{} #{}: NCCL error on the {} communicator: {}", info.collective, info.sequence,
+                              c->name(), ncclGetErrorString(state)));
+      cuda::throw_nccl_error(state, "ncclCommGetAsyncError", __FILE__, __LINE__);
+    }
+  }
+}
+
+void Engine::enqueued(Comm& comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
+                      const host::CallInfo& info) {
+  if (rc == ncclSuccess) return;
+  if (rc != ncclInProgress) {
+    mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(rc)));
+    cuda::throw_nccl_error(rc, call, __FILE__, __LINE__);
+  }
+  bool expired = false;
+  const ncclResult_t state = settle(comm.get(), deadline, expired);
+  if (expired) expire(deadline, info);
+  if (state != ncclSuccess) {
+    mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(state)));
+    cuda::throw_nccl_error(state, call, __FILE__, __LINE__);
+  }
+}
+
+void Engine::wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event) {
+  core::Backoff backoff;
+  while (!(event ? event->done() : stream_->done())) {
+    check_async(info);
+    if (deadline.expired()) expire(deadline, info);
+    backoff.pause();
+  }
+}
+
+}  // namespace strata::nccl

@@ -1,0 +1,106 @@
+// The per-communicator GPU state every GPU algorithm runs on: the device,
+// one non-blocking stream, the lazily created NCCL communicators (whole job,
+// node, cross-node per local index), grow-only device and pinned buffers,
+// and the polling waits that honour a call's deadline.
+//
+// NCCL communicators are created non-blocking (ncclConfig_t.blocking = 0):
+// no NCCL call parks the thread, so a wait can poll cudaStreamQuery and
+// ncclCommGetAsyncError against the deadline. On expiry every communicator
+// is aborted (ncclCommAbort), the engine is marked broken, and
+// DeadlineExceeded is raised; later calls throw PeerFailure.
+#pragma once
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.hpp"
+#include "core/workspace.hpp"
+#include "cuda/stream.hpp"
+#include "host/transport.hpp"
+#include "topo/node_split.hpp"
+
+namespace strata::nccl {
+
+class Engine;
+
+// One NCCL communicator over the ranks of an MPI communicator.
+class Comm {
+ public:
+  // Collective over `mpi`. Throws Unavailable when two of its ranks drive
+  // the same GPU (NCCL refuses that), BackendError when NCCL fails.
+  Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline& deadline, const host::CallInfo& info);
+  ~Comm();  // ncclCommFinalize + ncclCommDestroy (bounded), or nothing after abort
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const char* name() const { return name_; }
+  void abort();  // never throws
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0;
+  int size_ = 1;
+  const char* name_;
+  bool aborted_ = false;
+};
+
+class Engine {
+ public:
+  Engine(MPI_Comm comm, const topo::NodeSplit& split, int device);
+  ~Engine();
+
+  MPI_Comm comm() const { return comm_; }
+  const topo::NodeSplit& split() const { return split_; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_->get(); }
+  core::Workspace& workspace() { return workspace_; }
+
+  // The NCCL communicators, created on first use (collective over their
+  // MPI communicator: every member reaches the same call in the same plan).
+  Comm& world(const core::Deadline& deadline, const host::CallInfo& info);
+  Comm& node(const core::Deadline& deadline, const host::CallInfo& info);
+  Comm& cross(const core::Deadline& deadline, const host::CallInfo& info);  // only where split().cross != NULL
+
+  // Check the return code of an enqueueing NCCL call on `comm`:
+  // ncclInProgress is polled to completion against the deadline.
+  void enqueued(Comm& comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
+                const host::CallInfo& info);
+
+  // Block (politely) until all work on the stream finished, or `event`
+  // when given. Throws DeadlineExceeded (after aborting NCCL) or BackendError.
+  void wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event = nullptr);
+
+  // Scratch: slot 0 and 1 device, slot 0 and 1 pinned host.
+  void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes); }
+  void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes); }
+  cuda::Event& event(std::size_t index);
+
+  // Broken state (see the header comment).
+  const std::string& broken_reason() const { return broken_; }
+  void ensure_usable() const;
+  void mark_broken(const std::string& reason);
+
+ private:
+  [[noreturn]] void expire(const core::Deadline& deadline, const host::CallInfo& info);
+  void check_async(const host::CallInfo& info);
+
+  MPI_Comm comm_;
+  const topo::NodeSplit& split_;
+  int device_;
+  std::unique_ptr<cuda::Stream> stream_;
+  std::unique_ptr<Comm> world_, node_, cross_;
+  cuda::DeviceBuffer device_buffers_[2];
+  cuda::PinnedBuffer pinned_[2];
+  std::vector<std::unique_ptr<cuda::Event>> events_;
+  core::Workspace workspace_;
+  std::string broken_;
+};
+
+}  // namespace strata::nccl

@@ -1,0 +1,158 @@
+// strata's CUDA kernels against the host kernels (lib/host/reduce_kernel):
+// every dtype x op, sizes around the vector width, pointers misaligned in
+// agreeing and disagreeing ways; MEAN scaling; batched pack/unpack. The
+// results must be bit-identical. Exits 77 without a CUDA device.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.hpp"
+#include "cuda/kernels.hpp"
+#include "gpu_test.hpp"
+#include "host/reduce_kernel.hpp"
+
+using namespace strata;
+
+namespace {
+int failures = 0;
+
+#define CUDA_OK(call)                                                                           \
+  do {                                                                                          \
+    cudaError_t rc_ = (call);                                                                   \
+    if (rc_ != cudaSuccess) {                                                                   \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(rc_), __FILE__, __LINE__);    \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+// Finite values that exercise rounding (f16/bf16) and wrap (integers).
+void fill(std::vector<std::byte>& bytes, DataType dtype, std::mt19937& rng) {
+  const std::size_t element = dtype_size(dtype), n = bytes.size() / element;
+  std::uniform_int_distribution<int> small(-1000, 1000);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float f = float(small(rng)) / 7.0f;
+    std::byte* at = bytes.data() + i * element;
+    switch (dtype) {
+      case DataType::f32: std::memcpy(at, &f, 4); break;
+      case DataType::f64: { const double d = double(small(rng)) / 7.0; std::memcpy(at, &d, 8); break; }
+      case DataType::f16: { const auto h = core::f32_to_f16(f); std::memcpy(at, &h, 2); break; }
+      case DataType::bf16: { const auto h = core::f32_to_bf16(f); std::memcpy(at, &h, 2); break; }
+      default: for (std::size_t b = 0; b < element; ++b) at[b] = std::byte(rng()); break;
+    }
+  }
+}
+
+void check_reduce(DataType dtype, ReduceOp op, std::size_t count, std::size_t off_d, std::size_t off_a,
+                  std::size_t off_b, std::mt19937& rng) {
+  const std::size_t e = dtype_size(dtype), bytes = count * e, pad = 64;
+  std::vector<std::byte> a(bytes), b(bytes), want(bytes), got(bytes);
+  fill(a, dtype, rng);
+  fill(b, dtype, rng);
+  host::reduce_into(want.data(), a.data(), b.data(), count, dtype, op);
+  std::byte *da, *db, *dd;
+  CUDA_OK(cudaMalloc(&da, bytes + pad));
+  CUDA_OK(cudaMalloc(&db, bytes + pad));
+  CUDA_OK(cudaMalloc(&dd, bytes + pad));
+  CUDA_OK(cudaMemcpy(da + off_a * e, a.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db + off_b * e, b.data(), bytes, cudaMemcpyHostToDevice));
+  cuda::reduce(dd + off_d * e, da + off_a * e, db + off_b * e, count, dtype, op, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got.data(), dd + off_d * e, bytes, cudaMemcpyDeviceToHost));
+  if (std::memcmp(got.data(), want.data(), bytes) != 0) {
+    ++failures;
+    std::printf("FAIL reduce %s %s count %zu offsets d%zu a%zu b%zu\n", std::string(to_string(dtype)).c_str(),
+                std::string(to_string(op)).c_str(), count, off_d, off_a, off_b);
+  }
+  // In place (dst == a).
+  cuda::reduce(da + off_a * e, da + off_a * e, db + off_b * e, count, dtype, op, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got.data(), da + off_a * e, bytes, cudaMemcpyDeviceToHost));
+  if (std::memcmp(got.data(), want.data(), bytes) != 0) {
+    ++failures;
+    std::printf("FAIL in-place reduce %s %s count %zu\n", std::string(to_string(dtype)).c_str(),
+                std::string(to_string(op)).c_str(), count);
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dd);
+}
+
+void check_divide(DataType dtype, std::size_t count, std::size_t offset, std::size_t divisor, std::mt19937& rng) {
+  const std::size_t e = dtype_size(dtype), bytes = count * e;
+  std::vector<std::byte> data(bytes), got(bytes);
+  fill(data, dtype, rng);
+  std::byte* d;
+  CUDA_OK(cudaMalloc(&d, bytes + 64));
+  CUDA_OK(cudaMemcpy(d + offset * e, data.data(), bytes, cudaMemcpyHostToDevice));
+  host::divide_by(data.data(), count, dtype, divisor);
+  cuda::divide(d + offset * e, count, dtype, divisor, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got.data(), d + offset * e, bytes, cudaMemcpyDeviceToHost));
+  if (std::memcmp(got.data(), data.data(), bytes) != 0) {
+    ++failures;
+    std::printf("FAIL divide %s count %zu by %zu\n", std::string(to_string(dtype)).c_str(), count, divisor);
+  }
+  cudaFree(d);
+}
+
+void check_pack(std::mt19937& rng) {
+  // Tensors of odd sizes at odd addresses, packed at 16-byte offsets.
+  const std::vector<std::size_t> sizes = {1, 15, 16, 17, 1000, 4097, 65536 + 3, 3};
+  std::vector<std::vector<std::byte>> host(sizes.size());
+  std::vector<cuda::PackDesc> descs;
+  std::byte* base;
+  std::size_t total = 0, offset = 0, largest = 0;
+  for (std::size_t s : sizes) total += s + 32;
+  CUDA_OK(cudaMalloc(&base, total));
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    host[i].resize(sizes[i]);
+    for (auto& b : host[i]) b = std::byte(rng());
+    std::byte* p = base + at + (i % 5);
+    CUDA_OK(cudaMemcpy(p, host[i].data(), sizes[i], cudaMemcpyHostToDevice));
+    descs.push_back({p, sizes[i], offset});
+    offset += (sizes[i] + 15) / 16 * 16;
+    largest = std::max(largest, sizes[i]);
+    at += sizes[i] + 32;
+  }
+  std::byte *packed, *ddescs;
+  CUDA_OK(cudaMalloc(&packed, offset));
+  CUDA_OK(cudaMalloc(&ddescs, descs.size() * sizeof(cuda::PackDesc)));
+  CUDA_OK(cudaMemcpy(ddescs, descs.data(), descs.size() * sizeof(cuda::PackDesc), cudaMemcpyHostToDevice));
+  auto* dd = reinterpret_cast<cuda::PackDesc*>(ddescs);
+  cuda::pack(packed, dd, descs.size(), largest, nullptr);
+  CUDA_OK(cudaMemset(base, 0, total));
+  cuda::unpack(packed, dd, descs.size(), largest, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<std::byte> got(sizes[i]);
+    CUDA_OK(cudaMemcpy(got.data(), descs[i].ptr, sizes[i], cudaMemcpyDeviceToHost));
+    if (got != host[i]) {
+      ++failures;
+      std::printf("FAIL pack/unpack tensor %zu (%zu bytes)\n", i, sizes[i]);
+    }
+  }
+  cudaFree(base), cudaFree(packed), cudaFree(ddescs);
+}
+
+}  // namespace
+
+int main() {
+  gpu_test::skip_without_device("test_gpu_kernels");
+  std::mt19937 rng(12345);
+  const DataType dtypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i8,
+                             DataType::u8,  DataType::i32, DataType::u32, DataType::i64,  DataType::u64};
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
+  for (DataType dtype : dtypes) {
+    for (ReduceOp op : ops)
+      for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(33), std::size_t(1000), std::size_t(100003)})
+        for (auto [d, a, b] : {std::tuple{0, 0, 0}, std::tuple{1, 1, 1}, std::tuple{0, 1, 2}, std::tuple{3, 3, 3}})
+          check_reduce(dtype, op, count, std::size_t(d), std::size_t(a), std::size_t(b), rng);
+    for (std::size_t divisor : {std::size_t(1), std::size_t(3), std::size_t(8), std::size_t(1000)})
+      for (std::size_t offset : {std::size_t(0), std::size_t(1)}) check_divide(dtype, 10007, offset, divisor, rng);
+  }
+  check_pack(rng);
+  std::printf("%s\n", failures ? "FAILED" : "OK");
+  return failures ? 1 : 0;
+}

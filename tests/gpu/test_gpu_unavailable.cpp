@@ -1,0 +1,68 @@
+// Runs everywhere (suite gpu, also on machines without a GPU): the backend
+// must report "unavailable" cleanly where there is no device or no CUDA
+// build — no crash, a clear message, strata::Unavailable from make_backend.
+// On a machine with a GPU it checks the opposite (the backend comes up).
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+#include "gpu/backend.hpp"
+#include "strata/errors.hpp"
+#include "strata_config.h"
+#include "topo/node_split.hpp"
+
+namespace {
+int failures = 0;
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::printf("FAIL: %s\n", what);
+    ++failures;
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  using namespace strata;
+  check(gpu::built() == bool(STRATA_HAVE_CUDA), "gpu::built() matches STRATA_HAVE_CUDA");
+
+  std::string why;
+  const bool available = gpu::device_available(&why);
+  std::printf("built: %d, device available: %d%s%s\n", int(gpu::built()), int(available), why.empty() ? "" : ", why: ",
+              why.c_str());
+  if (!gpu::built()) check(!available, "a host-only build never reports a device");
+  if (!available) check(!why.empty(), "unavailable comes with a reason");
+
+  topo::NodeSplit split = topo::split_nodes(MPI_COMM_WORLD);
+  try {
+    auto backend = gpu::make_backend(MPI_COMM_WORLD, split);
+    check(available, "make_backend succeeds only with a device");
+    std::printf("backend drives device %d\n", backend->device());
+  } catch (const Unavailable& e) {
+    std::printf("make_backend: Unavailable: %s\n", e.what());
+    check(!available, "make_backend throws Unavailable only without a device");
+    check(std::string(e.what()).find("unavailable") != std::string::npos, "the message says unavailable");
+  }
+
+  // STRATA_GPU_MAP parsing is host code: test it in every build.
+  check(gpu::parse_gpu_map("").empty(), "empty map");
+  check(gpu::parse_gpu_map("0,1,3") == std::vector<int>({0, 1, 3}), "map 0,1,3");
+  for (const char* bad : {"0,,1", "a", "-1", "1,", "1 2"}) {
+    try {
+      gpu::parse_gpu_map(bad);
+      check(false, "bad STRATA_GPU_MAP rejected");
+    } catch (const InvalidArgument& e) {
+      check(std::string(e.what()).find("STRATA_GPU_MAP") != std::string::npos, "message names STRATA_GPU_MAP");
+    }
+  }
+  check(gpu::serves_natively("nccl") && gpu::serves_natively("psgpu") && gpu::serves_natively("nccl/xring") &&
+            gpu::serves_natively("nccl/nccl") && gpu::serves_natively("psgpu/pscpu") && !gpu::serves_natively("xring") &&
+            !gpu::serves_natively("nccl/bogus"),
+        "serves_natively");
+
+  topo::free_split(split);
+  MPI_Finalize();
+  std::printf("%s\n", failures ? "FAILED" : "OK");
+  return failures ? 1 : 0;
+}
