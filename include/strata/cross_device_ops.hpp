@@ -22,14 +22,15 @@ namespace strata {
 // rank (a reduce).
 class Destination {
  public:
-  static Destination all_ranks() { return Destination(-1); }
+  static Destination all_ranks() { return Destination(true, -1); }
   // Throws InvalidArgument at use if `root` is outside the communicator.
-  static Destination rank(int root) { return Destination(root); }
-  bool is_all_ranks() const { return root_ < 0; }
-  int root() const { return root_; }
+  static Destination rank(int root) { return Destination(false, root); }
+  bool is_all_ranks() const { return all_; }
+  int root() const { return root_; }  // -1 for all ranks
 
  private:
-  explicit Destination(int root) : root_(root) {}
+  Destination(bool all, int root) : all_(all), root_(root) {}
+  bool all_;
   int root_;
 };
 

@@ -35,7 +35,7 @@ void validate_value(const PerReplica& value, int replicas_per_rank, const std::s
 }
 
 void validate_destination(Destination d, int size, std::string_view field) {
-  if (!d.is_all_ranks() && d.root() >= size)
+  if (!d.is_all_ranks() && (d.root() < 0 || d.root() >= size))
     throw InvalidArgument(fmt::format("{} = rank {} is outside [0, {})", field, d.root(), size));
 }
 

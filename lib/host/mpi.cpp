@@ -4,6 +4,9 @@
 // would call; with one, the non-blocking MPI_I* variants are polled against
 // the deadline (MPI cannot say which peers are missing).
 // MPI has no f16/bf16: those use user-defined operators that reduce in f32.
+// 8-bit integer sums and products use them too: Open MPI's vectorised
+// MPI_SUM saturates i8/u8 (open-mpi/ompi#8045) where strata promises
+// two's-complement wrap-around like every other algorithm.
 #include <climits>
 #include <cstddef>
 
@@ -30,26 +33,29 @@ MPI_Datatype mpi_type(DataType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
-// User-defined operators for the 16-bit floats: inout = in op inout.
+// User-defined operators running strata's own kernel: inout = in op inout.
 template <DataType D, ReduceOp Op>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+void strata_op(void* in, void* inout, int* len, MPI_Datatype*) {
   reduce_into(inout, in, inout, static_cast<std::size_t>(*len), D, Op);
 }
 
 template <DataType D>
-MPI_Op half_mpi_op(ReduceOp op) {
+MPI_Op strata_mpi_op(ReduceOp op) {
   // Created once per process on first use and kept until MPI_Finalize.
   static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  static MPI_User_function* const fns[4] = {half_op<D, ReduceOp::sum>, half_op<D, ReduceOp::min>,
-                                            half_op<D, ReduceOp::max>, half_op<D, ReduceOp::prod>};
+  static MPI_User_function* const fns[4] = {strata_op<D, ReduceOp::sum>, strata_op<D, ReduceOp::min>,
+                                            strata_op<D, ReduceOp::max>, strata_op<D, ReduceOp::prod>};
   const int index = op == ReduceOp::min ? 1 : op == ReduceOp::max ? 2 : op == ReduceOp::prod ? 3 : 0;
   if (ops[index] == MPI_OP_NULL) STRATA_CHECK_MPI(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
   return ops[index];
 }
 
 MPI_Op mpi_op(DataType dtype, ReduceOp op) {
-  if (dtype == DataType::f16) return half_mpi_op<DataType::f16>(op);
-  if (dtype == DataType::bf16) return half_mpi_op<DataType::bf16>(op);
+  const bool arithmetic = op == ReduceOp::sum || op == ReduceOp::prod;
+  if (dtype == DataType::f16) return strata_mpi_op<DataType::f16>(op);
+  if (dtype == DataType::bf16) return strata_mpi_op<DataType::bf16>(op);
+  if (dtype == DataType::i8 && arithmetic) return strata_mpi_op<DataType::i8>(op);
+  if (dtype == DataType::u8 && arithmetic) return strata_mpi_op<DataType::u8>(op);
   switch (op) {
     case ReduceOp::min: return MPI_MIN;
     case ReduceOp::max: return MPI_MAX;
