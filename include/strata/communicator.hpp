@@ -11,6 +11,7 @@
 
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
+#include "strata/topology.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -19,8 +20,11 @@ class Communicator {
  public:
   // Collective over `comm`: every rank of `comm` must construct it. The
   // communicator is duplicated, so strata's traffic never mixes with the
-  // caller's. Throws InvalidArgument for a bad Config (unknown algorithm in
-  // the spec) and BackendError if MPI fails.
+  // caller's. Construction also groups ranks into nodes, reads each node's
+  // topology (hwloc) and maps the node's shared-memory segment, so that no
+  // later call blocks outside its deadline. Throws InvalidArgument for a bad
+  // Config (unknown algorithm in the spec) or STRATA_RANKS_PER_NODE,
+  // Unavailable if hwloc fails, BackendError if MPI or shared memory fails.
   explicit Communicator(MPI_Comm comm, Config config = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -30,6 +34,10 @@ class Communicator {
 
   int rank() const;
   int size() const;
+
+  // The nodes, their hardware and every rank's binding, discovered once at
+  // construction (collectively) and identical on every rank.
+  const Topology& topology() const;
 
   // Every rank's `out` receives op(in of all ranks). In place when
   // in.data == out.data; count 0 is legal. All ranks pass the same count,

@@ -17,6 +17,7 @@
 #include "host/reduce_kernel.hpp"
 #include "host/shm_rounds.hpp"
 #include "plan/packing.hpp"
+#include "topo/discover.hpp"
 
 namespace strata {
 
@@ -47,12 +48,12 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   const bool wants_shm = choice.algorithm->uses_shared_memory;
   try {
     if (choice.cross && split.node_count > 1) {
-      const host::NodeContext node{&split, wants_shm && split.local_size > 1 ? node_segment() : nullptr};
+      const host::NodeContext node{&split, wants_shm ? segment.get() : nullptr};
       host::hierarchical_all_reduce(job, *choice.algorithm, *choice.cross, node, deadline, info, workspace);
     } else {
       host::Transport transport(comm, deadline, info, workspace);
       // On a single node the node communicator orders ranks like `comm`.
-      if (wants_shm && split.node_count == 1 && size > 1) transport.set_shared_memory(node_segment());
+      if (wants_shm && split.node_count == 1) transport.set_shared_memory(segment.get());
       switch (collective) {
         case plan::Collective::all_reduce: choice.algorithm->all_reduce(transport, job); break;
         case plan::Collective::reduce: choice.algorithm->reduce(transport, job); break;
@@ -77,11 +78,6 @@ void Communicator::Impl::mark_broken(const char* reason) {
   staging.abandon();
 }
 
-host::ShmSegment* Communicator::Impl::node_segment() {
-  if (!segment) segment = std::make_unique<host::ShmSegment>(split.node, host::shm::set_bytes_for(split.local_size));
-  return segment.get();
-}
-
 Communicator::Impl::~Impl() {
   segment.reset();  // unmap only: the name was unlinked at creation
   topo::free_split(split);
@@ -104,6 +100,10 @@ Communicator::Communicator(MPI_Comm comm, Config config) : impl_(std::make_uniqu
   STRATA_CHECK_MPI(MPI_Comm_rank(impl_->comm, &impl_->rank));
   STRATA_CHECK_MPI(MPI_Comm_size(impl_->comm, &impl_->size));
   impl_->split = topo::split_nodes(impl_->comm);
+  impl_->topology = topo::discover(impl_->comm, impl_->split);
+  if (impl_->split.local_size > 1)
+    impl_->segment = std::make_unique<host::ShmSegment>(impl_->split.node,
+                                                        host::shm::set_bytes_for(impl_->split.local_size));
   // Rank 0 prints the effective map once per process (not per communicator).
   static bool printed = false;
   if (impl_->rank == 0 && !printed) {
@@ -125,6 +125,7 @@ Communicator& Communicator::operator=(Communicator&&) noexcept = default;
 
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
+const Topology& Communicator::topology() const { return impl_->topology; }
 bool Communicator::broken() const { return !impl_->broken_reason.empty(); }
 
 std::string Communicator::algorithm_for(std::size_t bytes, Collective collective) const {

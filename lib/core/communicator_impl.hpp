@@ -18,6 +18,7 @@
 #include "plan/select.hpp"
 #include "plan/spec.hpp"
 #include "strata/communicator.hpp"
+#include "strata/topology.hpp"
 #include "topo/node_split.hpp"
 
 namespace strata {
@@ -33,14 +34,13 @@ struct Communicator::Impl {
   std::uint64_t sequence = 0;
   std::string broken_reason;  // non-empty once broken
   topo::NodeSplit split;      // nodes, from construction
-  std::unique_ptr<host::ShmSegment> segment;  // over split.node, created on first use
+  Topology topology;          // from construction, after split
+  // Over split.node when it has more than one rank, from construction: its
+  // creation is collective and unbounded, so it must not happen inside a
+  // call that has a deadline.
+  std::unique_ptr<host::ShmSegment> segment;
 
   ~Impl();
-
-  // The node's shared-memory segment, created on first use: collective over
-  // the node, which is safe because every local rank makes the same call
-  // with the same plan.
-  host::ShmSegment* node_segment();
 
   // Throws PeerFailure once broken.
   void ensure_usable() const;
