@@ -37,7 +37,13 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   ++sequence;
   if (job.count == 0) return;
   const std::size_t bytes = job.count * job.element_bytes();
-  const plan::Choice choice = plan::choose(spec_override ? *spec_override : spec, collective, bytes, options.implementation);
+  const plan::Spec* effective = spec_override ? spec_override : &spec;
+  LastChoice& last = last_choice;
+  if (!last.choice.algorithm || last.spec != effective || last.collective != collective || last.bytes != bytes ||
+      last.implementation != options.implementation)
+    last = {effective, collective, bytes, options.implementation,
+            plan::choose(*effective, collective, bytes, options.implementation)};
+  const plan::Choice choice = last.choice;
   const bool mean = job.op == ReduceOp::mean;
   if (mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
@@ -51,7 +57,7 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
       const host::NodeContext node{&split, wants_shm ? segment.get() : nullptr};
       host::hierarchical_all_reduce(job, *choice.algorithm, *choice.cross, node, deadline, info, workspace);
     } else {
-      host::Transport transport(comm, deadline, info, workspace);
+      host::Transport transport(comm, rank, size, deadline, info, workspace);
       // On a single node the node communicator orders ranks like `comm`.
       if (wants_shm && split.node_count == 1) transport.set_shared_memory(segment.get());
       switch (collective) {

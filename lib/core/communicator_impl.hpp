@@ -40,6 +40,17 @@ struct Communicator::Impl {
   // call that has a deadline.
   std::unique_ptr<host::ShmSegment> segment;
 
+  // The last plan, reused while calls repeat (the common case in training
+  // loops): selection is a spec walk and name lookups, worth skipping on
+  // the latency path.
+  struct LastChoice {
+    const plan::Spec* spec = nullptr;
+    Collective collective = Collective::all_reduce;
+    std::size_t bytes = 0;
+    Implementation implementation = Implementation::automatic;
+    plan::Choice choice;
+  } last_choice;
+
   ~Impl();
 
   // Throws PeerFailure once broken.

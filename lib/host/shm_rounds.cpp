@@ -15,16 +15,24 @@ namespace {
 using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
 
 // Wait until `counter` of every rank in [first, last) other than me reaches
-// `value`. Polls with backoff; the deadline names the laggards.
+// `value`. Polls with backoff; only when the deadline passed does it list
+// the laggards (no allocation on the latency path).
 void wait_for(Transport& t, const ShmSegment& seg, Counter counter, int first, int last, std::uint64_t value) {
+  auto behind = [&](int r) {
+    return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
+  };
   core::Backoff backoff;
-  std::vector<int> lagging;
   for (;;) {
-    lagging.clear();
-    for (int r = first; r < last; ++r)
-      if (r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value) lagging.push_back(r);
-    if (lagging.empty()) return;
-    t.idle(backoff, lagging);
+    bool arrived = true;
+    for (int r = first; r < last && arrived; ++r) arrived = !behind(r);
+    if (arrived) return;
+    if (t.expired()) {
+      std::vector<int> lagging;
+      for (int r = first; r < last; ++r)
+        if (behind(r)) lagging.push_back(r);
+      t.idle(backoff, lagging);  // throws DeadlineExceeded naming them
+    }
+    backoff.pause();
   }
 }
 

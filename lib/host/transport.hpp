@@ -44,6 +44,11 @@ class Requests {
 class Transport {
  public:
   Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo info, core::Workspace& workspace);
+  // The same with rank and size already known (saves two MPI calls per call
+  // on the latency path).
+  Transport(MPI_Comm comm, int rank, int size, const core::Deadline& deadline, CallInfo info,
+            core::Workspace& workspace)
+      : comm_(comm), rank_(rank), size_(size), deadline_(deadline), info_(info), workspace_(workspace) {}
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -71,6 +76,9 @@ class Transport {
   // Wait for a request from one of MPI's own non-blocking collectives. MPI
   // does not say which ranks it waits for, so the error cannot name them.
   void wait_collective(MPI_Request& request);
+
+  // Whether the call's deadline has passed.
+  bool expired() const { return deadline_.expired(); }
 
   // For algorithms with their own progress loop: throws DeadlineExceeded
   // naming `waiting_for` if the deadline passed, otherwise backs off.
