@@ -62,7 +62,7 @@ void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows,
                 const strata::plan::Spec& spec) {
   std::string out = fmt::format("strata-topo {}\n{}", strata::version, strata::to_text(t));
   if (const std::string note = hierarchy_note(t); !note.empty()) out += note + "\n";
-  out += fmt::format("\nall_reduce plan on {} ranks, {}\n", t.ranks.size(), strata::plan::describe_map(spec));
+  out += fmt::format("\nall_reduce plan on {} ranks, {}\n", t.ranks.size(), strata::plan::describe_map(spec, static_cast<int>(t.nodes.size())));
   const bool show_entry = !spec.is_auto();
   out += show_entry ? fmt::format("{:>10} {:>12}  {:<16} {}\n", "size", "bytes", "spec entry", "runs")
                     : fmt::format("{:>10} {:>12}  {}\n", "size", "bytes", "runs");
@@ -85,7 +85,7 @@ void print_json(const strata::Topology& t, const std::vector<PlanRow>& rows, con
   doc["ranks"] = t.ranks.size();
   doc["topology"] = nlohmann::ordered_json::parse(strata::to_json(t));
   doc["spec"] = spec.is_auto() ? "auto" : spec.to_string();
-  doc["spec_map"] = strata::plan::describe_map(spec);
+  doc["spec_map"] = strata::plan::describe_map(spec, static_cast<int>(t.nodes.size()));
   doc["all_reduce"] = nlohmann::ordered_json::array();
   for (const PlanRow& r : rows)
     doc["all_reduce"].push_back({{"bytes", r.bytes}, {"size", format_size(r.bytes)}, {"spec_entry", r.entry},

@@ -42,7 +42,7 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   if (!last.choice.algorithm || last.spec != effective || last.collective != collective || last.bytes != bytes ||
       last.implementation != options.implementation)
     last = {effective, collective, bytes, options.implementation,
-            plan::choose(*effective, collective, bytes, options.implementation)};
+            plan::choose(*effective, collective, bytes, options.implementation, split.node_count)};
   const plan::Choice choice = last.choice;
   const bool mean = job.op == ReduceOp::mean;
   if (mean) job.op = ReduceOp::sum;
@@ -115,7 +115,7 @@ Communicator::Communicator(MPI_Comm comm, Config config) : impl_(std::make_uniqu
   if (impl_->rank == 0 && !printed) {
     printed = true;
     core::log(core::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", impl_->spec.to_string(), impl_->size,
-              plan::describe_map(impl_->spec));
+              plan::describe_map(impl_->spec, impl_->split.node_count));
   }
 }
 
@@ -135,7 +135,7 @@ const Topology& Communicator::topology() const { return impl_->topology; }
 bool Communicator::broken() const { return !impl_->broken_reason.empty(); }
 
 std::string Communicator::algorithm_for(std::size_t bytes, Collective collective) const {
-  return plan::choose(impl_->spec, collective, bytes, Implementation::automatic).describe();
+  return plan::choose(impl_->spec, collective, bytes, Implementation::automatic, impl_->split.node_count).describe();
 }
 
 void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {

@@ -17,10 +17,15 @@ namespace {
 // GPU algorithm names: valid in specs everywhere, served by the GPU backend.
 constexpr std::array<std::string_view, 2> kGpuAlgorithms = {"nccl", "psgpu"};
 
-// Defaults per collective on host memory. The all-reduce table comes from
-// measurements recorded in docs/ALGORITHMS.md; reduce and broadcast use a
-// binomial tree while latency dominates and the pipelined ring above.
-const char* const kDefaultAllReduce = "tree";
+// Defaults per collective on host memory, from the measurements in
+// docs/ALGORITHMS.md. One node: shared-memory pscpu was fastest at every
+// size from 8 B to 64 MiB. Several nodes: shared memory inside the node,
+// latency-bound recursive halving-doubling across nodes for small messages,
+// slice owners for medium and the pipelined ring for large ones. Reduce and
+// broadcast: a binomial tree while latency dominates, the pipelined ring
+// above.
+const char* const kDefaultOneNode = "pscpu";
+const char* const kDefaultMultiNode = "pscpu/rechd:64k:pscpu/pscpu:16M:pscpu/xring";
 const char* const kDefaultRooted = "tree:64k:xring";
 
 host::CollectiveFn entry_point(const host::Algorithm& algorithm, Collective collective) {
@@ -38,9 +43,9 @@ std::string_view cross_level(std::string_view name) {
   return slash == std::string_view::npos ? std::string_view() : name.substr(slash + 1);
 }
 
-const Spec& default_spec_for(Collective collective) {
+const Spec& default_spec_for(Collective collective, int node_count) {
   static const Spec rooted = parse_spec(kDefaultRooted, is_known_algorithm);
-  return collective == Collective::all_reduce ? default_host_spec() : rooted;
+  return collective == Collective::all_reduce ? default_host_spec(node_count) : rooted;
 }
 
 Choice from_entry(const SpecEntry& entry, Collective collective) {
@@ -64,9 +69,10 @@ bool is_known_algorithm(std::string_view name) {
          std::find(kGpuAlgorithms.begin(), kGpuAlgorithms.end(), name) != kGpuAlgorithms.end();
 }
 
-const Spec& default_host_spec() {
-  static const Spec spec = parse_spec(kDefaultAllReduce, is_known_algorithm);
-  return spec;
+const Spec& default_host_spec(int node_count) {
+  static const Spec one_node = parse_spec(kDefaultOneNode, is_known_algorithm);
+  static const Spec multi_node = parse_spec(kDefaultMultiNode, is_known_algorithm);
+  return node_count > 1 ? multi_node : one_node;
 }
 
 Spec resolve_spec(std::string_view configured) {
@@ -91,8 +97,8 @@ Spec resolve_spec(std::string_view configured) {
   return Spec{};
 }
 
-std::string describe_map(const Spec& spec) {
-  const Spec& effective = spec.is_auto() ? default_host_spec() : spec;
+std::string describe_map(const Spec& spec, int node_count) {
+  const Spec& effective = spec.is_auto() ? default_host_spec(node_count) : spec;
   std::string text = spec.is_auto() ? "auto =" : "spec =";
   long long lower = 0;
   for (const SpecEntry& e : effective.entries) {
@@ -104,12 +110,13 @@ std::string describe_map(const Spec& spec) {
   return text;
 }
 
-Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation) {
+Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation,
+              int node_count) {
   if (implementation == Implementation::nccl)
     throw InvalidArgument(
         "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
         "use automatic or ring for host tensors");
-  const Spec& defaults = default_spec_for(collective);
+  const Spec& defaults = default_spec_for(collective, node_count);
   Choice choice = implementation == Implementation::ring ? Choice{host::find_algorithm("xring"), 1, nullptr}
                   : spec.is_auto()                       ? from_entry(defaults.select(bytes), collective)
                                                          : from_entry(spec.select(bytes), collective);

@@ -25,9 +25,10 @@ struct Choice {
 // hierarchical name. Used to validate specs.
 bool is_known_algorithm(std::string_view name);
 
-// The table "auto" stands for on host memory (see docs/ALGORITHMS.md for the
-// measurements behind it).
-const Spec& default_host_spec();
+// The table "auto" stands for on host memory, for a job on `node_count`
+// nodes: shared-memory pscpu on one node, hierarchical plans across nodes
+// (see docs/ALGORITHMS.md for the measurements behind them).
+const Spec& default_host_spec(int node_count = 1);
 
 // The spec a communicator uses: `configured` if non-empty, else
 // $STRATA_SPEC, else the spec in the file named by $STRATA_SPEC_FILE, else
@@ -36,7 +37,7 @@ Spec resolve_spec(std::string_view configured);
 
 // The effective size -> algorithm map, one line, for STRATA_DEBUG=INFO:
 // "auto = [0 .. 4096 B: tree] [4097 .. 262144 B: rechd] [262145 B and up: xring]".
-std::string describe_map(const Spec& spec);
+std::string describe_map(const Spec& spec, int node_count = 1);
 
 // Pick the algorithm for one call. A hierarchical name "a/b" yields both
 // levels for all-reduce (the executor runs it flat as `a` on a single node);
@@ -45,6 +46,8 @@ std::string describe_map(const Spec& spec);
 // implement) falls back to the default table's choice; a GPU cross-node
 // level on host memory leaves `a` flat.
 // Throws InvalidArgument for implementation = nccl on host memory.
-Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation);
+// `node_count` picks the table "auto" stands for.
+Choice choose(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation,
+              int node_count = 1);
 
 }  // namespace strata::plan
