@@ -24,6 +24,10 @@ void Communicator::Impl::run_batch(plan::Collective collective, const std::vecto
                                    const CommunicationOptions& options, const plan::Spec* spec_override,
                                    const std::function<void(std::size_t)>& on_pack_done) {
   ensure_usable();
+  if (!batch.empty() && batch.front().front().memory == Memory::cuda) {
+    run_batch_gpu(collective, batch, op, root, options, spec_override, on_pack_done);
+    return;
+  }
   std::vector<plan::TensorShape> shapes;
   std::size_t total_bytes = 0;
   for (const auto& replicas : batch) {
@@ -74,6 +78,54 @@ void Communicator::Impl::run_batch(plan::Collective collective, const std::vecto
       }
     }
     if (on_pack_done) on_pack_done(p);
+  }
+}
+
+void Communicator::Impl::run_batch_gpu(Collective collective, const std::vector<std::vector<Tensor>>& batch,
+                                       ReduceOp op, int root, const CommunicationOptions& options,
+                                       const plan::Spec* spec_override,
+                                       const std::function<void(std::size_t)>& on_pack_done) {
+  if (batch.front().size() > 1)
+    throw Unavailable(fmt::format("{} CUDA replicas per rank: several GPUs per rank are not supported yet; "
+                                  "run one rank per GPU",
+                                  batch.front().size()));
+  const core::Deadline deadline(options.timeout_seconds);
+  const std::size_t contributors = static_cast<std::size_t>(size);
+  if (collective == Collective::reduce) {
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const Tensor& t = batch[k][0];
+      host::Job job{t.data, rank == root ? t.data : nullptr, t.count, t.dtype, op};
+      job.root = root;
+      execute_gpu(collective, job, t.device, options, deadline, contributors, spec_override);
+      if (on_pack_done) on_pack_done(k);
+    }
+    return;
+  }
+  std::vector<gpu::GpuTensor> tensors;
+  std::size_t total = 0;
+  for (const auto& replicas : batch) {
+    tensors.push_back({replicas[0].data, replicas[0].count, replicas[0].dtype});
+    total += replicas[0].bytes();
+  }
+  gpu::Backend& backend = gpu_backend();
+  ++sequence;
+  const plan::SpecEntry entry = gpu_entry(spec_override ? *spec_override : spec, total, options.implementation);
+  gpu::GpuJob proto;
+  proto.op = op;
+  proto.contributors = contributors;
+  proto.device = batch.front()[0].device;
+  proto.algorithm = entry.algorithm;
+  proto.shards = entry.shards;
+  proto.chunk_bytes = config.chunk_bytes;
+  proto.sequence = sequence;
+  try {
+    backend.batch_all_reduce(tensors, proto, deadline, on_pack_done);
+  } catch (const DeadlineExceeded& e) {
+    mark_broken(e.what());
+    throw;
+  } catch (const BackendError& e) {
+    mark_broken(e.what());
+    throw;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "core/validate.hpp"
 #include "core/where.hpp"
+#include "gpu/backend.hpp"
 #include "host/hierarchical.hpp"
 #include "host/reduce_kernel.hpp"
 #include "host/shm_rounds.hpp"
@@ -75,6 +76,54 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   }
   const bool has_result = collective == plan::Collective::all_reduce || rank == job.root;
   if (mean && has_result) host::divide_by(job.out, job.count, job.dtype, contributors);
+}
+
+plan::SpecEntry gpu_entry(const plan::Spec& spec, std::size_t bytes, Implementation implementation) {
+  if (implementation == Implementation::nccl || spec.is_auto()) return {"nccl", 1, -1};
+  if (implementation == Implementation::ring) return {"xring", 1, -1};
+  return spec.select(bytes);
+}
+
+gpu::Backend& Communicator::Impl::gpu_backend() {
+  ensure_usable();
+  if (!gpu) {
+    std::string why;
+    // Checked locally first: no collective is started on a rank that cannot
+    // take part, and every rank of a GPU-less job raises the same error.
+    if (!gpu::device_available(&why))
+      throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}; pass host memory", core::where(),
+                                    why));
+    gpu = gpu::make_backend(comm, split);
+  }
+  return *gpu;
+}
+
+void Communicator::Impl::execute_gpu(Collective collective, host::Job job, int device,
+                                     const CommunicationOptions& options, const core::Deadline& deadline,
+                                     std::size_t contributors, const plan::Spec* spec_override) {
+  gpu::Backend& backend = gpu_backend();
+  ++sequence;
+  const plan::Spec& effective = spec_override ? *spec_override : spec;
+  const std::size_t bytes = job.count * job.element_bytes();
+  const plan::SpecEntry entry = gpu_entry(effective, bytes, options.implementation);  // alive for the call
+  const gpu::GpuJob g{job.in,    job.out,   job.count,       job.dtype,   job.op,
+                      contributors, job.root, device,        entry.algorithm, entry.shards,
+                      config.chunk_bytes, sequence};
+  core::log(core::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", to_string(collective), sequence, bytes,
+            entry.algorithm);
+  try {
+    switch (collective) {
+      case Collective::all_reduce: backend.all_reduce(g, deadline); break;
+      case Collective::reduce: backend.reduce(g, deadline); break;
+      case Collective::broadcast: backend.broadcast(g, deadline); break;
+    }
+  } catch (const DeadlineExceeded& e) {
+    mark_broken(e.what());
+    throw;
+  } catch (const BackendError& e) {
+    mark_broken(e.what());
+    throw;
+  }
 }
 
 void Communicator::Impl::mark_broken(const char* reason) {
@@ -144,8 +193,12 @@ void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const Communic
   core::validate_tensor(in, "in");
   core::validate_tensor(out, "out");
   core::validate_in_out(in, out);
-  impl_->execute(plan::Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, options,
-                 core::Deadline(options.timeout_seconds), static_cast<std::size_t>(impl_->size));
+  const host::Job job{in.data, out.data, in.count, in.dtype, op};
+  const core::Deadline deadline(options.timeout_seconds);
+  if (in.memory == Memory::cuda)
+    impl_->execute_gpu(Collective::all_reduce, job, in.device, options, deadline, static_cast<std::size_t>(impl_->size));
+  else
+    impl_->execute(Collective::all_reduce, job, options, deadline, static_cast<std::size_t>(impl_->size));
 }
 
 void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options) {
@@ -158,8 +211,11 @@ void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const Co
   if (is_root || out.data != nullptr) core::validate_in_out(in, out);
   host::Job job{in.data, is_root ? out.data : nullptr, in.count, in.dtype, op};
   job.root = root;
-  impl_->execute(plan::Collective::reduce, job, options, core::Deadline(options.timeout_seconds),
-                 static_cast<std::size_t>(impl_->size));
+  const core::Deadline deadline(options.timeout_seconds);
+  if (in.memory == Memory::cuda)
+    impl_->execute_gpu(Collective::reduce, job, in.device, options, deadline, static_cast<std::size_t>(impl_->size));
+  else
+    impl_->execute(Collective::reduce, job, options, deadline, static_cast<std::size_t>(impl_->size));
 }
 
 void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions& options) {
@@ -168,7 +224,11 @@ void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions
   core::validate_tensor(buffer, "buffer");
   host::Job job{buffer.data, buffer.data, buffer.count, buffer.dtype, ReduceOp::sum};
   job.root = root;
-  impl_->execute(plan::Collective::broadcast, job, options, core::Deadline(options.timeout_seconds), 1);
+  const core::Deadline deadline(options.timeout_seconds);
+  if (buffer.memory == Memory::cuda)
+    impl_->execute_gpu(Collective::broadcast, job, buffer.device, options, deadline, 1);
+  else
+    impl_->execute(Collective::broadcast, job, options, deadline, 1);
 }
 
 void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options,
@@ -183,6 +243,7 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
   core::validate_op(op);
   plan::validate_packing(packing);
   for (std::size_t i = 0; i < tensors.size(); ++i) core::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
+  core::validate_same_memory(tensors, "tensors");
   core::validate_disjoint(tensors, "tensors");
   std::vector<std::vector<Tensor>> batch;
   batch.reserve(tensors.size());

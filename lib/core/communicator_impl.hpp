@@ -13,6 +13,7 @@
 
 #include "core/deadline.hpp"
 #include "core/workspace.hpp"
+#include "gpu/backend.hpp"
 #include "host/algorithm.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/select.hpp"
@@ -39,6 +40,19 @@ struct Communicator::Impl {
   // creation is collective and unbounded, so it must not happen inside a
   // call that has a deadline.
   std::unique_ptr<host::ShmSegment> segment;
+
+  std::unique_ptr<gpu::Backend> gpu;  // created by the first call on CUDA tensors
+
+  // The GPU backend, created on first use (collective: every rank makes the
+  // same call on CUDA tensors). Throws Unavailable with the reason when this
+  // build has no GPU backend or no device is usable.
+  gpu::Backend& gpu_backend();
+
+  // execute() for CUDA tensors: the spec entry by size ("nccl" for auto or
+  // implementation = nccl, "xring" for ring) goes to the backend, which
+  // divides mean itself.
+  void execute_gpu(Collective collective, host::Job job, int device, const CommunicationOptions& options,
+                   const core::Deadline& deadline, std::size_t contributors, const plan::Spec* spec = nullptr);
 
   // The last plan, reused while calls repeat (the common case in training
   // loops): selection is a spec walk and name lookups, worth skipping on
@@ -72,8 +86,18 @@ struct Communicator::Impl {
                  const PackingOptions& packing, const CommunicationOptions& options, const plan::Spec* spec,
                  const std::function<void(std::size_t)>& on_pack_done);
 
+  // run_batch for CUDA tensors: one backend batch (packing per dtype) for
+  // all_reduce, one call per tensor for reduce. One replica per rank.
+  void run_batch_gpu(Collective collective, const std::vector<std::vector<Tensor>>& batch, ReduceOp op, int root,
+                     const CommunicationOptions& options, const plan::Spec* spec,
+                     const std::function<void(std::size_t)>& on_pack_done);
+
   void mark_broken(const char* reason);
 };
+
+// The spec entry a call on CUDA tensors runs: "nccl" for auto or
+// implementation = nccl, "xring" for ring, else the spec's entry by size.
+plan::SpecEntry gpu_entry(const plan::Spec& spec, std::size_t bytes, Implementation implementation);
 
 // The Impl of a Communicator, for the facades in lib/core.
 Communicator::Impl& impl_of(Communicator& comm);

@@ -71,6 +71,7 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
     replicas = pairs[i].first.size();
     all.insert(all.end(), pairs[i].first.begin(), pairs[i].first.end());
   }
+  core::validate_same_memory(all, "replica tensors");
   core::validate_disjoint(all, "replica tensors");
   // One batch per destination, in order of first appearance (the same on
   // every rank, since every rank passes the same pairs).
@@ -96,6 +97,16 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
   auto& impl = impl_of(comm_);  // (auto: the Impl type is private to Communicator)
   const bool receives = destinations.is_all_ranks() || destinations.root() == impl.rank;
   const Tensor& first = value.front();
+  if (first.memory == Memory::cuda) {
+    if (value.size() > 1 || !destinations.is_all_ranks())
+      throw Unavailable("broadcast of CUDA tensors: several replicas per rank or a single destination rank are not "
+                        "supported yet; broadcast to all ranks with one replica per rank");
+    host::Job job{first.data, first.data, first.count, first.dtype, ReduceOp::sum};
+    job.root = source_rank;
+    impl.execute_gpu(Collective::broadcast, job, first.device, options, core::Deadline(options.timeout_seconds), 1,
+                     &spec_->spec);
+    return;
+  }
   // A rank that is not a destination still takes part, into staging.
   void* buffer = first.data;
   if (!receives && impl.rank != source_rank) buffer = impl.staging.get(0, first.bytes());

@@ -34,10 +34,10 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
   const int dtype = static_cast<int>(tensor.dtype);
   if (dtype < 0 || dtype > static_cast<int>(DataType::u64))
     throw InvalidArgument(fmt::format("{}.dtype = {} is not a strata DataType", field, dtype));
-  if (tensor.memory == Memory::cuda)
-    throw Unavailable(fmt::format(
-        "{} is a CUDA tensor, but this build of strata has no GPU backend yet; pass host memory", field));
-  if (tensor.memory != Memory::host)
+  if (tensor.memory == Memory::cuda && tensor.device < -1)
+    throw InvalidArgument(fmt::format("{}.device = {} must be a CUDA device index (or -1: this rank's device)", field,
+                                      tensor.device));
+  if (tensor.memory != Memory::host && tensor.memory != Memory::cuda)
     throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
   if (tensor.count > SIZE_MAX / dtype_size(tensor.dtype))
     throw InvalidArgument(fmt::format("{}.count = {} overflows the address space", field, tensor.count));
@@ -46,6 +46,9 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
 }
 
 void validate_in_out(const Tensor& in, const Tensor& out) {
+  if (in.memory != out.memory)
+    throw InvalidArgument(fmt::format("out.memory = {} differs from in.memory = {}; both must be host or both cuda",
+                                      to_string(out.memory), to_string(in.memory)));
   if (in.count != out.count)
     throw InvalidArgument(fmt::format("out.count = {} differs from in.count = {}", out.count, in.count));
   if (in.dtype != out.dtype)
@@ -69,6 +72,13 @@ void validate_root(int root, int size) {
 }  // namespace strata::core
 
 namespace strata::core {
+
+void validate_same_memory(std::span<const Tensor> tensors, std::string_view field) {
+  for (std::size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].memory != tensors[0].memory)
+      throw InvalidArgument(fmt::format("{}[{}].memory = {} but {}[0].memory = {}; a batch is all host or all cuda",
+                                        field, i, to_string(tensors[i].memory), field, to_string(tensors[0].memory)));
+}
 
 void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) {
   struct Range {

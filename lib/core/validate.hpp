@@ -16,14 +16,18 @@ void validate_options(const CommunicationOptions& options);
 void validate_op(ReduceOp op);
 
 // `field` names the argument ("in", "out", "tensors[3]"). `data_required`:
-// whether a null pointer is an error when count > 0.
+// whether a null pointer is an error when count > 0. CUDA tensors pass here;
+// whether a GPU is usable is the GPU backend's question.
 void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required = true);
 
-// in and out of one call: same count and dtype; either the same buffer or
-// disjoint ones.
+// in and out of one call: same memory kind, count and dtype; either the
+// same buffer or disjoint ones.
 void validate_in_out(const Tensor& in, const Tensor& out);
 
 void validate_root(int root, int size);
+
+// All tensors of a batch in the same kind of memory.
+void validate_same_memory(std::span<const Tensor> tensors, std::string_view field);
 
 // No two tensors of a batch share memory (results would depend on order).
 // `field` names the list ("tensors").

@@ -85,9 +85,19 @@ TEST_CASE("validate_tensor: dtype, memory, null data and count overflow") {
       {"in.count", std::to_string(std::numeric_limits<std::size_t>::max() / 2)});
 }
 
-TEST_CASE("validate_tensor: CUDA memory without a GPU backend is Unavailable, not a crash") {
+TEST_CASE("validate_tensor: CUDA tensors are checked for shape here; device availability is the backend's") {
   float x[1] = {};
-  CHECK_THROWS_AS(core::validate_tensor({x, 1, DataType::f32, strata::Memory::cuda, 0}, "in"), strata::Unavailable);
+  CHECK_NOTHROW(core::validate_tensor({x, 1, DataType::f32, strata::Memory::cuda, 0}, "in"));
+  CHECK_NOTHROW(core::validate_tensor({x, 1, DataType::f32, strata::Memory::cuda, -1}, "in"));
+  check_throws_naming<InvalidArgument>(
+      [&] { core::validate_tensor({x, 1, DataType::f32, strata::Memory::cuda, -2}, "in"); }, {"in.device", "-2"});
+  check_throws_naming<InvalidArgument>(
+      [&] { core::validate_tensor({nullptr, 3, DataType::f32, strata::Memory::cuda, 0}, "in"); }, {"in.data", "3"});
+  check_throws_naming<InvalidArgument>(
+      [&] {
+        core::validate_in_out({x, 1, DataType::f32, strata::Memory::host}, {x, 1, DataType::f32, strata::Memory::cuda, 0});
+      },
+      {"out.memory", "cuda", "host"});
 }
 
 TEST_CASE("validate_in_out: same buffer or disjoint; count and dtype must agree") {
