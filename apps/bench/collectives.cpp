@@ -77,7 +77,7 @@ void broadcast_baseline(Context& c, Buffers& b) {
 }
 
 // --- batch: one batch_all_reduce of a model's gradients, in place -------------
-void batch_run(Context& c, Buffers& b) { c.comm.batch_all_reduce(b.in(), c.op, c.call); }
+void batch_run(Context& c, Buffers& b) { c.comm.batch_all_reduce(b.in(), c.op, c.packing, c.call); }
 void batch_baseline(Context& c, Buffers& b) {
   // What a framework without a batching library does: one call per tensor.
   for (const auto& t : b.in())

@@ -47,6 +47,7 @@ struct Context {
   strata::ReduceOp op;
   int root;
   strata::CommunicationOptions call;
+  strata::PackingOptions packing;  // batch only
 };
 
 struct Collective {

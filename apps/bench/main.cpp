@@ -147,6 +147,10 @@ int run(const Options& o, const World& w) {
   info.iters = o.iters;
   info.warmup = o.warmup;
   info.timeout_seconds = o.timeout_seconds;
+  if (o.collective == CollectiveKind::batch)
+    info.packing = o.num_packs > 0        ? fmt::format("num_packs={}", o.num_packs)
+                   : o.bytes_per_pack > 0 ? fmt::format("bytes_per_pack={}", o.bytes_per_pack)
+                                          : "automatic";
 
   std::vector<std::size_t> counts;
   if (o.collective == CollectiveKind::batch) {
@@ -162,7 +166,9 @@ int run(const Options& o, const World& w) {
   const bool sweep = o.collective != CollectiveKind::batch;
   Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place);
   const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
-  Context ctx{comm, mpi_comm, o.op, o.root, strata::CommunicationOptions{.timeout_seconds = o.timeout_seconds}};
+  Context ctx{comm, mpi_comm, o.op, o.root,
+              strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
+              strata::PackingOptions{.num_packs = o.num_packs}};
 
   if (w.rank == 0) print_header(stdout, info);
   std::vector<std::size_t> row_bytes;

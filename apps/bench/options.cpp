@@ -127,7 +127,9 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("algorithm,a", po::value(&o.algorithm)->default_value("", "$STRATA_SPEC or auto"), "strata's all_reduce_spec: 'auto', a name (tree, mpi, xring, rechd, pscpu), 'name#shards' or size-limited tuples such as 'tree:4k:xring'")
       ("in-place", po::bool_switch(&o.in_place), "in place (output buffer = input buffer)")
       ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: not yet supported)")
-      ("timeout,T", po::value(&o.timeout_seconds)->default_value(0), "CommunicationOptions::timeout_seconds for every call (0 = none)");
+      ("timeout,T", po::value(&o.timeout_seconds)->default_value(0), "CommunicationOptions::timeout_seconds for every call (0 = none)")
+      ("bytes-per-pack", po::value(&o.bytes_per_pack)->default_value(0), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
+      ("num-packs", po::value(&o.num_packs)->default_value(0), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run")
@@ -184,6 +186,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   o.collective = parse_collective(collective);
   if (o.root < 0) throw UsageError(fmt::format("--root = {}: must not be negative", o.root));
   if (!(o.timeout_seconds >= 0)) throw UsageError(fmt::format("--timeout = {}: must be >= 0 seconds", o.timeout_seconds));
+  if (o.bytes_per_pack < 0) throw UsageError(fmt::format("--bytes-per-pack = {}: must be >= 0", o.bytes_per_pack));
+  if (o.num_packs < 0) throw UsageError(fmt::format("--num-packs = {}: must be >= 0", o.num_packs));
   if (memory == "cuda")
     throw UsageError("--memory cuda: GPU buffers are not supported yet (they arrive with the GPU issue); use --memory host");
   if (memory != "host") throw UsageError(fmt::format("--memory = '{}' is not one of: host, cuda", memory));

@@ -31,6 +31,10 @@ struct Options {
   std::string model;  // --collective batch only
   bool in_place = false;
   double timeout_seconds = 0;
+  // Packing for --collective batch (CommunicationOptions::bytes_per_pack,
+  // PackingOptions::num_packs); 0 = strata's automatic packing.
+  long long bytes_per_pack = 0;
+  int num_packs = 0;
   bool baseline_mpi = false;
   bool memcpy_reference = false;
   std::string json_path;

@@ -24,6 +24,7 @@ void print_header(std::FILE* out, const RunInfo& info) {
                         info.in_place ? "in-place" : "out-of-place", info.iters, info.warmup, info.check ? "on" : "off",
                         info.timeout_seconds > 0 ? fmt::format("{}s", info.timeout_seconds) : "none"));
   line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size)", info.algorithm));
+  if (!info.packing.empty()) line(out, fmt::format("# packing: {}", info.packing));
   if (!info.model.empty())
     line(out, fmt::format("# model {}: {} gradient tensors, {} parameters ({})", info.model, info.model_tensors,
                           info.model_parameters, info.model_source));

@@ -70,6 +70,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       {"warmup", info.warmup},
       {"check", info.check},
       {"timeout_seconds", info.timeout_seconds},
+      {"packing", info.packing},
       {"bus_factor", info.bus_factor_formula},
       {"baseline", info.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.baseline)},
       {"time_unit", "us, median over iterations of the max over ranks"},

@@ -26,6 +26,7 @@ struct RunInfo {
   bool check = true;
   int iters = 0, warmup = 0;
   double timeout_seconds = 0;
+  std::string packing;  // batch: "automatic", "bytes_per_pack=B" or "num_packs=N"
   // --collective batch only.
   std::string model, model_source;
   std::size_t model_tensors = 0, model_parameters = 0;
