@@ -29,13 +29,9 @@ void Communicator::Impl::run_batch(plan::Collective collective, const std::vecto
     return;
   }
   std::vector<plan::TensorShape> shapes;
-  std::size_t total_bytes = 0;
-  for (const auto& replicas : batch) {
-    shapes.push_back({replicas.front().count, replicas.front().dtype});
-    total_bytes += replicas.front().bytes();
-  }
+  for (const auto& replicas : batch) shapes.push_back({replicas.front().count, replicas.front().dtype});
   const std::size_t bytes_per_pack = options.bytes_per_pack > 0 ? static_cast<std::size_t>(options.bytes_per_pack)
-                                                                 : plan::automatic_bytes_per_pack(total_bytes);
+                                                                 : plan::automatic_bytes_per_pack(split.node_count);
   const std::vector<plan::Pack> packs = plan::make_packs(shapes, packing, bytes_per_pack);
   core::log(core::LogLevel::trace, "batch of {} tensors: {}", batch.size(), plan::describe(packs));
 

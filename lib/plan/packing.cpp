@@ -11,12 +11,9 @@
 namespace strata::plan {
 namespace {
 
-// Host algorithms over MPI shared memory or TCP: ~20 us per call and a few
-// GB/s (docs/PERFORMANCE.md). 10 x latency x bandwidth ~ 256 KiB keeps the
-// fixed cost of a pack under ~10% of its transfer time.
-constexpr std::size_t kMinAutoPack = 256 * 1024;
-constexpr std::size_t kMaxAutoPack = 64 * 1024 * 1024;
-constexpr std::size_t kTargetPacks = 4;
+// See automatic_bytes_per_pack.
+constexpr std::size_t kAutoPackOneNode = 64 * 1024;
+constexpr std::size_t kAutoPackMultiNode = 1024 * 1024;
 
 // Tensor indices grouped by dtype, each group in input order, groups in
 // order of first appearance.
@@ -99,8 +96,8 @@ void validate_packing(const PackingOptions& options) {
         fmt::format("agg_small_grads_max_group = {} must be >= 0", options.agg_small_grads_max_group));
 }
 
-std::size_t automatic_bytes_per_pack(std::size_t total_bytes) {
-  return std::clamp(total_bytes / kTargetPacks, kMinAutoPack, kMaxAutoPack);
+std::size_t automatic_bytes_per_pack(int node_count) {
+  return node_count > 1 ? kAutoPackMultiNode : kAutoPackOneNode;
 }
 
 std::vector<Pack> make_packs(std::span<const TensorShape> tensors, const PackingOptions& options,

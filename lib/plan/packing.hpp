@@ -39,12 +39,13 @@ struct Pack {
 std::vector<Pack> make_packs(std::span<const TensorShape> tensors, const PackingOptions& options,
                              std::size_t bytes_per_pack);
 
-// The automatic bytes_per_pack for a batch of `total_bytes`: small enough that
-// there are about kTargetPacks packs to overlap with the caller's work (via
-// on_pack_done), never so small that per-call latency dominates (a pack moves
-// at least 10x latency x bandwidth of the host algorithms), and at most
-// kMaxAutoPack so staging memory stays bounded.
-std::size_t automatic_bytes_per_pack(std::size_t total_bytes);
+// The automatic bytes_per_pack on a job of `node_count` nodes. Packing
+// saves one call's fixed cost per tensor but costs a copy in and out of the
+// staging buffer, so it pays only for tensors that are small next to
+// latency x bandwidth: 64 KiB on one node (shared memory: ~0.3 us per call),
+// 1 MiB across nodes (tens of us per call). Larger tensors go alone, reduced
+// where they lie. Measurements behind the values: docs/ALGORITHMS.md.
+std::size_t automatic_bytes_per_pack(int node_count);
 
 // Throws InvalidArgument naming the field for negative values.
 void validate_packing(const PackingOptions& options);

@@ -324,11 +324,9 @@ void run_property(int trials, std::size_t budget) {
     const Checker checker{trial, all_inputs, nranks, arena.data()};
 
     // The packs the library should run: same options, same automatic size.
-    std::size_t total_bytes = 0;
-    for (const auto& s : trial.shapes) total_bytes += s.count * dtype_size(s.dtype);
     const std::size_t bytes_per_pack = trial.options.bytes_per_pack > 0
                                            ? static_cast<std::size_t>(trial.options.bytes_per_pack)
-                                           : plan::automatic_bytes_per_pack(total_bytes);
+                                           : plan::automatic_bytes_per_pack(static_cast<int>(comm->topology().nodes.size()));
     const std::vector<plan::Pack> packs = plan::make_packs(trial.shapes, trial.packing, bytes_per_pack);
     packs_seen += packs.size();
     multi_pack_trials += packs.size() > 1;
