@@ -19,7 +19,8 @@ cd "$ROOT"
 # shellcheck source=scripts/setup.sh
 source scripts/setup.sh
 BUILD=${BENCH_BUILD:-build}
-strata_setup "$BUILD"
+# Only the benchmark (and the library it links) needs building here.
+STRATA_TARGETS=apps/bench/strata-bench strata_setup "$BUILD"
 
 NP=${BENCH_NP:-2}
 OUT=results/bench-$(date +%Y%m%d-%H%M%S)

@@ -2,6 +2,7 @@
 # Shared by scripts/test.sh and scripts/bench.sh: install what is missing
 # (and only that) on a Debian 12 machine, then configure and build strata.
 #   source scripts/setup.sh; strata_setup BUILD_DIR [meson options...]
+# STRATA_TARGETS (optional): build only these ninja targets (default: all).
 set -euo pipefail
 
 STRATA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,5 +39,6 @@ strata_setup() {
     meson setup "$build" "$STRATA_ROOT" "$@" >"$build.setup.log" 2>&1 || { cat "$build.setup.log" >&2; return 1; }
     rm -f "$build.setup.log"
   fi
-  ninja -C "$build" >/dev/null || ninja -C "$build"
+  # shellcheck disable=SC2086 # targets are a space-separated list
+  ninja -C "$build" ${STRATA_TARGETS:-} >/dev/null || ninja -C "$build" ${STRATA_TARGETS:-}
 }
