@@ -114,15 +114,7 @@ void Communicator::Impl::run_batch_gpu(Collective collective, const std::vector<
   proto.shards = entry.shards;
   proto.chunk_bytes = config.chunk_bytes;
   proto.sequence = sequence;
-  try {
-    backend.batch_all_reduce(tensors, proto, deadline, on_pack_done);
-  } catch (const DeadlineExceeded& e) {
-    mark_broken(e.what());
-    throw;
-  } catch (const BackendError& e) {
-    mark_broken(e.what());
-    throw;
-  }
+  breaking_on_failure([&] { backend.batch_all_reduce(tensors, proto, deadline, on_pack_done); });
 }
 
 }  // namespace strata

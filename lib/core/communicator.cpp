@@ -53,7 +53,7 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
   const host::CallInfo info{collective_name, sequence, bytes, choice.algorithm->name};
   core::log(core::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence, bytes, choice.describe());
   const bool wants_shm = choice.algorithm->uses_shared_memory;
-  try {
+  breaking_on_failure([&] {
     if (choice.cross && split.node_count > 1) {
       const host::NodeContext node{&split, wants_shm ? segment.get() : nullptr};
       host::hierarchical_all_reduce(job, *choice.algorithm, *choice.cross, node, deadline, info, workspace);
@@ -67,13 +67,7 @@ void Communicator::Impl::execute(plan::Collective collective, host::Job job, con
         case plan::Collective::broadcast: choice.algorithm->broadcast(transport, job); break;
       }
     }
-  } catch (const DeadlineExceeded& e) {
-    mark_broken(e.what());
-    throw;
-  } catch (const BackendError& e) {
-    mark_broken(e.what());
-    throw;
-  }
+  });
   const bool has_result = collective == plan::Collective::all_reduce || rank == job.root;
   if (mean && has_result) host::divide_by(job.out, job.count, job.dtype, contributors);
 }
@@ -111,19 +105,13 @@ void Communicator::Impl::execute_gpu(Collective collective, host::Job job, int d
                       config.chunk_bytes, sequence};
   core::log(core::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", to_string(collective), sequence, bytes,
             entry.algorithm);
-  try {
+  breaking_on_failure([&] {
     switch (collective) {
       case Collective::all_reduce: backend.all_reduce(g, deadline); break;
       case Collective::reduce: backend.reduce(g, deadline); break;
       case Collective::broadcast: backend.broadcast(g, deadline); break;
     }
-  } catch (const DeadlineExceeded& e) {
-    mark_broken(e.what());
-    throw;
-  } catch (const BackendError& e) {
-    mark_broken(e.what());
-    throw;
-  }
+  });
 }
 
 void Communicator::Impl::mark_broken(const char* reason) {

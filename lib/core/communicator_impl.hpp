@@ -93,6 +93,21 @@ struct Communicator::Impl {
                      const std::function<void(std::size_t)>& on_pack_done);
 
   void mark_broken(const char* reason);
+
+  // Runs `work` (one collective's transfers); a timeout or a backend failure
+  // marks the communicator broken before the exception goes on.
+  template <typename Work>
+  void breaking_on_failure(Work&& work) {
+    try {
+      work();
+    } catch (const DeadlineExceeded& e) {
+      mark_broken(e.what());
+      throw;
+    } catch (const BackendError& e) {
+      mark_broken(e.what());
+      throw;
+    }
+  }
 };
 
 // The spec entry a call on CUDA tensors runs: "nccl" for auto or
