@@ -2,12 +2,17 @@
 # Install test: `meson install` into a scratch DESTDIR, build hello.cpp
 # against that copy only (pkg-config from the DESTDIR, no source or build
 # include paths), run it under mpirun with 2 ranks and check its output.
-#   check_install.sh BUILD_DIR HELLO_CPP
+#   check_install.sh BUILD_DIR HELLO_CPP [README_EXAMPLE_CPP README_MD]
+# With the README's example (docs/examples/hello_allreduce.cpp) it also
+# checks that README.md shows that file verbatim, and builds and runs it the
+# way README.md says, so the README's example cannot stop compiling.
 # Exit 77 (skipped) when pkg-config or mpicxx is missing.
 set -euo pipefail
 
 build=$1
 hello=$2
+example=${3:-}
+readme=${4:-}
 for tool in pkg-config mpicxx mpirun python3; do
   command -v "$tool" >/dev/null || { echo "install test: $tool not found, skipping"; exit 77; }
 done
@@ -44,3 +49,20 @@ case $resolved in "$installed_lib"/*) ;; *) echo "install test: libstrata resolv
 output=$(LD_LIBRARY_PATH=$installed_lib mpirun -np 2 --oversubscribe --bind-to none "$work/hello")
 echo "$output"
 [ "$(grep -c ': all_reduce ok$' <<<"$output")" -eq 2 ] || { echo "install test: unexpected output" >&2; exit 1; }
+
+if [ -n "$example" ]; then
+  # README.md must contain the example file's lines verbatim (in a code block).
+  python3 - "$example" "$readme" <<'PY'
+import sys
+example, readme = (open(p).read() for p in sys.argv[1:3])
+body = "\n".join(l for l in example.splitlines() if not l.startswith("// The README"))
+if body.strip() not in readme:
+    sys.exit("install test: README.md does not show docs/examples/hello_allreduce.cpp verbatim")
+PY
+  # shellcheck disable=SC2046,SC2086
+  mpicxx -std=c++20 "$example" $flags -o "$work/readme_example"
+  out=$(LD_LIBRARY_PATH=$installed_lib mpirun -np 4 --oversubscribe --bind-to none "$work/readme_example")
+  echo "$out"
+  # mean of ranks 0..3 = 1.5
+  [ "$out" = "mean of ranks = 1.5" ] || { echo "install test: README example printed '$out'" >&2; exit 1; }
+fi
