@@ -100,9 +100,19 @@ void Communicator::Impl::execute_gpu(Collective collective, host::Job job, int d
   const plan::Spec& effective = spec_override ? *spec_override : spec;
   const std::size_t bytes = job.count * job.element_bytes();
   const plan::SpecEntry entry = gpu_entry(effective, bytes, options.implementation);  // alive for the call
-  const gpu::GpuJob g{job.in,    job.out,   job.count,       job.dtype,   job.op,
-                      contributors, job.root, device,        entry.algorithm, entry.shards,
-                      config.chunk_bytes, sequence};
+  gpu::GpuJob g;
+  g.in = job.in;
+  g.out = job.out;
+  g.count = job.count;
+  g.dtype = job.dtype;
+  g.op = job.op;  // mean included: the backend divides by `contributors`
+  g.contributors = contributors;
+  g.root = job.root;
+  g.device = device;
+  g.algorithm = entry.algorithm;
+  g.shards = entry.shards;
+  g.chunk_bytes = config.chunk_bytes;
+  g.sequence = sequence;
   core::log(core::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", to_string(collective), sequence, bytes,
             entry.algorithm);
   breaking_on_failure([&] {
