@@ -83,14 +83,6 @@ void Transport::wait(Requests& requests) {
   }
 }
 
-void Transport::sendrecv(const void* send, std::size_t send_bytes, int to, void* recv, std::size_t recv_bytes,
-                         int from, int tag) {
-  Requests requests;
-  irecv(requests, recv, recv_bytes, from, tag);
-  isend(requests, send, send_bytes, to, tag);
-  wait(requests);
-}
-
 void Transport::wait_collective(MPI_Request& request) {
   core::Backoff backoff;
   for (;;) {

@@ -69,10 +69,6 @@ class Transport {
   // True (and `requests` emptied) if all completed; never blocks.
   bool test(Requests& requests);
 
-  // Convenience: exchange with one or two peers and wait.
-  void sendrecv(const void* send, std::size_t send_bytes, int to, void* recv, std::size_t recv_bytes, int from,
-                int tag = 0);
-
   // Wait for a request from one of MPI's own non-blocking collectives. MPI
   // does not say which ranks it waits for, so the error cannot name them.
   void wait_collective(MPI_Request& request);

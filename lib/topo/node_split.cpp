@@ -24,12 +24,6 @@ int ranks_per_node_from_env() {
 
 }  // namespace
 
-bool NodeSplit::uniform() const {
-  std::vector<int> counts(node_count, 0);
-  for (int node : node_of_rank) ++counts[node];
-  return std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front(); });
-}
-
 std::vector<int> NodeSplit::ranks_on(int index) const {
   std::vector<int> ranks;
   for (int r = 0; r < static_cast<int>(node_of_rank.size()); ++r)

@@ -26,7 +26,6 @@ struct NodeSplit {
   std::vector<int> node_of_rank;   // parent rank -> node index
   bool virtual_nodes = false;      // from STRATA_RANKS_PER_NODE
 
-  bool uniform() const;  // every node has the same number of ranks
   // Parent ranks on node `index`, ascending.
   std::vector<int> ranks_on(int index) const;
 };
