@@ -32,6 +32,19 @@ struct NodeInfo {
   std::vector<GpuInfo> gpus;  // in PCI order
 };
 
+// The CUDA device a rank drives for CUDA tensors, chosen at construction
+// (lib/topo/gpu_map.hpp): STRATA_GPU_MAP if set, else a GPU on the rank's
+// own NUMA domains (hwloc, matched to CUDA devices by PCI bus id), else
+// round robin over the visible devices. Several ranks may share a device.
+struct GpuAssignment {
+  int cuda_device = -1;    // CUDA index in that rank's process (after CUDA_VISIBLE_DEVICES); -1 = none
+  std::string pci_bus_id;  // lower case; "" when unknown
+  // How it was chosen ("STRATA_GPU_MAP", "nearest: NUMA 0", "round robin:
+  // no GPU on the rank's NUMA domains"), or why there is none (no CUDA
+  // device visible, a bad STRATA_GPU_MAP).
+  std::string how;
+};
+
 // One rank of the communicator.
 struct RankInfo {
   int rank = 0;
@@ -42,6 +55,7 @@ struct RankInfo {
   // process is bound to, ascending; all of the node's cores when unbound.
   std::vector<int> bound_cores;
   std::vector<int> numa;  // logical indexes of the NUMA domains those cores sit in, ascending
+  GpuAssignment gpu;      // the device its CUDA tensors default to
 };
 
 struct Topology {
