@@ -103,7 +103,7 @@ void Communicator::Impl::run_batch_gpu(Collective collective, const std::vector<
     tensors.push_back({replicas[0].data, replicas[0].count, replicas[0].dtype});
     total += replicas[0].bytes();
   }
-  gpu::Backend& backend = gpu_backend();
+  gpu::Backend& backend = gpu_backend(deadline, "batch_all_reduce");
   ++sequence;
   const plan::SpecEntry entry = gpu_entry(spec_override ? *spec_override : spec, total, options.implementation);
   gpu::GpuJob proto;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <vector>
 
 #include "core/check.hpp"
@@ -78,24 +79,39 @@ plan::SpecEntry gpu_entry(const plan::Spec& spec, std::size_t bytes, Implementat
   return spec.select(bytes);
 }
 
-gpu::Backend& Communicator::Impl::gpu_backend() {
+gpu::Backend& Communicator::Impl::gpu_backend(const core::Deadline& deadline, std::string_view collective) {
   ensure_usable();
-  if (!gpu) {
-    std::string why;
-    // Checked locally first: no collective is started on a rank that cannot
-    // take part, and every rank of a GPU-less job raises the same error.
-    if (!gpu::device_available(&why))
-      throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}; pass host memory", core::where(),
-                                    why));
-    gpu = gpu::make_backend(comm, split);
+  if (gpu) return *gpu;
+  const GpuAssignment& mine = topology.ranks[static_cast<std::size_t>(rank)].gpu;
+  std::string why;
+  if (!gpu::device_available(&why)) {
+  } else if (mine.cuda_device < 0) {
+    why = mine.how;
   }
+  // The lowest rank that cannot go on, and its reason, reach every rank.
+  host::Transport agree(comm, rank, size, deadline, {collective, sequence + 1, 0, "GPU setup"}, workspace);
+  int first_failing = why.empty() ? size : rank;
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm, &request));
+  agree.wait_collective(request);
+  if (first_failing < size) {
+    std::array<char, 512> text{};
+    if (rank == first_failing) why.copy(text.data(), text.size() - 1);
+    STRATA_CHECK_MPI(MPI_Ibcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, first_failing, comm, &request));
+    agree.wait_collective(request);
+    throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}: {}; pass host memory",
+                                  core::where(), first_failing == rank ? std::string("this rank")
+                                                                       : fmt::format("rank {}", first_failing),
+                                  text.data()));
+  }
+  gpu = gpu::make_backend(comm, split, mine.cuda_device);
   return *gpu;
 }
 
 void Communicator::Impl::execute_gpu(Collective collective, host::Job job, int device,
                                      const CommunicationOptions& options, const core::Deadline& deadline,
                                      std::size_t contributors, const plan::Spec* spec_override) {
-  gpu::Backend& backend = gpu_backend();
+  gpu::Backend& backend = gpu_backend(deadline, to_string(collective));
   ++sequence;
   const plan::Spec& effective = spec_override ? *spec_override : spec;
   const std::size_t bytes = job.count * job.element_bytes();

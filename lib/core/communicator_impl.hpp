@@ -43,10 +43,13 @@ struct Communicator::Impl {
 
   std::unique_ptr<gpu::Backend> gpu;  // created by the first call on CUDA tensors
 
-  // The GPU backend, created on first use (collective: every rank makes the
-  // same call on CUDA tensors). Throws Unavailable with the reason when this
-  // build has no GPU backend or no device is usable.
-  gpu::Backend& gpu_backend();
+  // The GPU backend, created on first use on the rank's assigned device
+  // (topology.ranks[rank].gpu). Collective the first time (every rank makes
+  // the same call on CUDA tensors): the ranks agree first, bounded by
+  // `deadline`, so that when any rank cannot use a GPU (host-only build, no
+  // device, bad STRATA_GPU_MAP) every rank throws Unavailable naming that
+  // rank and its reason, and none is left waiting in NCCL's setup.
+  gpu::Backend& gpu_backend(const core::Deadline& deadline, std::string_view collective);
 
   // execute() for CUDA tensors: the spec entry by size ("nccl" for auto or
   // implementation = nccl, "xring" for ring) goes to the backend, which

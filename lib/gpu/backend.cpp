@@ -1,5 +1,4 @@
-// The GPU backend behind the seam (CUDA + NCCL builds): device choice per
-// local rank, dispatch of a spec entry's name to the GPU algorithms in
+// The GPU backend behind the seam (CUDA + NCCL builds): dispatch of a spec entry's name to the GPU algorithms in
 // lib/nccl, MEAN scaling, batches through the pack kernels, and the
 // blocking wait for the result.
 #include "gpu/backend.hpp"
@@ -7,8 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <vector>
 
 #include "core/where.hpp"
@@ -16,56 +13,9 @@
 #include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
 #include "strata/errors.hpp"
-#include "topo/hwloc_node.hpp"
 
 namespace strata::gpu {
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return text;
-}
-
-// The GPU hwloc places nearest to this rank (same NUMA domain as its
-// binding), as a CUDA device index; -1 when hwloc cannot tell.
-int nearest_device(int local_rank, int device_count) {
-  try {
-    const topo::HwlocNode node = topo::HwlocNode::discover();
-    const auto gpus = node.hardware().gpus;
-    const auto numa = node.binding().numa;
-    std::vector<int> candidates;
-    for (int dev = 0; dev < device_count; ++dev) {
-      char bus[32] = {};
-      if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) return -1;
-      for (const auto& gpu : gpus)
-        if (lower(gpu.pci_bus_id) == lower(bus) &&
-            (gpu.numa < 0 || std::find(numa.begin(), numa.end(), gpu.numa) != numa.end()))
-          candidates.push_back(dev);
-    }
-    if (candidates.empty()) return -1;
-    return candidates[std::size_t(local_rank) % candidates.size()];
-  } catch (const Error&) {
-    return -1;
-  }
-}
-
-int choose_device(const topo::NodeSplit& split, int device_count) {
-  const char* env = std::getenv("STRATA_GPU_MAP");
-  const std::vector<int> map = parse_gpu_map(env ? env : "");
-  if (!map.empty()) {
-    if (std::size_t(split.local_rank) >= map.size())
-      throw InvalidArgument(fmt::format("STRATA_GPU_MAP = '{}' names {} devices, but local rank {} needs one", env,
-                                        map.size(), split.local_rank));
-    const int device = map[std::size_t(split.local_rank)];
-    if (device >= device_count)
-      throw InvalidArgument(fmt::format("STRATA_GPU_MAP = '{}' gives local rank {} device {}, but only {} CUDA "
-                                        "devices are visible",
-                                        env, split.local_rank, device, device_count));
-    return device;
-  }
-  const int nearest = nearest_device(split.local_rank, device_count);
-  return nearest >= 0 ? nearest : split.local_rank % device_count;
-}
 
 std::string_view intra_of(std::string_view name) { return name.substr(0, name.find('/')); }
 std::string_view cross_of(std::string_view name) {
@@ -232,7 +182,7 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split) {
+std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device) {
   std::string why;
   if (!device_available(&why))
     throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}; pass host tensors or run on a "
@@ -240,7 +190,28 @@ std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& spli
                                   core::where(), why));
   int count = 0;
   STRATA_CHECK_CUDA(cudaGetDeviceCount(&count));
-  return std::make_unique<NcclBackend>(comm, split, choose_device(split, count));
+  if (device < 0 || device >= count)
+    throw Unavailable(fmt::format("strata [{}]: CUDA device {} does not exist here ({} visible)", core::where(),
+                                  device, count));
+  return std::make_unique<NcclBackend>(comm, split, device);
+}
+
+std::vector<std::string> visible_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: later calls must see their own errors
+    return {};
+  }
+  std::vector<std::string> ids;
+  for (int device = 0; device < count; ++device) {
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, int(sizeof bus), device) != cudaSuccess) {
+      cudaGetLastError();
+      return {};
+    }
+    ids.emplace_back(bus);
+  }
+  return ids;
 }
 
 }  // namespace strata::gpu

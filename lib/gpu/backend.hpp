@@ -95,18 +95,17 @@ class Backend {
   virtual const std::string& broken_reason() const = 0;
 };
 
-// Collective over `comm` (every rank must call it). Picks this rank's CUDA
-// device: STRATA_GPU_MAP ("0,1,2,3": device by local rank) if set, else the
-// GPU hwloc finds nearest to this rank's NUMA domain, else
-// local_rank % device_count. NCCL communicators (whole job, per node, per
-// local index across nodes) are created lazily on first use. `comm` and
-// `split` must outlive the backend. Throws Unavailable (host-only build, or
-// no usable device, with the reason) and InvalidArgument (bad
-// STRATA_GPU_MAP).
-std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split);
+// The backend of one rank over `comm`, driving CUDA device `device` (the
+// rank's topology assignment, see strata::GpuAssignment). Local: no
+// communication (NCCL communicators, whole job, per node and per local
+// index across nodes, are created lazily on first use, collectively).
+// `comm` and `split` must outlive the backend. Throws Unavailable in a
+// host-only build or when the device cannot be used.
+std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device);
 
-// Parse STRATA_GPU_MAP text: comma-separated device indexes by local rank.
-// Throws InvalidArgument naming the text. Empty text -> empty map.
-std::vector<int> parse_gpu_map(std::string_view text);
+// The PCI bus ids of the CUDA devices this process sees, by CUDA device
+// index; empty in a host-only build or without a usable device. Never
+// throws (topology discovery calls it in every program).
+std::vector<std::string> visible_devices();
 
 }  // namespace strata::gpu

@@ -19,8 +19,10 @@ bool device_available(std::string* why) {
   return false;
 }
 
-std::unique_ptr<Backend> make_backend(MPI_Comm, const topo::NodeSplit&) {
+std::unique_ptr<Backend> make_backend(MPI_Comm, const topo::NodeSplit&, int) {
   throw Unavailable(std::string("strata: CUDA tensors are unavailable: ") + kWhy);
 }
+
+std::vector<std::string> visible_devices() { return {}; }
 
 }  // namespace strata::gpu

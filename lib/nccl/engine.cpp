@@ -48,7 +48,13 @@ Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline&
   std::array<char, 32> mine{};
   STRATA_CHECK_CUDA(cudaDeviceGetPCIBusId(mine.data(), int(mine.size()), engine.device()));
   std::vector<char> all(mine.size() * std::size_t(size_));
-  STRATA_CHECK_MPI(MPI_Allgather(mine.data(), int(mine.size()), MPI_CHAR, all.data(), int(mine.size()), MPI_CHAR, mpi));
+  // Non-blocking MPI polled against the deadline: a missing peer must not
+  // park this rank outside the call's bound.
+  host::Transport bounded(mpi, rank_, size_, deadline, info, engine.workspace());
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRATA_CHECK_MPI(MPI_Iallgather(mine.data(), int(mine.size()), MPI_CHAR, all.data(), int(mine.size()), MPI_CHAR,
+                                  mpi, &request));
+  bounded.wait_collective(request);
   for (int a = 0; a < size_; ++a)
     for (int b = a + 1; b < size_; ++b)
       if (std::strncmp(&all[std::size_t(a) * mine.size()], &all[std::size_t(b) * mine.size()], mine.size()) == 0)
@@ -60,7 +66,8 @@ Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline&
 
   ncclUniqueId id{};
   if (rank_ == 0) STRATA_CHECK_NCCL(ncclGetUniqueId(&id));
-  STRATA_CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
+  STRATA_CHECK_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, mpi, &request));
+  bounded.wait_collective(request);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   const ncclResult_t rc = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -16,21 +17,26 @@
 
 #include "core/check.hpp"
 #include "core/where.hpp"
+#include "gpu/backend.hpp"
 #include "strata/errors.hpp"
 #include "strata/topology.hpp"
 #include "topo/advice.hpp"
 #include "topo/discover.hpp"
+#include "topo/gpu_map.hpp"
 #include "topo/hwloc_node.hpp"
 #include "topo/node_split.hpp"
 
 namespace strata {
 namespace {
 
-// What one rank contributes: its host and binding, plus the node's hardware
-// when it is the node's leader.
+// What one rank contributes: its host and binding, what its process sees of
+// CUDA (for the GPU assignment), plus the node's hardware when it is the
+// node's leader.
 struct Record {
   std::string hostname;
   topo::Binding binding;
+  std::vector<std::string> cuda_bus_ids;  // by CUDA device index
+  std::string gpu_map;                    // STRATA_GPU_MAP as this process sees it
   bool has_hardware = false;
   topo::NodeHardware hardware;
 };
@@ -47,6 +53,10 @@ class Writer {
   void put(const std::vector<int>& values) {
     put(static_cast<std::int32_t>(values.size()));
     for (int v : values) put(static_cast<std::int32_t>(v));
+  }
+  void put(const std::vector<std::string>& texts) {
+    put(static_cast<std::int32_t>(texts.size()));
+    for (const std::string& t : texts) put(t);
   }
   std::string take() { return std::move(bytes_); }
 
@@ -76,6 +86,11 @@ class Reader {
     for (int& v : values) v = get_int();
     return values;
   }
+  std::vector<std::string> get_strings() {
+    std::vector<std::string> texts(static_cast<std::size_t>(get_int()));
+    for (std::string& t : texts) t = get_string();
+    return texts;
+  }
 
  private:
   void need(std::size_t n) const {
@@ -90,6 +105,8 @@ std::string encode(const Record& r) {
   w.put(r.hostname);
   w.put(r.binding.cores);
   w.put(r.binding.numa);
+  w.put(r.cuda_bus_ids);
+  w.put(r.gpu_map);
   w.put(static_cast<std::int32_t>(r.has_hardware));
   if (r.has_hardware) {
     w.put(r.hardware.packages);
@@ -110,6 +127,8 @@ Record decode(std::string_view bytes) {
   r.hostname = in.get_string();
   r.binding.cores = in.get_ints();
   r.binding.numa = in.get_ints();
+  r.cuda_bus_ids = in.get_strings();
+  r.gpu_map = in.get_string();
   r.has_hardware = in.get_int() != 0;
   if (r.has_hardware) {
     r.hardware.packages = in.get_int();
@@ -201,6 +220,8 @@ Topology discover(MPI_Comm comm, const NodeSplit& split) {
 
   Record mine;
   mine.hostname = core::hostname();
+  mine.cuda_bus_ids = gpu::visible_devices();
+  if (const char* map = std::getenv("STRATA_GPU_MAP")) mine.gpu_map = map;
   const std::string error = local_record(split.node, split.local_rank == 0, mine);
   // Agree before the all-gather: a rank that failed must not leave the
   // others waiting in it.
@@ -217,8 +238,10 @@ Topology discover(MPI_Comm comm, const NodeSplit& split) {
   topology.nodes.resize(static_cast<std::size_t>(split.node_count));
   topology.ranks.resize(static_cast<std::size_t>(size));
   for (int n = 0; n < split.node_count; ++n) topology.nodes[n].ranks = split.ranks_on(n);
+  std::vector<Record> records;
   for (int r = 0; r < size; ++r) {
-    Record record = decode(all[r]);
+    records.push_back(decode(all[r]));
+    Record& record = records.back();
     RankInfo& info = topology.ranks[r];
     info.rank = r;
     info.node = split.node_of_rank[r];
@@ -236,6 +259,14 @@ Topology discover(MPI_Comm comm, const NodeSplit& split) {
       node.cores = record.hardware.cores;
       node.gpus = std::move(record.hardware.gpus);
     }
+  }
+  // GPU assignments need every local rank's binding and the node's GPUs.
+  for (int r = 0; r < size; ++r) {
+    RankInfo& info = topology.ranks[r];
+    const NodeInfo& node = topology.nodes[info.node];
+    std::vector<std::vector<int>> rank_numa;
+    for (const int peer : node.ranks) rank_numa.push_back(topology.ranks[peer].numa);
+    info.gpu = topo::assign_gpu({node.gpus, rank_numa}, info.local_rank, records[r].cuda_bus_ids, records[r].gpu_map);
   }
   if (rank == 0) topo::warn_about_binding_once(topology);
   return topology;

@@ -40,6 +40,12 @@ std::string json_ints(const std::vector<int>& values) {
   return out + "]";
 }
 
+// "CUDA device 1 (0000:3b:00.0, nearest: NUMA 0)" or "no GPU (why)".
+std::string gpu_text(const GpuAssignment& gpu) {
+  if (gpu.cuda_device < 0) return fmt::format("no GPU ({})", gpu.how);
+  return fmt::format("CUDA device {} ({}, {})", gpu.cuda_device, gpu.pci_bus_id, gpu.how);
+}
+
 std::string numa_text(int numa) { return numa < 0 ? "NUMA ?" : fmt::format("NUMA {}", numa); }
 
 }  // namespace
@@ -68,8 +74,8 @@ std::string to_text(const Topology& t) {
       const std::string flag = topo::unbound(t, info)      ? " (unbound)"
                                : topo::spans_numa(t, info) ? " (spans NUMA domains)"
                                                            : "";
-      out += fmt::format("  rank {} (local {}): cores {}{}, NUMA {}\n", r, info.local_rank,
-                         topo::rank_ranges(info.bound_cores), flag, topo::rank_ranges(info.numa));
+      out += fmt::format("  rank {} (local {}): cores {}{}, NUMA {}; {}\n", r, info.local_rank,
+                         topo::rank_ranges(info.bound_cores), flag, topo::rank_ranges(info.numa), gpu_text(info.gpu));
     }
   }
   for (const std::string& line : topo::binding_advice(t)) out += fmt::format("advice: {}\n", line);
@@ -92,9 +98,11 @@ std::string to_json(const Topology& t) {
   for (std::size_t i = 0; i < t.ranks.size(); ++i) {
     const RankInfo& r = t.ranks[i];
     out += fmt::format(
-        "{}{{\"rank\":{},\"node\":{},\"local_rank\":{},\"hostname\":{},\"bound_cores\":{},\"numa\":{},\"unbound\":{}}}",
+        "{}{{\"rank\":{},\"node\":{},\"local_rank\":{},\"hostname\":{},\"bound_cores\":{},\"numa\":{},\"unbound\":{},"
+        "\"gpu\":{{\"cuda_device\":{},\"pci_bus_id\":{},\"how\":{}}}}}",
         i ? "," : "", r.rank, r.node, r.local_rank, json_string(r.hostname), json_ints(r.bound_cores),
-        json_ints(r.numa), topo::unbound(t, r) ? "true" : "false");
+        json_ints(r.numa), topo::unbound(t, r) ? "true" : "false", r.gpu.cuda_device, json_string(r.gpu.pci_bus_id),
+        json_string(r.gpu.how));
   }
   return out + "]}";
 }

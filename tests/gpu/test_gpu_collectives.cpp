@@ -17,6 +17,7 @@
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
 #include "strata/errors.hpp"
+#include "topo/discover.hpp"
 #include "topo/node_split.hpp"
 
 using namespace strata;
@@ -62,7 +63,10 @@ int main(int argc, char** argv) {
   topo::NodeSplit split = topo::split_nodes(MPI_COMM_WORLD);
   int failures = 0, cases = 0, skipped = 0;
   {
-    auto backend = gpu::make_backend(MPI_COMM_WORLD, split);
+    // The device topology discovery assigns (with virtual nodes on one GPU,
+    // every rank gets device 0).
+    const Topology topology = topo::discover(MPI_COMM_WORLD, split);
+    auto backend = gpu::make_backend(MPI_COMM_WORLD, split, topology.ranks[std::size_t(rank)].gpu.cuda_device);
     const char* algorithms[] = {"nccl",       "psgpu",       "psgpu#2",     "nccl/nccl", "nccl/xring",
                                 "nccl/rechd", "nccl/pscpu",  "psgpu/xring", "psgpu/pscpu", "xring"};
     const DataType dtypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i8,

@@ -4,7 +4,8 @@
 usage: check_topo.py MPIRUN NP STRATA_TOPO MODE [ARGS...]
 MODE: json  - exit 0, stdout one JSON object listing every rank, nodes as
               STRATA_RANKS_PER_NODE implies (ceil(np/k) virtual nodes) or
-              one node per host, one plan row per requested size
+              one node per host, one plan row per requested size, a GPU
+              assignment per rank (STRATA_GPU_MAP=zz: its error per rank)
       text  - exit 0, a node line and a rank line per rank, a plan table
       usage - exit 2 with a one-line error on stderr
       help  - exit 0, usage text on stdout
@@ -30,6 +31,9 @@ def main():
     per_node = os.environ.get("STRATA_RANKS_PER_NODE", "")
     if per_node:
         command += ["-x", "STRATA_RANKS_PER_NODE"]
+    gpu_map = os.environ.get("STRATA_GPU_MAP", "")
+    if gpu_map:
+        command += ["-x", "STRATA_GPU_MAP"]
     command += [exe] + args
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=90)
@@ -84,6 +88,12 @@ def main():
     for r in topo["ranks"]:
         if not r["bound_cores"] or not r["numa"]:
             fail(f"rank {r['rank']} has no bound cores or NUMA domain", proc)
+        gpu = r["gpu"]
+        if not gpu["how"] or (gpu["cuda_device"] >= 0 and not gpu["pci_bus_id"]):
+            fail(f"rank {r['rank']}: incomplete GPU assignment {gpu}", proc)
+        # A malformed map is reported per rank (never a crash), on any machine.
+        if gpu_map == "zz" and (gpu["cuda_device"] != -1 or "STRATA_GPU_MAP = 'zz'" not in gpu["how"]):
+            fail(f"rank {r['rank']}: STRATA_GPU_MAP=zz not reported: {gpu}", proc)
     plans = doc["all_reduce"]
     if not plans or any(not p["algorithm"] or p["bytes"] < 0 for p in plans):
         fail(f"bad plan rows: {plans}", proc)

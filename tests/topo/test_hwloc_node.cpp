@@ -26,7 +26,7 @@ strata::Topology two_nodes(std::vector<std::vector<int>> cores, std::vector<std:
   strata::Topology t;
   t.nodes = {{"a", {0, 1}, 2, 2, 2, {}}, {"b", {2}, 2, 2, 2, {}}};
   for (int r = 0; r < 3; ++r)
-    t.ranks.push_back({r, r < 2 ? 0 : 1, r < 2 ? r : 0, r < 2 ? "a" : "b", cores[r], numa[r]});
+    t.ranks.push_back({r, r < 2 ? 0 : 1, r < 2 ? r : 0, r < 2 ? "a" : "b", cores[r], numa[r], {}});
   return t;
 }
 

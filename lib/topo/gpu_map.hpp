@@ -1,0 +1,47 @@
+// Which CUDA device each rank's CUDA tensors default to. A pure function of
+// what topology discovery already gathered (the node's GPUs and NUMA
+// domains from hwloc, every local rank's binding) plus what the rank's own
+// process sees (CUDA devices by PCI bus id, STRATA_GPU_MAP), so it is tested
+// without a GPU and every rank computes every other rank's assignment the
+// same way.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/topology.hpp"
+
+namespace strata::topo {
+
+// Parse STRATA_GPU_MAP text: comma-separated CUDA device indexes by local
+// rank ("0,1,2,3"). Empty text -> empty map. Throws InvalidArgument naming
+// the text and the bad item.
+std::vector<int> parse_gpu_map(std::string_view text);
+
+// What assign_gpu needs to know about one node.
+struct GpuNodeView {
+  std::span<const GpuInfo> gpus;                // hwloc's NVIDIA GPUs of the node, PCI order
+  std::span<const std::vector<int>> rank_numa;  // NUMA domains each local rank is bound to, by local rank
+};
+
+// The assignment of local rank `local_rank`, given the CUDA devices its
+// process sees (`cuda_bus_ids[i]` = PCI bus id of CUDA device i, any case;
+// empty when CUDA sees none or this build has no CUDA) and its
+// STRATA_GPU_MAP text. Rules, first that applies:
+//   1. STRATA_GPU_MAP set: map[local_rank]. A bad map, one too short for the
+//      local rank, or an index CUDA does not have gives cuda_device = -1 and
+//      the reason in `how` (the error is raised when a CUDA tensor needs it,
+//      not at construction, so host-only programs are unaffected).
+//   2. No CUDA device visible: cuda_device = -1; pci_bus_id names the GPU
+//      hwloc puts nearest (rule 3 over hwloc's GPUs), for strata-topo.
+//   3. The devices on the rank's own NUMA domains (hwloc GPU with a known
+//      NUMA domain among the rank's), shared out among the local ranks that
+//      have the same set, in local-rank order; with none near, all devices,
+//      round robin among the local ranks with none near.
+// Never throws.
+GpuAssignment assign_gpu(const GpuNodeView& node, int local_rank, std::span<const std::string> cuda_bus_ids,
+                         std::string_view gpu_map);
+
+}  // namespace strata::topo
