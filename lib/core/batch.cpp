@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 
 #include "core/communicator_impl.hpp"
 #include "core/log.hpp"
@@ -25,7 +26,8 @@ void Communicator::Impl::run_batch(plan::Collective collective, const std::vecto
                                    const std::function<void(std::size_t)>& on_pack_done) {
   ensure_usable();
   if (!batch.empty() && batch.front().front().memory == Memory::cuda) {
-    run_batch_gpu(collective, batch, op, root, options, spec_override, on_pack_done);
+    run_batch_gpu(collective, batch, op, root, collective == Collective::all_reduce || rank == root, packing, options,
+                  spec_override, on_pack_done);
     return;
   }
   std::vector<plan::TensorShape> shapes;
@@ -78,43 +80,60 @@ void Communicator::Impl::run_batch(plan::Collective collective, const std::vecto
 }
 
 void Communicator::Impl::run_batch_gpu(Collective collective, const std::vector<std::vector<Tensor>>& batch,
-                                       ReduceOp op, int root, const CommunicationOptions& options,
-                                       const plan::Spec* spec_override,
+                                       ReduceOp op, int root, bool lands_here, const PackingOptions& packing,
+                                       const CommunicationOptions& options, const plan::Spec* spec_override,
                                        const std::function<void(std::size_t)>& on_pack_done) {
-  if (batch.front().size() > 1)
-    throw Unavailable(fmt::format("{} CUDA replicas per rank: several GPUs per rank are not supported yet; "
-                                  "run one rank per GPU",
-                                  batch.front().size()));
   const core::Deadline deadline(options.timeout_seconds);
-  const std::size_t contributors = static_cast<std::size_t>(size);
-  if (collective == Collective::reduce) {
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      const Tensor& t = batch[k][0];
-      host::Job job{t.data, rank == root ? t.data : nullptr, t.count, t.dtype, op};
-      job.root = root;
-      execute_gpu(collective, job, t.device, options, deadline, contributors, spec_override);
-      if (on_pack_done) on_pack_done(k);
+  const std::size_t replicas = batch.front().size();
+  // Replica r of every tensor lives on one device (its pack is packed there).
+  std::vector<int> devices;
+  for (const Tensor& t : batch.front()) devices.push_back(t.device);
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    for (std::size_t r = 0; r < replicas; ++r)
+      if (batch[k][r].device != devices[r])
+        throw InvalidArgument(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
+                                          "device {}; each replica's tensors must share one device",
+                                          k, r, batch[k][r].device, r, devices[r]));
+
+  std::vector<plan::TensorShape> shapes;
+  for (const auto& copies : batch) shapes.push_back({copies.front().count, copies.front().dtype});
+  // Automatic packing on GPUs: each dtype in one pack, one collective for
+  // the batch (TF's NcclAllReduce default, num_packs = 1): a kernel packs
+  // and unpacks at device bandwidth, while every NCCL call costs tens of us.
+  const std::size_t bytes_per_pack = options.bytes_per_pack > 0 ? static_cast<std::size_t>(options.bytes_per_pack)
+                                                                 : std::numeric_limits<std::size_t>::max();
+  const std::vector<plan::Pack> packs = plan::make_packs(shapes, packing, bytes_per_pack);
+  core::log(core::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,
+            plan::describe(packs));
+
+  gpu::Backend& backend = gpu_backend(deadline, to_string(collective));
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const plan::Pack& pack = packs[p];
+    gpu::GpuPack job;
+    job.collective = collective;
+    job.lands_here = lands_here;
+    job.replicas.resize(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      job.replicas[r].device = devices[r];
+      for (const plan::PackPiece& piece : pack.pieces)
+        job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
     }
-    return;
+    ++sequence;
+    const plan::SpecEntry entry = gpu_entry(spec_override ? *spec_override : spec, pack.bytes(), options.implementation);
+    gpu::GpuJob proto;
+    proto.count = pack.count;
+    proto.dtype = pack.dtype;
+    proto.op = op;
+    proto.contributors = static_cast<std::size_t>(size) * replicas;
+    proto.root = root;
+    proto.device = devices[0];
+    proto.algorithm = entry.algorithm;
+    proto.shards = entry.shards;
+    proto.chunk_bytes = config.chunk_bytes;
+    proto.sequence = sequence;
+    breaking_on_failure([&] { backend.run_pack(job, proto, deadline); });
+    if (on_pack_done) on_pack_done(p);
   }
-  std::vector<gpu::GpuTensor> tensors;
-  std::size_t total = 0;
-  for (const auto& replicas : batch) {
-    tensors.push_back({replicas[0].data, replicas[0].count, replicas[0].dtype});
-    total += replicas[0].bytes();
-  }
-  gpu::Backend& backend = gpu_backend(deadline, "batch_all_reduce");
-  ++sequence;
-  const plan::SpecEntry entry = gpu_entry(spec_override ? *spec_override : spec, total, options.implementation);
-  gpu::GpuJob proto;
-  proto.op = op;
-  proto.contributors = contributors;
-  proto.device = batch.front()[0].device;
-  proto.algorithm = entry.algorithm;
-  proto.shards = entry.shards;
-  proto.chunk_bytes = config.chunk_bytes;
-  proto.sequence = sequence;
-  breaking_on_failure([&] { backend.batch_all_reduce(tensors, proto, deadline, on_pack_done); });
 }
 
 }  // namespace strata

@@ -89,11 +89,15 @@ struct Communicator::Impl {
                  const PackingOptions& packing, const CommunicationOptions& options, const plan::Spec* spec,
                  const std::function<void(std::size_t)>& on_pack_done);
 
-  // run_batch for CUDA tensors: one backend batch (packing per dtype) for
-  // all_reduce, one call per tensor for reduce. One replica per rank.
+  // run_batch for CUDA tensors, and the facades' broadcast of CUDA
+  // replicas: packs per `packing` (automatic: one pack per dtype), each
+  // one GpuPack for the backend, which combines local replicas (several
+  // GPUs per rank), runs the spec's algorithm for the pack's size and, where
+  // `lands_here`, returns the result into every replica. collective may be
+  // broadcast (from `root`'s replica 0). Inputs must be validated.
   void run_batch_gpu(Collective collective, const std::vector<std::vector<Tensor>>& batch, ReduceOp op, int root,
-                     const CommunicationOptions& options, const plan::Spec* spec,
-                     const std::function<void(std::size_t)>& on_pack_done);
+                     bool lands_here, const PackingOptions& packing, const CommunicationOptions& options,
+                     const plan::Spec* spec, const std::function<void(std::size_t)>& on_pack_done);
 
   void mark_broken(const char* reason);
 

@@ -98,13 +98,10 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
   const bool receives = destinations.is_all_ranks() || destinations.root() == impl.rank;
   const Tensor& first = value.front();
   if (first.memory == Memory::cuda) {
-    if (value.size() > 1 || !destinations.is_all_ranks())
-      throw Unavailable("broadcast of CUDA tensors: several replicas per rank or a single destination rank are not "
-                        "supported yet; broadcast to all ranks with one replica per rank");
-    host::Job job{first.data, first.data, first.count, first.dtype, ReduceOp::sum};
-    job.root = source_rank;
-    impl.execute_gpu(Collective::broadcast, job, first.device, options, core::Deadline(options.timeout_seconds), 1,
-                     &spec_->spec);
+    // Every replica receives (where this rank is a destination) from the
+    // source's replica 0; a non-destination rank takes part in scratch.
+    impl.run_batch_gpu(Collective::broadcast, {value}, ReduceOp::sum, source_rank, receives, PackingOptions{},
+                       options, &spec_->spec, {});
     return;
   }
   // A rank that is not a destination still takes part, into staging.

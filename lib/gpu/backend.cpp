@@ -12,6 +12,7 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
+#include "nccl/replicas.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::gpu {
@@ -40,45 +41,154 @@ class NcclBackend final : public Backend {
     run(Collective::broadcast, job, deadline);
   }
 
-  void batch_all_reduce(std::span<const GpuTensor> tensors, const GpuJob& proto, const core::Deadline& deadline,
-                        const std::function<void(std::size_t)>& on_pack_done) override {
+  void run_pack(const GpuPack& pack, const GpuJob& proto, const core::Deadline& deadline) override {
     engine_.ensure_usable();
-    cuda::DeviceGuard guard(engine_.device());
-    // Groups per dtype, in order of first appearance; offsets 16-byte aligned
-    // so the pack kernel and the reduction use vector loads.
-    std::vector<DataType> order;
-    for (const GpuTensor& t : tensors)
-      if (std::find(order.begin(), order.end(), t.dtype) == order.end()) order.push_back(t.dtype);
-    for (std::size_t g = 0; g < order.size(); ++g) {
-      const DataType dtype = order[g];
-      const std::size_t element = dtype_size(dtype);
-      std::vector<cuda::PackDesc> descs;
-      std::size_t offset = 0, largest = 0;
-      for (const GpuTensor& t : tensors) {
-        if (t.dtype != dtype || t.count == 0) continue;
-        descs.push_back({t.data, t.count * element, offset});
-        largest = std::max(largest, t.count * element);
-        offset += (t.count * element + 15) / 16 * 16;
-      }
-      if (!descs.empty()) {
-        void* packed = engine_.device_scratch(1, offset);
-        auto* device_descs = static_cast<cuda::PackDesc*>(descs_.get(descs.size() * sizeof(cuda::PackDesc)));
-        STRATA_CHECK_CUDA(cudaMemcpyAsync(device_descs, descs.data(), descs.size() * sizeof(cuda::PackDesc),
-                                          cudaMemcpyHostToDevice, engine_.stream()));
-        cuda::pack(packed, device_descs, descs.size(), largest, engine_.stream());
-        GpuJob job = proto;
-        job.in = job.out = packed;
-        job.count = offset / element;
-        job.dtype = dtype;
-        run(Collective::all_reduce, job, deadline, /*wait=*/false);
-        cuda::unpack(packed, device_descs, descs.size(), largest, engine_.stream());
-        finish(deadline, info_for(Collective::all_reduce, job));
-      }
-      if (on_pack_done) on_pack_done(g);
+    const std::size_t replicas = pack.replicas.size();
+    if (proto.count == 0 || replicas == 0) return;
+    std::vector<int> devices;
+    for (const GpuReplicaPack& replica : pack.replicas)
+      devices.push_back(replica.device < 0 ? engine_.device() : replica.device);
+    check_device(devices[0]);
+    const std::vector<cuda::PackDesc>& first = describe(pack.replicas[0], proto.dtype);
+    if (replicas == 1 && first.size() == 1 && pack.lands_here) {
+      // One piece of one replica: reduce it where it lies.
+      GpuJob job = proto;
+      job.in = job.out = pack.replicas[0].pieces[0].data;
+      run(pack.collective, job, deadline);
+      return;
     }
+    cuda::DeviceGuard guard(engine_.device());
+    nccl::ReplicaSet& set = engine_.replicas();
+    GpuJob job = proto;
+    const std::size_t element = dtype_size(proto.dtype);
+    const std::size_t bytes = packed_bytes(first);
+    job.count = bytes / element;
+    const host::CallInfo info = info_for(pack.collective, job);
+    try {
+      // 1. Every replica's pieces into its pack buffer, on its own stream.
+      std::vector<void*> packed(replicas);
+      std::vector<Descriptors> descs(replicas);
+      for (std::size_t r = 0; r < replicas; ++r) {
+        cuda::DeviceGuard on(devices[r]);
+        const std::vector<cuda::PackDesc> host = describe(pack.replicas[r], proto.dtype);
+        cuda::DeviceBuffer& device_descs = r == 0 ? descs_ : set.slot(r, devices[r]).descs;
+        packed[r] = r == 0 ? engine_.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes);
+        descs[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))), host.size(),
+                    largest_piece(host)};
+        const cudaStream_t stream = set.stream(engine_, r);
+        // From pageable memory: returns once the descriptors are staged.
+        STRATA_CHECK_CUDA(cudaMemcpyAsync(descs[r].device, host.data(), host.size() * sizeof(cuda::PackDesc),
+                                          cudaMemcpyHostToDevice, stream));
+        cuda::pack(packed[r], descs[r].device, descs[r].count, descs[r].largest, stream);
+      }
+      job.in = job.out = packed[0];
+
+      // 2. Combine the replicas and run the algorithm across ranks.
+      if (replicas > 1 && pack.collective == Collective::all_reduce && job.algorithm == "nccl") {
+        nccl::Level level = level_of(job);
+        nccl::nccl_replica_all_reduce(engine_, devices, packed, level, deadline, info);
+        if (job.op == ReduceOp::mean)
+          for (std::size_t r = 0; r < replicas; ++r) {
+            cuda::DeviceGuard on(devices[r]);
+            cuda::divide(packed[r], job.count, job.dtype, job.contributors, set.stream(engine_, r));
+          }
+      } else {
+        if (replicas > 1 && pack.collective != Collective::broadcast) combine_on_first(set, devices, packed, job);
+        run(pack.collective, job, deadline, /*wait=*/false);
+        if (pack.lands_here && replicas > 1) spread_from_first(set, devices, packed, bytes);
+      }
+
+      // 3. The results back into the callers' tensors.
+      if (pack.lands_here)
+        for (std::size_t r = 0; r < replicas; ++r) {
+          cuda::DeviceGuard on(devices[r]);
+          cuda::unpack(packed[r], descs[r].device, descs[r].count, descs[r].largest, set.stream(engine_, r));
+        }
+    } catch (const DeadlineExceeded& e) {
+      engine_.mark_broken(e.what());
+      throw;
+    } catch (const BackendError& e) {
+      engine_.mark_broken(e.what());
+      throw;
+    }
+    finish(deadline, info);
   }
 
  private:
+  // A replica's pack descriptors in device memory.
+  struct Descriptors {
+    cuda::PackDesc* device = nullptr;
+    std::size_t count = 0;
+    std::size_t largest = 0;  // bytes of the largest piece (sizes the pack kernel's grid)
+  };
+
+  // A replica's pack layout: non-empty pieces in order, each at a 16-byte
+  // aligned offset so that the pack kernel and the reductions use vector
+  // loads (the padding between pieces travels but is never read back).
+  static std::vector<cuda::PackDesc> describe(const GpuReplicaPack& replica, DataType dtype) {
+    const std::size_t element = dtype_size(dtype);
+    std::vector<cuda::PackDesc> descs;
+    std::size_t offset = 0;
+    for (const GpuPiece& piece : replica.pieces) {
+      if (piece.count == 0) continue;
+      descs.push_back({piece.data, piece.count * element, offset});
+      offset += (piece.count * element + 15) / 16 * 16;
+    }
+    return descs;
+  }
+  static std::size_t packed_bytes(const std::vector<cuda::PackDesc>& descs) {
+    return descs.empty() ? 0 : (descs.back().offset + descs.back().bytes + 15) / 16 * 16;
+  }
+  static std::size_t largest_piece(const std::vector<cuda::PackDesc>& descs) {
+    std::size_t largest = 0;
+    for (const cuda::PackDesc& d : descs) largest = std::max(largest, d.bytes);
+    return largest;
+  }
+
+  static nccl::Level level_of(const GpuJob& job) {
+    return nccl::Level{job.in,   job.out,    job.count, job.dtype, job.op == ReduceOp::mean ? ReduceOp::sum : job.op,
+                       job.root, job.shards, job.chunk_bytes};
+  }
+
+  void check_device(int device) const {
+    if (device >= 0 && device != engine_.device())
+      throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
+                                        "rank's GPU assignment: STRATA_GPU_MAP, hwloc or round robin; see "
+                                        "strata-topo)",
+                                        device, engine_.device()));
+  }
+
+  // Replicas 1.. into replica 0's pack, in replica order (deterministic):
+  // each waits for its pack kernel, crosses with a peer copy and is reduced
+  // on the engine's device. Mean sums here; run() divides at the end.
+  void combine_on_first(nccl::ReplicaSet& set, const std::vector<int>& devices, const std::vector<void*>& packed,
+                        const GpuJob& job) {
+    const std::size_t bytes = job.count * dtype_size(job.dtype);
+    void* incoming = engine_.device_scratch(0, bytes);
+    const ReduceOp op = job.op == ReduceOp::mean ? ReduceOp::sum : job.op;
+    for (std::size_t r = 1; r < packed.size(); ++r) {
+      nccl::ReplicaSet::Slot& slot = set.slot(r, devices[r]);
+      slot.ready->record(slot.stream->get());
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine_.stream(), slot.ready->get(), 0));
+      STRATA_CHECK_CUDA(
+          cudaMemcpyPeerAsync(incoming, engine_.device(), packed[r], devices[r], bytes, engine_.stream()));
+      cuda::reduce(packed[0], packed[0], incoming, job.count, job.dtype, op, engine_.stream());
+    }
+  }
+
+  // Replica 0's result to the other replicas' packs, once it is complete.
+  void spread_from_first(nccl::ReplicaSet& set, const std::vector<int>& devices, const std::vector<void*>& packed,
+                         std::size_t bytes) {
+    cuda::Event& done = engine_.event(0);
+    done.record(engine_.stream());
+    for (std::size_t r = 1; r < packed.size(); ++r) {
+      nccl::ReplicaSet::Slot& slot = set.slot(r, devices[r]);
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(slot.stream->get(), done.get(), 0));
+      STRATA_CHECK_CUDA(
+          cudaMemcpyPeerAsync(packed[r], devices[r], packed[0], engine_.device(), bytes, slot.stream->get()));
+    }
+  }
+
   host::CallInfo info_for(Collective collective, const GpuJob& job) const {
     static constexpr std::string_view names[] = {"all_reduce", "reduce", "broadcast"};
     return host::CallInfo{names[int(collective)], job.sequence, job.count * dtype_size(job.dtype), job.algorithm};
@@ -98,14 +208,10 @@ class NcclBackend final : public Backend {
   void run(Collective collective, const GpuJob& job, const core::Deadline& deadline, bool wait = true) {
     engine_.ensure_usable();
     if (job.count == 0) return;
-    if (job.device >= 0 && job.device != engine_.device())
-      throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} "
-                                        "(chosen by STRATA_GPU_MAP, hwloc or local rank)",
-                                        job.device, engine_.device()));
+    check_device(job.device);
     cuda::DeviceGuard guard(engine_.device());
     const host::CallInfo info = info_for(collective, job);
-    nccl::Level level{job.in, job.out, job.count, job.dtype, job.op == ReduceOp::mean ? ReduceOp::sum : job.op,
-                      job.root, job.shards, job.chunk_bytes};
+    const nccl::Level level = level_of(job);
     const std::string_view intra = intra_of(job.algorithm), cross = cross_of(job.algorithm);
     const topo::NodeSplit& split = engine_.split();
     try {

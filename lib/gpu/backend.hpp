@@ -41,7 +41,7 @@ bool device_available(std::string* why = nullptr);
 // pinned host copies of the CUDA tensors.
 bool serves_natively(std::string_view algorithm);
 
-enum class Collective { all_reduce, reduce, broadcast };
+using strata::Collective;  // all_reduce, reduce, broadcast
 
 // One validated collective on CUDA memory, as the backend sees it.
 struct GpuJob {
@@ -59,11 +59,22 @@ struct GpuJob {
   std::uint64_t sequence = 0;     // the communicator's call number, for messages
 };
 
-// One tensor of a batch (device memory, all on the backend's device).
-struct GpuTensor {
+// One pack of a batch, as every local replica holds it: replica r's pack is
+// the concatenation of its pieces (caller tensors, or ranges of them, in
+// device memory on `device`). Replica 0 lies on the backend's device;
+// replicas (num_gpus_per_worker > 1) may lie on other devices.
+struct GpuPiece {
   void* data = nullptr;
-  std::size_t count = 0;
-  DataType dtype = DataType::f32;
+  std::size_t count = 0;  // elements of the pack's dtype
+};
+struct GpuReplicaPack {
+  int device = -1;  // -1 = the backend's device
+  std::vector<GpuPiece> pieces;
+};
+struct GpuPack {
+  Collective collective = Collective::all_reduce;
+  std::vector<GpuReplicaPack> replicas;  // one per local replica, the same count on every rank
+  bool lands_here = true;                // whether this rank's replicas receive the result
 };
 
 class Backend {
@@ -82,13 +93,18 @@ class Backend {
   virtual void reduce(const GpuJob& job, const core::Deadline& deadline) = 0;
   virtual void broadcast(const GpuJob& job, const core::Deadline& deadline) = 0;
 
-  // All-reduce of many tensors in place: per dtype, one pack kernel into a
-  // device buffer, one all-reduce with `proto`'s algorithm/op/contributors,
-  // one unpack kernel. `on_pack_done(i)` fires after the i-th dtype group
-  // (groups in order of first appearance) is back in its tensors.
-  virtual void batch_all_reduce(std::span<const GpuTensor> tensors, const GpuJob& proto,
-                                const core::Deadline& deadline,
-                                const std::function<void(std::size_t)>& on_pack_done) = 0;
+  // One pack of a batch, in place in the callers' tensors: every replica's
+  // pieces are packed (one kernel per replica) unless the pack is one piece
+  // of one replica, the replicas are combined, `proto`'s algorithm runs
+  // across ranks, and where `lands_here` every replica's pieces receive the
+  // result (one unpack kernel each). Replicas combine in replica order on
+  // the backend's device (peer copies and strata's kernels), except for the
+  // flat "nccl" all-reduce, which runs one NCCL rank per replica device in
+  // group calls (distinct devices required: Unavailable otherwise).
+  // proto.count is the pack's element count; proto.contributors counts
+  // replicas of all ranks. Blocking; throws as all_reduce, and Mismatch when
+  // ranks hold different replica counts for NCCL's group path.
+  virtual void run_pack(const GpuPack& pack, const GpuJob& proto, const core::Deadline& deadline) = 0;
 
   // Non-empty once a deadline expired or NCCL failed; every later call
   // throws PeerFailure.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "gpu/backend.hpp"
 #include "host/algorithm.hpp"
@@ -27,6 +28,11 @@ struct Level {
 void nccl_all_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
 void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
 void nccl_broadcast(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
+// One all-reduce over every replica of every rank: buffers[r] on
+// devices[r] (devices[0] = the engine's), one NCCL rank each, enqueued in
+// one group on each replica's stream (ReplicaSet::stream).
+void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<void* const> buffers,
+                             const Level& job, const core::Deadline& d, const host::CallInfo& info);
 // Reduce-scatter into `owners` even slices (plan::even_slice): local rank s
 // ends with slice s of the sum in out; and the matching all-gather.
 void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,

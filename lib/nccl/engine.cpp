@@ -10,14 +10,20 @@
 
 #include "core/check.hpp"
 #include "core/where.hpp"
+#include "nccl/replicas.hpp"
 #include "cuda/check.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::nccl {
 namespace {
 
-// Poll a non-blocking communicator until its pending operation (init,
-// enqueue) is no longer in progress. Returns the final state.
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return text;
+}
+
+}  // namespace
+
 ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expired) {
   core::Backoff backoff;
   ncclResult_t state = ncclInProgress;
@@ -32,12 +38,48 @@ ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expir
   }
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return text;
+void close(ncclComm_t comm) {
+  // Finalize flushes outstanding work; bounded so teardown never hangs.
+  const ncclResult_t rc = ncclCommFinalize(comm);
+  bool expired = false;
+  const core::Deadline bound(10.0);
+  if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm, bound, expired) != ncclSuccess || expired) {
+    ncclCommAbort(comm);
+    return;
+  }
+  ncclCommDestroy(comm);
 }
 
-}  // namespace
+void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
+                          const host::CallInfo& info) {
+  constexpr std::size_t kIdBytes = 32;
+  const std::size_t mine = devices.size() * kIdBytes;
+  std::vector<char> ids(mine, '\0');
+  for (std::size_t d = 0; d < devices.size(); ++d)
+    STRATA_CHECK_CUDA(cudaDeviceGetPCIBusId(&ids[d * kIdBytes], int(kIdBytes), devices[d]));
+  std::vector<char> all(mine * std::size_t(bounded.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRATA_CHECK_MPI(MPI_Iallgather(ids.data(), int(mine), MPI_CHAR, all.data(), int(mine), MPI_CHAR, bounded.comm(),
+                                  &request));
+  bounded.wait_collective(request);
+  // NCCL rank k is member k / devices.size(), device k % devices.size().
+  const std::size_t total = all.size() / kIdBytes;
+  for (std::size_t a = 0; a < total; ++a)
+    for (std::size_t b = a + 1; b < total; ++b)
+      if (std::strncmp(&all[a * kIdBytes], &all[b * kIdBytes], kIdBytes) == 0) {
+        const std::size_t n = devices.size();
+        const std::string who = n == 1 ? fmt::format("its ranks {} and {}", a, b)
+                                : a / n == b / n
+                                    ? fmt::format("rank {}'s replicas {} and {}", a / n, a % n, b % n)
+                                    : fmt::format("rank {} (replica {}) and rank {} (replica {})", a / n, a % n,
+                                                  b / n, b % n);
+        throw Unavailable(fmt::format(
+            "strata [{}]: {} #{} needs the {} NCCL communicator, but {} both drive GPU {}; NCCL needs one GPU per "
+            "NCCL rank. Run one rank per GPU (or set STRATA_GPU_MAP, or give each replica its own device), or use "
+            "an algorithm that needs no NCCL communicator here, such as psgpu or xring",
+            core::where(), info.collective, info.sequence, name, who, lower(&all[a * kIdBytes])));
+      }
+}
 
 Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline& deadline,
            const host::CallInfo& info)
@@ -45,24 +87,12 @@ Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline&
   STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size_));
   // NCCL refuses two ranks on one GPU; say so plainly (all ranks agree).
-  std::array<char, 32> mine{};
-  STRATA_CHECK_CUDA(cudaDeviceGetPCIBusId(mine.data(), int(mine.size()), engine.device()));
-  std::vector<char> all(mine.size() * std::size_t(size_));
   // Non-blocking MPI polled against the deadline: a missing peer must not
   // park this rank outside the call's bound.
   host::Transport bounded(mpi, rank_, size_, deadline, info, engine.workspace());
+  const int device = engine.device();
+  ensure_distinct_gpus(bounded, std::span(&device, 1), name, info);
   MPI_Request request = MPI_REQUEST_NULL;
-  STRATA_CHECK_MPI(MPI_Iallgather(mine.data(), int(mine.size()), MPI_CHAR, all.data(), int(mine.size()), MPI_CHAR,
-                                  mpi, &request));
-  bounded.wait_collective(request);
-  for (int a = 0; a < size_; ++a)
-    for (int b = a + 1; b < size_; ++b)
-      if (std::strncmp(&all[std::size_t(a) * mine.size()], &all[std::size_t(b) * mine.size()], mine.size()) == 0)
-        throw Unavailable(fmt::format(
-            "strata [{}]: {} #{} needs the {} NCCL communicator, but its ranks {} and {} both drive GPU {}; NCCL "
-            "needs one GPU per rank. Run one rank per GPU (or set STRATA_GPU_MAP), or use a host-staged algorithm "
-            "such as psgpu or xring for this communicator",
-            core::where(), info.collective, info.sequence, name, a, b, lower(&all[std::size_t(a) * mine.size()])));
 
   ncclUniqueId id{};
   if (rank_ == 0) STRATA_CHECK_NCCL(ncclGetUniqueId(&id));
@@ -86,16 +116,7 @@ Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline&
 }
 
 Comm::~Comm() {
-  if (aborted_ || !comm_) return;
-  // Finalize flushes outstanding work; bounded so teardown never hangs.
-  const ncclResult_t rc = ncclCommFinalize(comm_);
-  bool expired = false;
-  const core::Deadline bound(10.0);
-  if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm_, bound, expired) != ncclSuccess || expired) {
-    ncclCommAbort(comm_);
-    return;
-  }
-  ncclCommDestroy(comm_);
+  if (!aborted_ && comm_) close(comm_);
 }
 
 void Comm::abort() {
@@ -107,6 +128,7 @@ Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device)
     : comm_(comm), split_(split), device_(device) {
   STRATA_CHECK_CUDA(cudaSetDevice(device_));
   stream_ = std::make_unique<cuda::Stream>();
+  replicas_ = std::make_unique<ReplicaSet>();
 }
 
 Engine::~Engine() {
@@ -115,9 +137,11 @@ Engine::~Engine() {
     for (auto& b : device_buffers_) b.abandon();
     for (auto& b : pinned_) b.abandon();
     workspace_.abandon();
+    replicas_->abandon();
   } else if (stream_) {
     cudaStreamSynchronize(stream_->get());
   }
+  replicas_.reset();
   cross_.reset();
   node_.reset();
   world_.reset();
@@ -152,6 +176,7 @@ void Engine::mark_broken(const std::string& reason) {
   if (broken_.empty()) broken_ = reason;
   for (Comm* c : {world_.get(), node_.get(), cross_.get()})
     if (c) c->abort();
+  replicas_->abort();
 }
 
 void Engine::expire(const core::Deadline& deadline, const host::CallInfo& info) {
@@ -174,9 +199,14 @@ void Engine::check_async(const host::CallInfo& info) {
       cuda::throw_nccl_error(state, "ncclCommGetAsyncError", __FILE__, __LINE__);
     }
   }
+  if (const std::string error = replicas_->async_error(); !error.empty()) {
+    mark_broken(fmt::format("{} #{}: NCCL error on the replica communicator: {}", info.collective, info.sequence,
+                            error));
+    throw BackendError(broken_, "NCCL", 0, core::hostname(), core::world_rank());
+  }
 }
 
-void Engine::enqueued(Comm& comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
+void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
                       const host::CallInfo& info) {
   if (rc == ncclSuccess) return;
   if (rc != ncclInProgress) {
@@ -184,7 +214,7 @@ void Engine::enqueued(Comm& comm, ncclResult_t rc, const char* call, const core:
     cuda::throw_nccl_error(rc, call, __FILE__, __LINE__);
   }
   bool expired = false;
-  const ncclResult_t state = settle(comm.get(), deadline, expired);
+  const ncclResult_t state = settle(comm, deadline, expired);
   if (expired) expire(deadline, info);
   if (state != ncclSuccess) {
     mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(state)));
@@ -194,7 +224,7 @@ void Engine::enqueued(Comm& comm, ncclResult_t rc, const char* call, const core:
 
 void Engine::wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event) {
   core::Backoff backoff;
-  while (!(event ? event->done() : stream_->done())) {
+  while (!(event ? event->done() : stream_->done() && replicas_->idle())) {
     check_async(info);
     if (deadline.expired()) expire(deadline, info);
     backoff.pause();

@@ -14,6 +14,7 @@
 #include <nccl.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,24 @@
 namespace strata::nccl {
 
 class Engine;
+class ReplicaSet;
+
+// Poll a non-blocking communicator until its pending operation (init,
+// enqueue, group end) is no longer in progress; returns the final state.
+// On expiry of `deadline` sets `expired` and returns ncclInProgress.
+ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expired);
+
+// Finalize (bounded to 10 s) and destroy a communicator, or abort it when
+// that fails or takes too long. Never throws; for teardown.
+void close(ncclComm_t comm);
+
+// Collective over `bounded`'s communicator: every member passes its CUDA
+// devices (the same number on every member). Throws Unavailable on every
+// member when two of the devices (on one member or two members of one host)
+// are the same GPU, naming `name`: NCCL needs one GPU per NCCL rank.
+// Bounded by the transport's deadline.
+void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
+                          const host::CallInfo& info);
 
 // One NCCL communicator over the ranks of an MPI communicator.
 class Comm {
@@ -71,13 +90,21 @@ class Engine {
   // Check the return code of an enqueueing NCCL call on `comm`:
   // ncclInProgress is polled to completion against the deadline.
   void enqueued(Comm& comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
+                const host::CallInfo& info) {
+    enqueued(comm.get(), rc, call, deadline, info);
+  }
+  void enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
                 const host::CallInfo& info);
 
-  // Block (politely) until all work on the stream finished, or `event`
-  // when given. Throws DeadlineExceeded (after aborting NCCL) or BackendError.
+  // Block (politely) until all work on the stream (and the replica
+  // devices' streams) finished, or `event` when given. Throws DeadlineExceeded (after aborting NCCL) or BackendError.
   void wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event = nullptr);
 
-  // Scratch: slot 0 and 1 device, slot 0 and 1 pinned host.
+  // The other devices of a rank with several replicas (see replicas.hpp).
+  ReplicaSet& replicas() { return *replicas_; }
+
+  // Scratch: device slots 0-2 (0 and 1 for the algorithms, 2 for packs),
+  // pinned host slots 0 and 1.
   void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes); }
   void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes); }
   cuda::Event& event(std::size_t index);
@@ -96,7 +123,8 @@ class Engine {
   int device_;
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<Comm> world_, node_, cross_;
-  cuda::DeviceBuffer device_buffers_[2];
+  std::unique_ptr<ReplicaSet> replicas_;
+  cuda::DeviceBuffer device_buffers_[3];
   cuda::PinnedBuffer pinned_[2];
   std::vector<std::unique_ptr<cuda::Event>> events_;
   core::Workspace workspace_;

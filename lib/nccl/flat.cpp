@@ -6,6 +6,7 @@
 
 #include "cuda/check.hpp"
 #include "nccl/algorithms.hpp"
+#include "nccl/replicas.hpp"
 #include "plan/slice.hpp"
 
 namespace strata::nccl {
@@ -57,6 +58,23 @@ void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& 
 void nccl_broadcast(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info) {
   e.enqueued(comm, ncclBroadcast(job.out, job.out, job.count, to_nccl(job.dtype), job.root, comm.get(), e.stream()),
              "ncclBroadcast", d, info);
+}
+
+void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<void* const> buffers,
+                             const Level& job, const core::Deadline& d, const host::CallInfo& info) {
+  ReplicaSet& set = e.replicas();
+  const std::span<const ncclComm_t> comms = set.world(e, devices, d, info);
+  ncclResult_t rc = ncclGroupStart();
+  for (std::size_t r = 0; r < buffers.size() && rc == ncclSuccess; ++r)
+    rc = ncclAllReduce(buffers[r], buffers[r], job.count, to_nccl(job.dtype), to_nccl(job.op), comms[r],
+                       set.stream(e, r));
+  const ncclResult_t end = ncclGroupEnd();
+  if (rc == ncclSuccess) rc = end;
+  // Non-blocking communicators: each may still be enqueueing; settle all.
+  for (ncclComm_t comm : comms) {
+    e.enqueued(comm, rc, "ncclAllReduce (replicas, grouped)", d, info);
+    if (rc == ncclSuccess) break;
+  }
 }
 
 void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,

@@ -1,0 +1,69 @@
+// The other devices of a rank that drives several GPUs (TF's
+// num_gpus_per_worker > 1; replica 0 lives on the engine's device): a
+// stream, an event and pack buffers per replica slot, and, for the flat
+// `nccl` all-reduce, one NCCL communicator over every replica of every
+// rank (NCCL rank = rank x replicas + replica), driven by group calls.
+// Owned by the Engine, which aborts it with its own communicators.
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/deadline.hpp"
+#include "cuda/stream.hpp"
+#include "host/transport.hpp"
+
+namespace strata::nccl {
+
+class Engine;
+
+class ReplicaSet {
+ public:
+  // What replica slot r >= 1 keeps on its device.
+  struct Slot {
+    int device = -1;
+    std::unique_ptr<cuda::Stream> stream;
+    std::unique_ptr<cuda::Event> ready;
+    cuda::DeviceBuffer packed, descs;
+  };
+
+  ReplicaSet() = default;
+  ~ReplicaSet();  // finalizes the NCCL communicators (bounded), or nothing after abort
+  ReplicaSet(const ReplicaSet&) = delete;
+  ReplicaSet& operator=(const ReplicaSet&) = delete;
+
+  // Slot r (>= 1) on CUDA device `device`, created on first use and again
+  // when the device changes.
+  Slot& slot(std::size_t r, int device);
+
+  // The NCCL communicators over every replica of every rank for `devices`
+  // (devices[0] = the engine's), one per device, created on first use and
+  // again when the devices change. Collective over the engine's MPI
+  // communicator, bounded by `deadline`. Throws Mismatch when ranks hold
+  // different replica counts, Unavailable when two replicas of the job
+  // share a GPU, DeadlineExceeded, BackendError.
+  std::span<const ncclComm_t> world(Engine& engine, std::span<const int> devices, const core::Deadline& deadline,
+                                    const host::CallInfo& info);
+
+  // The stream of replica r: the engine's for r = 0, the slot's otherwise.
+  cudaStream_t stream(Engine& engine, std::size_t r);
+
+  bool idle() const;               // every slot's stream finished its work
+  std::string async_error() const;  // "" or the first NCCL async error text
+  void abort();                    // never throws
+  void abandon();                  // leak the buffers (aborted work may still use them)
+
+ private:
+  void destroy_world();
+
+  std::vector<std::unique_ptr<Slot>> slots_;  // index r - 1
+  std::vector<int> world_devices_;
+  std::vector<ncclComm_t> world_;
+  bool aborted_ = false;
+};
+
+}  // namespace strata::nccl
