@@ -53,7 +53,7 @@ class NcclBackend final : public Backend {
     if (replicas == 1 && first.size() == 1 && pack.lands_here) {
       // One piece of one replica: reduce it where it lies.
       GpuJob job = proto;
-      job.in = job.out = pack.replicas[0].pieces[0].data;
+      job.in = job.out = first[0].ptr;
       run(pack.collective, job, deadline);
       return;
     }
