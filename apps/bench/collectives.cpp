@@ -1,9 +1,6 @@
-// The four collective descriptors and the buffers they run on. Each
-// descriptor is a handful of lines; everything shared lives in the driver.
+// The four collective descriptors. Each is a handful of lines; everything
+// shared lives in the driver.
 #include "collectives.hpp"
-
-#include <cstdlib>
-#include <new>
 
 namespace bench {
 namespace {
@@ -102,46 +99,6 @@ const Collective& collective_for(CollectiveKind kind) {
     case CollectiveKind::batch: return kBatch;
   }
   return kAllReduce;
-}
-
-// --- buffers -------------------------------------------------------------------
-
-Buffers::Buffers(const std::vector<std::size_t>& counts, DataType dtype, bool in_place) : in_place_(in_place) {
-  const std::size_t element = strata::dtype_size(dtype);
-  // Page-aligned, like the buffers of a real application's allocator for
-  // large tensors; at least one page so that views of 0 elements are valid.
-  auto allocate = [&](std::size_t count) {
-    const std::size_t bytes = ((count * element + 4095) / 4096 + 1) * 4096;
-    void* p = std::aligned_alloc(4096, bytes);
-    if (!p) throw std::bad_alloc();
-    storage_.push_back(p);
-    return p;
-  };
-  for (std::size_t count : counts) {
-    void* in = allocate(count);
-    void* out = in_place ? in : allocate(count);
-    in_.push_back({in, count, dtype});
-    out_.push_back({out, count, dtype});
-  }
-}
-
-Buffers::~Buffers() {
-  for (void* p : storage_) std::free(p);
-}
-
-void Buffers::set_count(std::size_t count) {
-  in_.at(0).count = count;
-  out_.at(0).count = count;
-}
-
-std::size_t Buffers::total_count() const {
-  std::size_t total = 0;
-  for (const auto& t : in_) total += t.count;
-  return total;
-}
-
-std::size_t Buffers::total_bytes() const {
-  return in_.empty() ? 0 : total_count() * strata::dtype_size(in_[0].dtype);
 }
 
 }  // namespace bench

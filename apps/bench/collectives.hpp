@@ -5,40 +5,13 @@
 
 #include <mpi.h>
 
-#include <cstddef>
-#include <span>
 #include <string_view>
-#include <vector>
 
+#include "buffers.hpp"
 #include "options.hpp"
 #include "strata/strata.hpp"
 
 namespace bench {
-
-// One rank's buffers: one tensor for the size sweep, one per gradient for
-// batch. `out` aliases `in` when in place.
-class Buffers {
- public:
-  Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place);
-  Buffers(const Buffers&) = delete;
-  Buffers& operator=(const Buffers&) = delete;
-  ~Buffers();
-
-  // Size sweep: the single tensor's views cover the first `count` elements
-  // of storage allocated for the largest size (as nccl-tests does).
-  void set_count(std::size_t count);
-
-  std::span<strata::Tensor> in() { return in_; }
-  std::span<strata::Tensor> out() { return out_; }
-  bool in_place() const { return in_place_; }
-  std::size_t total_count() const;
-  std::size_t total_bytes() const;
-
- private:
-  std::vector<void*> storage_;
-  std::vector<strata::Tensor> in_, out_;
-  bool in_place_;
-};
 
 // What a descriptor's run functions get.
 struct Context {

@@ -76,16 +76,20 @@ std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buf
   return label;
 }
 
-// One checked call on fresh data: #wrong summed over all ranks.
+// One checked call on fresh data: #wrong summed over all ranks. Data is
+// made and checked in the host copies; for device memory it is uploaded
+// before the call and the outputs downloaded after it.
 std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const World& w) {
   auto in = buffers.in();
   auto out = buffers.out();
   for (std::size_t t = 0; t < in.size(); ++t) {
     const std::size_t offset = t * 17;  // batch tensors get different data
-    pattern.fill(w.rank, in[t].data, in[t].count, offset);
-    if (!buffers.in_place()) fill_poison(out[t].data, out[t].count, out[t].dtype);
+    pattern.fill(w.rank, buffers.host_in(t), in[t].count, offset);
+    if (!buffers.in_place()) fill_poison(buffers.host_out(t), out[t].count, out[t].dtype);
   }
+  buffers.upload();
   c.run(ctx, buffers);
+  buffers.download();
 
   const bool holds_result = !c.result_on_root || w.rank == ctx.root;
   // Test-only: prove that a wrong value is caught (tests/bench).
@@ -94,11 +98,12 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
     return v && std::string(v) == "1";
   }();
   const int victim = c.result_on_root ? ctx.root : w.size - 1;
-  if (corrupt && w.rank == victim) corrupt_one(out.back().data, out.back().count, out.back().dtype);
+  const std::size_t last = out.size() - 1;
+  if (corrupt && w.rank == victim) corrupt_one(buffers.host_out(last), out[last].count, out[last].dtype);
 
   unsigned long long wrong = 0;
   if (holds_result)
-    for (std::size_t t = 0; t < out.size(); ++t) wrong += pattern.count_wrong(out[t].data, out[t].count, t * 17);
+    for (std::size_t t = 0; t < out.size(); ++t) wrong += pattern.count_wrong(buffers.host_out(t), out[t].count, t * 17);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   return static_cast<std::size_t>(wrong);
 }
@@ -110,10 +115,13 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
   row.bytes = buffers.total_bytes();
   row.tensors = buffers.in().size();
   row.algorithm = algorithm_label(c, ctx.comm, buffers, spec);
-  if (o.check) row.wrong = check_once(c, ctx, buffers, pattern, w);
-  else
+  if (o.check) {
+    row.wrong = check_once(c, ctx, buffers, pattern, w);
+  } else {
     for (std::size_t t = 0; t < buffers.in().size(); ++t)
-      pattern.fill(w.rank, buffers.in()[t].data, buffers.in()[t].count, t * 17);
+      pattern.fill(w.rank, buffers.host_in(t), buffers.in()[t].count, t * 17);
+    buffers.upload();
+  }
   row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run(ctx, buffers); });
   if (o.baseline_mpi)
     row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run_baseline(ctx, buffers); });
