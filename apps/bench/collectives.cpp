@@ -81,13 +81,14 @@ void batch_baseline(Context& c, Buffers& b) {
     MPI_Allreduce(MPI_IN_PLACE, t.data, mpi_count(t), mpi_type(t.dtype), mpi_op(c.op), c.mpi_comm);
 }
 
-const Collective kAllReduce{"all_reduce", "MPI_Allreduce", "2(n-1)/n", all_reduce_factor, false, true, false, false,
-                            all_reduce_run, all_reduce_baseline};
-const Collective kReduce{"reduce", "MPI_Reduce", "1", one_factor, true, true, true, false, reduce_run, reduce_baseline};
-const Collective kBroadcast{"broadcast", "MPI_Bcast", "1", one_factor, true, false, false, true, broadcast_run,
+const Collective kAllReduce{"all_reduce", "MPI_Allreduce", "ncclAllReduce", "2(n-1)/n", all_reduce_factor,
+                            false, true, false, false, all_reduce_run, all_reduce_baseline};
+const Collective kReduce{"reduce", "MPI_Reduce", "ncclReduce", "1", one_factor, true, true, true, false, reduce_run,
+                         reduce_baseline};
+const Collective kBroadcast{"broadcast", "MPI_Bcast", "ncclBroadcast", "1", one_factor, true, false, false, true, broadcast_run,
                             broadcast_baseline};
-const Collective kBatch{"batch", "MPI_Allreduce per tensor", "2(n-1)/n", all_reduce_factor, false, true, false, true,
-                        batch_run, batch_baseline};
+const Collective kBatch{"batch", "MPI_Allreduce per tensor", "ncclAllReduce per tensor", "2(n-1)/n",
+                        all_reduce_factor, false, true, false, true, batch_run, batch_baseline};
 
 }  // namespace
 

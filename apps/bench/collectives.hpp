@@ -1,6 +1,7 @@
 // One small descriptor per collective, nccl-tests style: how to start it in
-// strata, how to start the MPI baseline, its bus-bandwidth factor and who
-// holds the result. The driver (main.cpp) owns timing, data and checking.
+// strata, how to start the MPI baseline (the NCCL one lives with the CUDA
+// code, nccl_baseline.cpp), its bus-bandwidth factor and who holds the
+// result. The driver (main.cpp) owns timing, data and checking.
 #pragma once
 
 #include <mpi.h>
@@ -25,7 +26,8 @@ struct Context {
 
 struct Collective {
   std::string_view name;
-  std::string_view baseline_name;      // the MPI call the baseline times
+  std::string_view baseline_name;      // the MPI call --baseline mpi times
+  std::string_view nccl_baseline_name;  // the NCCL call --baseline nccl times (nccl_baseline.cpp)
   std::string_view bus_factor_formula;  // as printed in the header and docs
   double (*bus_factor)(int nranks);     // busbw = algbw * bus_factor(n)
   bool rooted;             // uses --root (printed in the root column)

@@ -1,20 +1,26 @@
 // strata-bench's driver: parses the command line, then for every size
 // initialises data, checks one call against the exact reference, times
-// strata and (optionally) the MPI baseline, and prints a row. The
-// collective-specific parts are the descriptors in collectives.cpp.
+// strata and (optionally) the MPI or NCCL baseline, and prints a row. The
+// collective-specific parts are the descriptors in collectives.cpp; what is
+// CUDA-specific lives in cuda_*.cpp and nccl_baseline.cpp.
 #include <mpi.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives.hpp"
+#include "cuda_buffers.hpp"
+#include "cuda_setup.hpp"
 #include "data.hpp"
 #include "models.hpp"
+#include "nccl_baseline.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 #include "report.hpp"
@@ -25,8 +31,9 @@
 namespace bench {
 namespace {
 
-// Exit statuses (also in --help and docs/BENCHMARKING.md).
-constexpr int kExitWrong = 1, kExitUsage = 2, kExitError = 3;
+// Exit statuses (also in --help and docs/BENCHMARKING.md). 77 is automake's
+// (and meson's) "skipped": the run cannot happen on this machine.
+constexpr int kExitWrong = 1, kExitUsage = 2, kExitError = 3, kExitSkip = 77;
 
 struct World {
   int rank = 0, size = 1;
@@ -63,8 +70,11 @@ std::vector<std::size_t> sweep_counts(const Options& o) {
 }
 
 // What strata runs for this row, as the communicator's selector says (for a
-// batch: the distinct algorithms of its tensors, before packing).
-std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string&) {
+// batch: the distinct algorithms of its tensors, before packing). For CUDA
+// memory the spec itself: algorithm_for describes host-memory calls, and
+// the public API does not say what the GPU backend picks.
+std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string& spec) {
+  if (buffers.memory() == strata::Memory::cuda) return spec;
   const strata::Collective kind = c.name == "reduce"      ? strata::Collective::reduce
                                   : c.name == "broadcast" ? strata::Collective::broadcast
                                                           : strata::Collective::all_reduce;
@@ -108,8 +118,9 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
   return static_cast<std::size_t>(wrong);
 }
 
+// `baseline`: one blocking call of the baseline, or empty for none.
 Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const Options& o, const World& w,
-            const std::string& spec, double bus_factor) {
+            const std::string& spec, double bus_factor, const std::function<void()>& baseline) {
   Row row;
   row.count = buffers.total_count();
   row.bytes = buffers.total_bytes();
@@ -123,25 +134,56 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
     buffers.upload();
   }
   row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run(ctx, buffers); });
-  if (o.baseline_mpi)
-    row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run_baseline(ctx, buffers); });
+  if (baseline) row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline);
   fill_bandwidths(row, bus_factor);
   return row;
 }
 
+// --memory cuda cannot run here: every rank returns 77, rank 0 says why.
+int skip(const World& w, const std::string& why) {
+  if (w.rank == 0) fmt::print(stderr, "strata-bench: --memory cuda: skipped (exit {}): {}\n", kExitSkip, why);
+  return kExitSkip;
+}
+
+// The device side of a --memory cuda run, chosen collectively before any
+// buffer exists. Empty for host memory.
+struct CudaRun {
+  int device = -1;
+  std::vector<int> devices;  // every rank's, for the report
+  std::unique_ptr<DeviceMemory> memory;
+};
+
 int run(const Options& o, const World& w) {
   const Collective& c = collective_for(o.collective);
+  const bool on_cuda = o.memory == strata::Memory::cuda;
+  int device_count = 0;
+  if (on_cuda)
+    if (auto why = agree_no_device(MPI_COMM_WORLD, &device_count)) return skip(w, *why);
+
   // An empty spec lets strata apply STRATA_SPEC or "auto", as for any application.
   const std::string spec_env = std::getenv("STRATA_SPEC") ? std::getenv("STRATA_SPEC") : "";
   const std::string spec = !o.algorithm.empty() ? o.algorithm : !spec_env.empty() ? spec_env : "auto";
   strata::Communicator comm(MPI_COMM_WORLD, strata::Config{.all_reduce_spec = o.algorithm});
+
+  CudaRun cuda_run;
+  if (on_cuda) {
+    cuda_run.device = choose_device(comm.topology(), comm.rank(), device_count);
+    cuda_run.devices = gather_devices(MPI_COMM_WORLD, cuda_run.device);
+    if (o.baseline == Baseline::nccl)
+      if (auto why = shared_gpu(MPI_COMM_WORLD, cuda_run.device)) return skip(w, *why);
+    cuda::set_device(cuda_run.device);
+    cuda_run.memory = cuda::device_memory(cuda_run.device);
+  }
   MPI_Comm mpi_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm);  // the baseline's traffic stays apart from strata's
 
   RunInfo info;
   info.version = strata::version;
   info.collective = std::string(c.name);
-  info.baseline = o.baseline_mpi ? std::string(c.baseline_name) : "";
+  info.baseline = o.baseline == Baseline::mpi    ? std::string(c.baseline_name)
+                  : o.baseline == Baseline::nccl ? std::string(c.nccl_baseline_name)
+                                                 : "";
+  info.baseline_short = o.baseline == Baseline::nccl ? "nccl" : "mpi";
   info.bus_factor_formula = std::string(c.bus_factor_formula);
   info.bus_factor = c.bus_factor(w.size);
   info.ranks = w.size;
@@ -150,6 +192,8 @@ int run(const Options& o, const World& w) {
   info.op = c.reduces ? std::string(strata::to_string(o.op)) : "none";
   info.root = c.rooted ? o.root : -1;
   info.in_place = o.in_place || c.always_in_place;
+  info.memory = std::string(strata::to_string(o.memory));
+  info.devices = cuda_run.devices;
   info.algorithm = spec;
   info.check = o.check;
   info.iters = o.iters;
@@ -172,11 +216,17 @@ int run(const Options& o, const World& w) {
     counts = sweep_counts(o);
   }
   const bool sweep = o.collective != CollectiveKind::batch;
-  Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place);
+  Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place,
+                  cuda_run.memory.get());
   const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
   Context ctx{comm, mpi_comm, o.op, o.root,
               strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
               strata::PackingOptions{.num_packs = o.num_packs}};
+  std::unique_ptr<NcclBaseline> nccl;
+  if (o.baseline == Baseline::nccl) nccl = std::make_unique<NcclBaseline>(mpi_comm, cuda_run.device);
+  std::function<void()> baseline;
+  if (o.baseline == Baseline::mpi) baseline = [&] { c.run_baseline(ctx, buffers); };
+  if (o.baseline == Baseline::nccl) baseline = [&] { nccl->run(o.collective, ctx, buffers); };
 
   if (w.rank == 0) print_header(stdout, info);
   std::vector<std::size_t> row_bytes;
@@ -188,7 +238,7 @@ int run(const Options& o, const World& w) {
   const std::size_t nrows = sweep ? counts.size() : 1;
   for (std::size_t k = 0; k < nrows; ++k) {
     if (sweep) buffers.set_count(counts[k]);
-    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor));
+    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, baseline));
     if (w.rank == 0) {
       progress.finish();
       print_row(stdout, info, rows.back());
@@ -200,9 +250,16 @@ int run(const Options& o, const World& w) {
   Summary summary = summarise(rows);
   if (o.memcpy_reference) {
     // Rank 0 copies alone while the others wait, so it has the memory bus
-    // to itself, as the single-core reference should.
+    // (or its GPU's link) to itself, as a reference should.
     summary.memcpy_bytes = rows.empty() ? 0 : rows.back().bytes;
-    if (w.rank == 0) summary.memcpy_gbps = memcpy_gbps(summary.memcpy_bytes, std::max(o.iters, 3));
+    const int iters = std::max(o.iters, 3);
+    if (w.rank == 0 && on_cuda) {
+      const cuda::CopyBandwidth copy = cuda::pinned_copy_bandwidth(cuda_run.device, summary.memcpy_bytes, iters);
+      summary.d2h_gbps = copy.d2h_gbps;
+      summary.h2d_gbps = copy.h2d_gbps;
+    } else if (w.rank == 0) {
+      summary.memcpy_gbps = memcpy_gbps(summary.memcpy_bytes, iters);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
   }
   if (w.rank == 0) {
@@ -210,6 +267,7 @@ int run(const Options& o, const World& w) {
     if (!o.json_path.empty()) write_json(o.json_path, info, rows, summary);
     if (!o.csv_path.empty()) write_csv(o.csv_path, info, rows);
   }
+  nccl.reset();  // NCCL's communicator goes before the MPI one it was bootstrapped over
   MPI_Comm_free(&mpi_comm);
   return summary.wrong_total ? kExitWrong : 0;
 }

@@ -3,6 +3,11 @@
 // command lines; everything else is strata's.
 #include "options.hpp"
 
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions, MPIX_Query_cuda_support among them
+#endif
+
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
@@ -54,6 +59,41 @@ bool parse_bool_flag(const std::string& text, const char* flag) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off") return false;
   throw UsageError(fmt::format("{} = '{}': expected 0 or 1", flag, text));
+}
+
+// Whether MPI calls may be given device pointers. Open MPI answers at run
+// time through its CUDA extension; an MPI without that extension is taken
+// not to be CUDA-aware.
+bool mpi_is_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+strata::Memory parse_memory(const std::string& text) {
+  if (text == "host") return strata::Memory::host;
+  if (text == "cuda") return strata::Memory::cuda;
+  throw UsageError(fmt::format("--memory = '{}' is not one of: host, cuda", text));
+}
+
+Baseline parse_baseline(const std::string& text, strata::Memory memory) {
+  if (text.empty()) return Baseline::none;
+  if (text == "nccl") {
+    if (memory != strata::Memory::cuda)
+      throw UsageError("--baseline nccl: NCCL works on CUDA buffers only; add --memory cuda, or use --baseline mpi "
+                       "for host memory");
+    return Baseline::nccl;
+  }
+  if (text == "mpi") {
+    if (memory == strata::Memory::cuda && !mpi_is_cuda_aware())
+      throw UsageError("--baseline mpi with --memory cuda: this MPI is not CUDA-aware (MPIX_Query_cuda_support() "
+                       "is not 1; Debian's Open MPI is built without CUDA), so MPI_Allreduce cannot read device "
+                       "buffers; use --baseline nccl");
+    return Baseline::mpi;
+  }
+  throw UsageError(fmt::format("--baseline = '{}' is not one of: mpi, nccl", text));
 }
 
 std::size_t parse_size_flag(const std::string& text, const char* flag) {
@@ -126,14 +166,14 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("root,r", po::value(&o.root)->default_value(o.root), "root rank for reduce and broadcast")
       ("algorithm,a", po::value(&o.algorithm)->default_value("", "$STRATA_SPEC or auto"), "strata's all_reduce_spec: 'auto', a name (tree, mpi, xring, rechd, pscpu), 'name#shards' or size-limited tuples such as 'tree:4k:xring'")
       ("in-place", po::bool_switch(&o.in_place), "in place (output buffer = input buffer)")
-      ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: not yet supported)")
+      ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: device buffers on each rank's GPU; exit 77 where a rank has none)")
       ("timeout,T", po::value(&o.timeout_seconds)->default_value(0), "CommunicationOptions::timeout_seconds for every call (0 = none)")
       ("bytes-per-pack", po::value(&o.bytes_per_pack)->default_value(0), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
       ("num-packs", po::value(&o.num_packs)->default_value(0), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
-      ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run")
-      ("memcpy-reference", po::bool_switch(&o.memcpy_reference), "also print the single-core memcpy bandwidth at the largest size")
+      ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
+      ("memcpy-reference", po::bool_switch(&o.memcpy_reference), "also print, at the largest size, the single-core memcpy bandwidth (host memory) or the pinned device->host and host->device copy bandwidth (cuda)")
       ("json,J", po::value(&o.json_path), "write the results as JSON to this file (rank 0)")
       ("csv", po::value(&o.csv_path), "write the rows as CSV to this file (rank 0)")
       ("no-progress", po::bool_switch(&o.quiet_progress), "no progress lines on stderr")
@@ -161,12 +201,15 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       std::ostringstream out;
       out << "usage: mpirun -np N strata-bench [options]\n"
              "Times strata's collectives over a range of sizes (nccl-tests style) and checks every result.\n"
-             "Exit status: 0 all results right, 1 wrong values, 2 bad command line, 3 a strata or MPI error.\n"
+             "Exit status: 0 all results right, 1 wrong values, 2 bad command line, 3 a strata, MPI, CUDA or NCCL\n"
+             "error, 77 skipped: --memory cuda where some rank has no usable CUDA device (or this strata-bench was\n"
+             "built without CUDA), or --baseline nccl with two ranks on one GPU.\n"
           << all
           << "\nExamples:\n"
              "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
              "  mpirun -np 4 strata-bench -a 'tree:64k:xring' -d bf16 -o mean -J out.json\n"
              "  mpirun -np 2 strata-bench --collective batch --model resnet50 --baseline mpi\n"
+             "  mpirun -np 1 strata-bench -m cuda -a nccl --baseline nccl -b 8 -e 64K\n"
              "See docs/BENCHMARKING.md for the columns and what is timed.\n";
       *help_text = out.str();
     }
@@ -188,11 +231,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   if (!(o.timeout_seconds >= 0)) throw UsageError(fmt::format("--timeout = {}: must be >= 0 seconds", o.timeout_seconds));
   if (o.bytes_per_pack < 0) throw UsageError(fmt::format("--bytes-per-pack = {}: must be >= 0", o.bytes_per_pack));
   if (o.num_packs < 0) throw UsageError(fmt::format("--num-packs = {}: must be >= 0", o.num_packs));
-  if (memory == "cuda")
-    throw UsageError("--memory cuda: GPU buffers are not supported yet (they arrive with the GPU issue); use --memory host");
-  if (memory != "host") throw UsageError(fmt::format("--memory = '{}' is not one of: host, cuda", memory));
-  if (!baseline.empty() && baseline != "mpi") throw UsageError(fmt::format("--baseline = '{}': the only baseline is 'mpi'", baseline));
-  o.baseline_mpi = baseline == "mpi";
+  o.memory = parse_memory(memory);
+  o.baseline = parse_baseline(baseline, o.memory);
   if (o.collective == CollectiveKind::batch) {
     if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));
     if (!find_model(o.model)) throw UsageError(fmt::format("--model = '{}' is not one of: {}", o.model, model_names()));
@@ -200,7 +240,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   } else if (!o.model.empty()) {
     throw UsageError("--model only applies to --collective batch");
   }
-  if (o.baseline_mpi && o.collective != CollectiveKind::broadcast && (o.dtype == strata::DataType::f16 || o.dtype == strata::DataType::bf16))
+  if (o.baseline == Baseline::mpi && o.collective != CollectiveKind::broadcast && (o.dtype == strata::DataType::f16 || o.dtype == strata::DataType::bf16))
     throw UsageError(fmt::format("--baseline mpi with --datatype {}: MPI has no {} type to reduce; use f32 for the comparison",
                                  strata::to_string(o.dtype), strata::to_string(o.dtype)));
   return o;

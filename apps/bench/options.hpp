@@ -14,6 +14,10 @@ namespace bench {
 
 enum class CollectiveKind { all_reduce, reduce, broadcast, batch };
 
+// What --baseline times next to strata: nothing, the MPI library's own
+// collective, or raw NCCL (CUDA memory only).
+enum class Baseline { none, mpi, nccl };
+
 struct Options {
   std::size_t min_bytes = 8;
   std::size_t max_bytes = 64ull << 20;
@@ -30,12 +34,15 @@ struct Options {
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::string model;  // --collective batch only
   bool in_place = false;
+  strata::Memory memory = strata::Memory::host;
   double timeout_seconds = 0;
   // Packing for --collective batch (CommunicationOptions::bytes_per_pack,
   // PackingOptions::num_packs); 0 = strata's automatic packing.
   long long bytes_per_pack = 0;
   int num_packs = 0;
-  bool baseline_mpi = false;
+  Baseline baseline = Baseline::none;
+  // Host memory: rank 0's single-core memcpy bandwidth; CUDA memory: rank
+  // 0's pinned device->host and host->device copy bandwidth.
   bool memcpy_reference = false;
   std::string json_path;
   std::string csv_path;
@@ -48,8 +55,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Parses argv. Returns nullopt when --help was asked for, with the help text
-// in `*help_text`; throws UsageError for anything it cannot accept.
+// Parses argv (after MPI_Init: it asks MPI whether it is CUDA-aware).
+// Returns nullopt when --help was asked for, with the help text in
+// `*help_text`; throws UsageError for anything it cannot accept.
 std::optional<Options> parse_options(int argc, char** argv, std::string* help_text);
 
 // "8", "64k", "1M", "2G" (powers of 1024, case-insensitive, optional "B"/"iB").

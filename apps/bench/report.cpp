@@ -2,6 +2,7 @@
 #include "report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace bench {
 namespace {
@@ -23,7 +24,12 @@ void print_header(std::FILE* out, const RunInfo& info) {
                         info.op, info.root < 0 ? "-" : fmt::format("{}", info.root), info.memory,
                         info.in_place ? "in-place" : "out-of-place", info.iters, info.warmup, info.check ? "on" : "off",
                         info.timeout_seconds > 0 ? fmt::format("{}s", info.timeout_seconds) : "none"));
-  line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size)", info.algorithm));
+  if (!info.devices.empty())
+    line(out, fmt::format("# cuda devices by rank: {} (strata's assignment where it makes one, else local rank % "
+                          "devices)",
+                          fmt::join(info.devices, " ")));
+  line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size{})", info.algorithm,
+                        info.devices.empty() ? "" : "; for CUDA memory it repeats the spec"));
   if (!info.packing.empty()) line(out, fmt::format("# packing: {}", info.packing));
   if (!info.model.empty())
     line(out, fmt::format("# model {}: {} gradient tensors, {} parameters ({})", info.model, info.model_tensors,
@@ -40,7 +46,7 @@ void print_header(std::FILE* out, const RunInfo& info) {
   std::string head2 = fmt::format("# {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10} {:>8} {:>8} {:>6}", "(B)", "(elements)", "",
                                   "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   if (!info.baseline.empty()) {
-    head1 += fmt::format("  {:>10} {:>8} {:>6}", "mpi time", "mpi bus", "ratio");
+    head1 += fmt::format("  {:>10} {:>8} {:>6}", info.baseline_short + " time", info.baseline_short + " bus", "ratio");
     head2 += fmt::format("  {:>10} {:>8} {:>6}", "(us)", "(GB/s)", "");
   }
   line(out, head1);
@@ -64,9 +70,24 @@ void print_footer(std::FILE* out, const RunInfo& info, const std::vector<Row>& r
   if (!rows.empty() && rows.back().ratio())
     line(out, fmt::format("# At {} B: strata {:.3f} GB/s busbw, {} {:.3f} GB/s, ratio {:.2f}", rows.back().bytes,
                           rows.back().busbw, info.baseline, rows.back().baseline_busbw, *rows.back().ratio()));
+  // What strata adds per call where latency dominates (the smallest size).
+  if (!rows.empty() && rows.front().overhead_us())
+    line(out, fmt::format("# overhead vs baseline : median {:+.2f} us per call at {} B (strata - {})",
+                          *rows.front().overhead_us(), rows.front().bytes, info.baseline));
   if (summary.memcpy_gbps)
     line(out, fmt::format("# memcpy reference     : {:.3f} GB/s (one core, {} B copied, rank 0)", *summary.memcpy_gbps,
                           summary.memcpy_bytes));
+  if (summary.d2h_gbps && summary.h2d_gbps) {
+    const int device = info.devices.empty() ? -1 : info.devices.front();
+    line(out, fmt::format("# D2H copy reference   : {:.3f} GB/s (cudaMemcpy device {} -> pinned host, {} B, rank 0)",
+                          *summary.d2h_gbps, device, summary.memcpy_bytes));
+    line(out, fmt::format("# H2D copy reference   : {:.3f} GB/s (cudaMemcpy pinned host -> device {}, {} B, rank 0)",
+                          *summary.h2d_gbps, device, summary.memcpy_bytes));
+    if (auto f = staged_fraction(rows, summary))
+      line(out, fmt::format("# At {} B: strata algbw {:.3f} GB/s = {:.1f}% of the slower copy direction (the bound "
+                            "for host-staged algorithms)",
+                            rows.back().bytes, rows.back().algbw, 100 * *f));
+  }
   line(out, "#");
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -13,6 +14,18 @@ namespace bench {
 std::optional<double> Row::ratio() const {
   if (!baseline_time || time.median_us <= 0) return std::nullopt;
   return baseline_time->median_us / time.median_us;
+}
+
+std::optional<double> Row::overhead_us() const {
+  if (!baseline_time) return std::nullopt;
+  return time.median_us - baseline_time->median_us;
+}
+
+std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summary& summary) {
+  if (rows.empty() || !summary.d2h_gbps || !summary.h2d_gbps) return std::nullopt;
+  const double slower = std::min(*summary.d2h_gbps, *summary.h2d_gbps);
+  if (slower <= 0) return std::nullopt;
+  return rows.back().algbw / slower;
 }
 
 void fill_bandwidths(Row& row, double bus_factor) {
@@ -65,6 +78,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       {"root", info.root},
       {"in_place", info.in_place},
       {"memory", info.memory},
+      {"devices", info.devices},
       {"algorithm", info.algorithm},
       {"iters", info.iters},
       {"warmup", info.warmup},
@@ -93,6 +107,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                          {"algbw", r.baseline_algbw},
                          {"busbw", r.baseline_busbw}};
       row["ratio"] = *r.ratio();
+      row["overhead_us"] = *r.overhead_us();
     }
     out_rows.push_back(row);
   }
@@ -101,6 +116,13 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
   if (summary.avg_baseline_busbw) j["summary"]["avg_baseline_busbw"] = *summary.avg_baseline_busbw;
   if (summary.memcpy_gbps)
     j["summary"]["memcpy"] = {{"gbps", *summary.memcpy_gbps}, {"bytes", summary.memcpy_bytes}};
+  if (summary.d2h_gbps && summary.h2d_gbps) {
+    j["summary"]["device_copy"] = {{"d2h_gbps", *summary.d2h_gbps},
+                                   {"h2d_gbps", *summary.h2d_gbps},
+                                   {"bytes", summary.memcpy_bytes},
+                                   {"host_buffer", "pinned (cudaMallocHost)"}};
+    if (auto f = staged_fraction(rows, summary)) j["summary"]["device_copy"]["largest_algbw_fraction"] = *f;
+  }
 
   std::ofstream file(path);
   file << j.dump(2) << '\n';
@@ -110,15 +132,16 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows) {
   std::ofstream file(path);
   file << "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
-          "baseline_time_us,baseline_busbw,ratio\n";
+          "baseline_time_us,baseline_busbw,ratio,overhead_us\n";
   for (const auto& r : rows) {
     file << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},", info.collective, info.ranks, info.dtype,
                         info.op, info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, r.algbw, r.busbw,
                         r.wrong ? fmt::format("{}", *r.wrong) : "");
     if (r.baseline_time)
-      file << fmt::format("{:.3f},{:.4f},{:.4f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio());
+      file << fmt::format("{:.3f},{:.4f},{:.4f},{:.3f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio(),
+                          *r.overhead_us());
     else
-      file << ",,";
+      file << ",,,";
     file << '\n';
   }
   if (!file) throw std::runtime_error(fmt::format("cannot write CSV to '{}'", path));

@@ -15,12 +15,14 @@ namespace bench {
 struct RunInfo {
   std::string version;
   std::string collective;
-  std::string baseline;            // "" or the MPI call timed ("MPI_Allreduce")
+  std::string baseline;            // "" or the call timed ("MPI_Allreduce", "ncclAllReduce")
+  std::string baseline_short = "mpi";  // column heads: "mpi" or "nccl"
   std::string bus_factor_formula;  // "2(n-1)/n" or "1"
   double bus_factor = 1;
   int ranks = 0;
   std::vector<std::pair<std::string, int>> hosts;  // host name, ranks on it
   std::string dtype, op, memory = "host", algorithm;
+  std::vector<int> devices;  // --memory cuda: every rank's CUDA device, by rank
   int root = -1;  // -1 when the collective has none
   bool in_place = false;
   bool check = true;
@@ -43,15 +45,26 @@ struct Row {
 
   // Baseline time / strata time: above 1 means strata is faster.
   std::optional<double> ratio() const;
+  // strata's median time minus the baseline's, us: what strata adds per
+  // call over the raw call (negative: strata is faster).
+  std::optional<double> overhead_us() const;
 };
 
 struct Summary {
   double avg_busbw = 0;
   std::optional<double> avg_baseline_busbw;
   std::size_t wrong_total = 0;
+  // --memcpy-reference, at the largest size (`memcpy_bytes`): host memory
+  // gets the single-core memcpy, CUDA memory the pinned copies.
   std::optional<double> memcpy_gbps;
+  std::optional<double> d2h_gbps, h2d_gbps;
   std::size_t memcpy_bytes = 0;
 };
+
+// The largest row's algbw as a fraction of the slower pinned copy direction:
+// a host-staged algorithm copies every byte down and up, so even a perfect
+// pipeline cannot beat that direction. nullopt without the copy reference.
+std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summary& summary);
 
 // algbw = bytes / time; busbw = algbw * the collective's factor.
 void fill_bandwidths(Row& row, double bus_factor);
