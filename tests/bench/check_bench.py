@@ -5,11 +5,20 @@
 
 EXPECT is `ok` (exit 0, every row checked, no wrong values), `wrong` (exit
 non-zero, the JSON still written and reporting wrong values: used with the
-test-only STRATA_BENCH_CORRUPT=1) or `usage` (exit 2, nothing written).
+test-only STRATA_BENCH_CORRUPT=1), `usage` (exit 2, nothing written) or
+`ok-or-skip` (for --memory cuda, so that one test fits machines with and
+without a GPU: either every rank exits 77, nothing is written and rank 0
+printed exactly one line saying that no CUDA device is usable or that the
+bench was built without CUDA; or every rank exits 0 and the JSON passes the
+`ok` checks with memory "cuda" and one device per rank). Each rank's own
+exit status is read, not just mpirun's.
+
 Prefix an argument with `env:` to set an environment variable instead
-(`env:STRATA_BENCH_CORRUPT=1`). No timing is asserted: only structure,
+(`env:STRATA_BENCH_CORRUPT=1`), or with `msg:` to require that text in the
+output (`msg:not CUDA-aware`). No timing is asserted: only structure,
 arithmetic between columns and correctness.
 """
+import re
 import json
 import math
 import os
@@ -55,25 +64,70 @@ def check_rows(doc, expect_wrong):
         fail(f"{total} wrong values")
 
 
+# Each rank runs under `sh`, which reports the rank's exit status and then
+# exits 0: mpirun would otherwise end the job when the first rank exits
+# non-zero, before the others could show theirs.
+RANK_STATUS = re.compile(r"^check_bench: rank (\S+) exit (\d+)$", re.M)
+
+
+def per_rank_status(command, bench):
+    i = command.index(bench)
+    script = '"$@"; echo "check_bench: rank ${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-?}} exit $?"'
+    return command[:i] + ["sh", "-c", script, "sh"] + command[i:]
+
+
+def check_skip(output, np, json_path):
+    """True when every rank skipped as it should; False when every rank
+    exited 0 (the caller then checks the results); fails otherwise."""
+    statuses = RANK_STATUS.findall(output)
+    if len(statuses) != np:
+        fail(f"{len(statuses)} of {np} ranks reported an exit status")
+    codes = {int(code) for _, code in statuses}
+    if codes == {0}:
+        return False
+    if codes != {77}:
+        fail(f"ranks exited with {sorted(codes)}: expected all 77 (no CUDA device) or all 0")
+    lines = [line for line in output.splitlines() if line.startswith("strata-bench: --memory cuda: skipped (exit 77): ")]
+    if len(lines) != 1:
+        fail(f"expected exactly one skip line from rank 0, found {len(lines)}")
+    if not re.search(r"has a usable CUDA device|have no usable CUDA device|built without CUDA", lines[0]):
+        fail(f"the skip line does not say that no CUDA device is usable: {lines[0]}")
+    if os.path.exists(json_path):
+        fail("a skipped run still wrote JSON")
+    print("check_bench: OK (skipped as expected on this machine: every rank exited 77)")
+    return True
+
+
 def main():
     if len(sys.argv) < 5:
         fail(__doc__)
     mpirun, np, bench, expect = sys.argv[1:5]
     env = dict(os.environ)
     args = []
+    messages = []
     for a in sys.argv[5:]:
         if a.startswith("env:"):
             key, _, value = a[4:].partition("=")
             env[key] = value
+        elif a.startswith("msg:"):
+            messages.append(a[4:])
         else:
             args.append(a)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", bench, "--no-progress", "-J", out, *args]
+        if expect == "ok-or-skip":
+            command = per_rank_status(command, bench)
         print("+", " ".join(command), flush=True)
         proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(proc.stdout)
-        if expect == "usage":
+        for text in messages:
+            if text not in proc.stdout:
+                fail(f"the output does not say '{text}'")
+        if expect == "ok-or-skip":
+            if check_skip(proc.stdout, int(np), out):
+                return
+        elif expect == "usage":
             if proc.returncode != 2:
                 fail(f"expected exit 2 for a bad command line, got {proc.returncode}")
             if os.path.exists(out):
@@ -81,7 +135,7 @@ def main():
             if "strata-bench:" not in proc.stdout:
                 fail("no one-line error message")
             return
-        if expect == "ok" and proc.returncode != 0:
+        if expect in ("ok", "ok-or-skip") and proc.returncode != 0:
             fail(f"exit status {proc.returncode}, expected 0")
         if expect == "wrong" and proc.returncode == 0:
             fail("a corrupted run exited 0")
@@ -92,6 +146,8 @@ def main():
         if doc["ranks"] != int(np):
             fail(f"JSON says {doc['ranks']} ranks, ran {np}")
         check_rows(doc, expect_wrong=(expect == "wrong"))
+        if expect == "ok-or-skip" and (doc["memory"] != "cuda" or len(doc["devices"]) != int(np)):
+            fail(f"a --memory cuda run reports memory {doc['memory']} and devices {doc['devices']}")
         if "model" in doc and doc["model"]["tensors"] != doc["rows"][0]["tensors"]:
             fail("batch row tensor count differs from the model's")
     print("check_bench: OK")
