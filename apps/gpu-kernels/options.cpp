@@ -1,0 +1,88 @@
+// Command-line parsing with Boost.Program_options. Values are read as text
+// and converted here, so that "-5", "1e9" or "12q" are refused with a clear
+// message instead of wrapping around or being half-read.
+#include "options.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace kernels_app {
+namespace {
+
+constexpr std::size_t kMinBytes = 1024;
+constexpr int kMaxIters = 1000000;
+
+// Digits with an optional k, M or G (powers of 1024; "kb", "kib" too).
+std::size_t parse_bytes(const std::string& text) {
+  const auto bad = [&](const char* why) {
+    return UsageError(fmt::format("--bytes = '{}': {}; expected a byte count such as 1048576, 64M or 1G", text, why));
+  };
+  std::size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+  if (pos == 0) throw bad("not a number");
+  unsigned long long value = 0;
+  if (std::from_chars(text.data(), text.data() + pos, value).ec != std::errc()) throw bad("too large");
+  std::string suffix = text.substr(pos);
+  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (suffix.size() == 3 && suffix.ends_with("ib")) suffix.resize(1);
+  if (suffix.size() == 2 && suffix.ends_with('b')) suffix.resize(1);
+  unsigned shift = 0;
+  if (suffix.empty() || suffix == "b") shift = 0;
+  else if (suffix == "k") shift = 10;
+  else if (suffix == "m") shift = 20;
+  else if (suffix == "g") shift = 30;
+  else throw bad("unknown suffix (k, M or G)");
+  if (value > (~0ull >> shift)) throw bad("too large");
+  const std::size_t bytes = static_cast<std::size_t>(value << shift);
+  if (bytes < kMinBytes) throw bad("below 1024 (pack/unpack splits the buffer into 64 tensors of 16-byte multiples)");
+  return bytes;
+}
+
+int parse_iters(const std::string& text) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > kMaxIters)
+    throw UsageError(fmt::format("--iters = '{}': expected a whole number from 1 to {}", text, kMaxIters));
+  return value;
+}
+
+}  // namespace
+
+std::optional<Options> parse_options(int argc, char** argv, std::string* help) {
+  po::options_description desc(
+      "strata-gpu-kernels: bandwidth of strata's CUDA kernels (reduce, MEAN divide, pack/unpack) next to a\n"
+      "device-to-device cudaMemcpy measured in the same run, on the current CUDA device.\n"
+      "Exit status: 0 measured (whatever the verdict), 2 bad command line, 3 CUDA error,\n"
+      "77 skipped: no usable CUDA device.\n\nOptions");
+  std::string bytes = "256M", iters = "20";
+  desc.add_options()
+      ("help,h", "print this help and exit")
+      ("bytes", po::value<std::string>(&bytes)->value_name("N"),
+       "bytes per buffer, k/M/G = 1024^n, at least 1k (default 256M)")
+      ("iters", po::value<std::string>(&iters)->value_name("N"), "timed launches per kernel, 1 to 1000000 (default 20)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional({}).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::ostringstream text;
+    text << desc << "\n";
+    *help = text.str();
+    return std::nullopt;
+  }
+  Options options;
+  options.bytes = parse_bytes(bytes);
+  options.iters = parse_iters(iters);
+  return options;
+}
+
+}  // namespace kernels_app
