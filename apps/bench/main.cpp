@@ -139,6 +139,19 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
   return row;
 }
 
+// A bad spec (-a) is raised on every rank by the constructor, before any
+// communication: a usage error that all ranks exit with together. (An
+// InvalidArgument from a later call may be raised on some ranks only -- a
+// tensor on a CUDA device strata does not drive, say -- so it is left to
+// main's catch-all, which aborts the job rather than let peers wait.)
+strata::Communicator make_communicator(const std::string& spec) {
+  try {
+    return strata::Communicator(MPI_COMM_WORLD, strata::Config{.all_reduce_spec = spec});
+  } catch (const strata::InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // --memory cuda cannot run here: every rank returns 77, rank 0 says why.
 int skip(const World& w, const std::string& why) {
   if (w.rank == 0) fmt::print(stderr, "strata-bench: --memory cuda: skipped (exit {}): {}\n", kExitSkip, why);
@@ -163,7 +176,7 @@ int run(const Options& o, const World& w) {
   // An empty spec lets strata apply STRATA_SPEC or "auto", as for any application.
   const std::string spec_env = std::getenv("STRATA_SPEC") ? std::getenv("STRATA_SPEC") : "";
   const std::string spec = !o.algorithm.empty() ? o.algorithm : !spec_env.empty() ? spec_env : "auto";
-  strata::Communicator comm(MPI_COMM_WORLD, strata::Config{.all_reduce_spec = o.algorithm});
+  strata::Communicator comm = make_communicator(o.algorithm);
 
   CudaRun cuda_run;
   if (on_cuda) {
@@ -295,10 +308,6 @@ int main(int argc, char** argv) {
     // Every rank parsed the same arguments and failed the same way, so all
     // exit together; one prints.
     if (w.rank == 0) fmt::print(stderr, "strata-bench: {} (see --help)\n", e.what());
-    status = bench::kExitUsage;
-  } catch (const strata::InvalidArgument& e) {
-    // A bad spec (-a) is raised on every rank by the Communicator constructor.
-    if (w.rank == 0) fmt::print(stderr, "strata-bench: {}\n", e.what());
     status = bench::kExitUsage;
   } catch (const std::exception& e) {
     // Possibly on one rank only: peers may be blocked in a collective, so
