@@ -60,7 +60,11 @@ std::optional<std::string> agree_no_device(MPI_Comm comm, int* device_count) {
 
 int choose_device(const strata::Topology& topology, int rank, int device_count) {
   const auto& info = topology.ranks.at(static_cast<std::size_t>(rank));
+  // The library's assignment wins whenever it made one: strata only accepts
+  // tensors on the device it drives.
   if (info.gpu.cuda_device >= 0) return info.gpu.cuda_device;
+  // -1: no assignment reported (a library that does not fill it in, or no
+  // device it could match); the round robin strata itself falls back to.
   return device_count > 0 ? info.local_rank % device_count : 0;
 }
 
