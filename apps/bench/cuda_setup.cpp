@@ -63,8 +63,9 @@ int choose_device(const strata::Topology& topology, int rank, int device_count) 
   // The library's assignment wins whenever it made one: strata only accepts
   // tensors on the device it drives.
   if (info.gpu.cuda_device >= 0) return info.gpu.cuda_device;
-  // -1: no assignment reported (a library that does not fill it in, or no
-  // device it could match); the round robin strata itself falls back to.
+  // -1 with devices present: STRATA_GPU_MAP is unusable (gpu.how says why);
+  // strata's first CUDA call then raises Unavailable with that reason on
+  // every rank. Allocate somewhere so that the call gets to say it.
   return device_count > 0 ? info.local_rank % device_count : 0;
 }
 
