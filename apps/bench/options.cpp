@@ -3,6 +3,8 @@
 // command lines; everything else is strata's.
 #include "options.hpp"
 
+#include "byte_count.hpp"
+
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's extensions, MPIX_Query_cuda_support among them
@@ -117,23 +119,9 @@ std::string_view to_string(CollectiveKind kind) {
 }
 
 std::size_t parse_size(const std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  if (pos == 0) throw UsageError("expected a byte count such as 8, 64k, 1M or 2G");
-  std::string suffix = text.substr(pos);
-  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  // "64k", "64kb" and "64kib" all mean 64 * 1024.
-  if (suffix.size() == 3 && suffix.ends_with("ib")) suffix.resize(1);
-  if (suffix.size() == 2 && suffix.ends_with('b')) suffix.resize(1);
-  unsigned shift = 0;
-  if (suffix == "" || suffix == "b") shift = 0;
-  else if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else throw UsageError("unknown suffix; use k, M or G (powers of 1024)");
-  const unsigned long long value = std::stoull(text.substr(0, pos));
-  if (value > (~0ull >> shift)) throw UsageError("too large");
-  return static_cast<std::size_t>(value << shift);
+  std::string why;
+  if (const auto bytes = strata_apps::parse_byte_count(text, why)) return *bytes;
+  throw UsageError(why);
 }
 
 std::string human_bytes(std::size_t bytes) {

@@ -3,6 +3,8 @@
 // message instead of wrapping around or being half-read.
 #include "options.hpp"
 
+#include "byte_count.hpp"
+
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
@@ -18,30 +20,16 @@ namespace {
 constexpr std::size_t kMinBytes = 1024;
 constexpr int kMaxIters = 1000000;
 
-// Digits with an optional k, M or G (powers of 1024; "kb", "kib" too).
+// --bytes: a byte count (apps/common/byte_count.hpp) of at least kMinBytes.
 std::size_t parse_bytes(const std::string& text) {
-  const auto bad = [&](const char* why) {
+  const auto bad = [&](std::string_view why) {
     return UsageError(fmt::format("--bytes = '{}': {}; expected a byte count such as 1048576, 64M or 1G", text, why));
   };
-  std::size_t pos = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  if (pos == 0) throw bad("not a number");
-  unsigned long long value = 0;
-  if (std::from_chars(text.data(), text.data() + pos, value).ec != std::errc()) throw bad("too large");
-  std::string suffix = text.substr(pos);
-  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (suffix.size() == 3 && suffix.ends_with("ib")) suffix.resize(1);
-  if (suffix.size() == 2 && suffix.ends_with('b')) suffix.resize(1);
-  unsigned shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else throw bad("unknown suffix (k, M or G)");
-  if (value > (~0ull >> shift)) throw bad("too large");
-  const std::size_t bytes = static_cast<std::size_t>(value << shift);
-  if (bytes < kMinBytes) throw bad("below 1024 (pack/unpack splits the buffer into 64 tensors of 16-byte multiples)");
-  return bytes;
+  std::string why;
+  const auto bytes = strata_apps::parse_byte_count(text, why);
+  if (!bytes) throw bad(why);
+  if (*bytes < kMinBytes) throw bad("below 1024 (pack/unpack splits the buffer into 64 tensors of 16-byte multiples)");
+  return *bytes;
 }
 
 int parse_iters(const std::string& text) {

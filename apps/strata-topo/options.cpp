@@ -1,6 +1,8 @@
 // Command-line parsing with Boost.Program_options.
 #include "options.hpp"
 
+#include "byte_count.hpp"
+
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
@@ -14,22 +16,9 @@ namespace topo_app {
 constexpr const char* kDefaultSizes = "8,1k,64k,1M,16M,256M";
 
 std::size_t parse_size(const std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  if (pos == 0 || pos > 19) throw UsageError(fmt::format("'{}' is not a byte count such as 8, 64k, 1M or 2G", text));
-  std::string suffix = text.substr(pos);
-  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (suffix.size() == 3 && suffix.ends_with("ib")) suffix.resize(1);
-  if (suffix.size() == 2 && suffix.ends_with('b')) suffix.resize(1);
-  unsigned shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else throw UsageError(fmt::format("'{}': unknown suffix; use k, M or G (powers of 1024)", text));
-  const unsigned long long value = std::stoull(text.substr(0, pos));
-  if (value > (~0ull >> shift)) throw UsageError(fmt::format("'{}' is too large", text));
-  return static_cast<std::size_t>(value << shift);
+  std::string why;
+  if (const auto bytes = strata_apps::parse_byte_count(text, why)) return *bytes;
+  throw UsageError(fmt::format("'{}': {}", text, why));
 }
 
 std::vector<std::size_t> parse_sizes(const std::string& list) {

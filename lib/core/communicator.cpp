@@ -83,11 +83,8 @@ gpu::Backend& Communicator::Impl::gpu_backend(const core::Deadline& deadline, st
   ensure_usable();
   if (gpu) return *gpu;
   const GpuAssignment& mine = topology.ranks[static_cast<std::size_t>(rank)].gpu;
-  std::string why;
-  if (!gpu::device_available(&why)) {
-  } else if (mine.cuda_device < 0) {
-    why = mine.how;
-  }
+  std::string why;  // empty: this rank can drive its GPU
+  if (gpu::device_available(&why) && mine.cuda_device < 0) why = mine.how;
   // The lowest rank that cannot go on, and its reason, reach every rank.
   host::Transport agree(comm, rank, size, deadline, {collective, sequence + 1, 0, "GPU setup"}, workspace);
   int first_failing = why.empty() ? size : rank;

@@ -49,11 +49,12 @@ class NcclBackend final : public Backend {
     for (const GpuReplicaPack& replica : pack.replicas)
       devices.push_back(replica.device < 0 ? engine_.device() : replica.device);
     check_device(devices[0]);
-    const std::vector<cuda::PackDesc>& first = describe(pack.replicas[0], proto.dtype);
-    if (replicas == 1 && first.size() == 1 && pack.lands_here) {
+    std::vector<std::vector<cuda::PackDesc>> layouts;
+    for (const GpuReplicaPack& replica : pack.replicas) layouts.push_back(describe(replica, proto.dtype));
+    if (replicas == 1 && layouts[0].size() == 1 && pack.lands_here) {
       // One piece of one replica: reduce it where it lies.
       GpuJob job = proto;
-      job.in = job.out = first[0].ptr;
+      job.in = job.out = layouts[0][0].ptr;
       run(pack.collective, job, deadline);
       return;
     }
@@ -61,16 +62,16 @@ class NcclBackend final : public Backend {
     nccl::ReplicaSet& set = engine_.replicas();
     GpuJob job = proto;
     const std::size_t element = dtype_size(proto.dtype);
-    const std::size_t bytes = packed_bytes(first);
+    const std::size_t bytes = packed_bytes(layouts[0]);
     job.count = bytes / element;
     const host::CallInfo info = info_for(pack.collective, job);
-    try {
+    engine_.breaking_on_failure([&] {
       // 1. Every replica's pieces into its pack buffer, on its own stream.
       std::vector<void*> packed(replicas);
       std::vector<Descriptors> descs(replicas);
       for (std::size_t r = 0; r < replicas; ++r) {
         cuda::DeviceGuard on(devices[r]);
-        const std::vector<cuda::PackDesc> host = describe(pack.replicas[r], proto.dtype);
+        const std::vector<cuda::PackDesc>& host = layouts[r];
         cuda::DeviceBuffer& device_descs = r == 0 ? descs_ : set.slot(r, devices[r]).descs;
         packed[r] = r == 0 ? engine_.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes);
         descs[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))), host.size(),
@@ -104,13 +105,7 @@ class NcclBackend final : public Backend {
           cuda::DeviceGuard on(devices[r]);
           cuda::unpack(packed[r], descs[r].device, descs[r].count, descs[r].largest, set.stream(engine_, r));
         }
-    } catch (const DeadlineExceeded& e) {
-      engine_.mark_broken(e.what());
-      throw;
-    } catch (const BackendError& e) {
-      engine_.mark_broken(e.what());
-      throw;
-    }
+    });
     finish(deadline, info);
   }
 
@@ -194,15 +189,9 @@ class NcclBackend final : public Backend {
     return host::CallInfo{names[int(collective)], job.sequence, job.count * dtype_size(job.dtype), job.algorithm};
   }
 
+  // Waits for the call's GPU work (every replica stream included).
   void finish(const core::Deadline& deadline, const host::CallInfo& info) {
-    try {
-      engine_.wait(deadline, info);
-    } catch (const DeadlineExceeded&) {
-      throw;
-    } catch (const BackendError& e) {
-      engine_.mark_broken(e.what());
-      throw;
-    }
+    engine_.breaking_on_failure([&] { engine_.wait(deadline, info); });
   }
 
   void run(Collective collective, const GpuJob& job, const core::Deadline& deadline, bool wait = true) {
@@ -214,7 +203,7 @@ class NcclBackend final : public Backend {
     const nccl::Level level = level_of(job);
     const std::string_view intra = intra_of(job.algorithm), cross = cross_of(job.algorithm);
     const topo::NodeSplit& split = engine_.split();
-    try {
+    engine_.breaking_on_failure([&] {
       if (collective == Collective::all_reduce && serves_natively(job.algorithm) && !cross.empty() &&
           split.node_count > 1) {
         nccl::hierarchical_all_reduce(engine_, intra, cross, level, deadline, info);
@@ -248,13 +237,7 @@ class NcclBackend final : public Backend {
                               (collective == Collective::reduce && engine_rank() == job.root);
       if (job.op == ReduceOp::mean && has_result)
         cuda::divide(job.out, job.count, job.dtype, job.contributors, engine_.stream());
-    } catch (const DeadlineExceeded& e) {
-      engine_.mark_broken(e.what());
-      throw;
-    } catch (const BackendError& e) {
-      engine_.mark_broken(e.what());
-      throw;
-    }
+    });
     if (wait) finish(deadline, info);
   }
 

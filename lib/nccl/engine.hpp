@@ -22,6 +22,7 @@
 #include "core/workspace.hpp"
 #include "cuda/stream.hpp"
 #include "host/transport.hpp"
+#include "strata/errors.hpp"
 #include "topo/node_split.hpp"
 
 namespace strata::nccl {
@@ -108,6 +109,22 @@ class Engine {
   void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes); }
   void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes); }
   cuda::Event& event(std::size_t index);
+
+  // Runs `work` (GPU work of one call); a timeout or a CUDA/NCCL failure
+  // marks the engine broken, aborting its communicators, before the
+  // exception goes on.
+  template <typename Work>
+  void breaking_on_failure(Work&& work) {
+    try {
+      work();
+    } catch (const DeadlineExceeded& e) {
+      mark_broken(e.what());
+      throw;
+    } catch (const BackendError& e) {
+      mark_broken(e.what());
+      throw;
+    }
+  }
 
   // Broken state (see the header comment).
   const std::string& broken_reason() const { return broken_; }

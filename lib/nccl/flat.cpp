@@ -39,6 +39,21 @@ ncclRedOp_t to_nccl(ReduceOp op) {
   return ncclSum;
 }
 
+// One rooted NCCL call per non-empty even slice s (root: its owner s), all
+// in one group: the uneven-slice fallback of reduce-scatter and all-gather.
+template <typename Call>
+void per_slice(Engine& e, Comm& comm, const Level& job, int owners, const char* what, const core::Deadline& d,
+               const host::CallInfo& info, Call&& call) {
+  STRATA_CHECK_NCCL(ncclGroupStart());
+  ncclResult_t rc = ncclSuccess;
+  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
+    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    if (slice.count > 0) rc = call(s, slice);
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  e.enqueued(comm, rc != ncclSuccess ? rc : end, what, d, info);
+}
+
 }  // namespace
 
 void nccl_all_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info) {
@@ -92,16 +107,10 @@ void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, co
                "ncclReduceScatter", d, info);
     return;
   }
-  STRATA_CHECK_NCCL(ncclGroupStart());
-  ncclResult_t rc = ncclSuccess;
-  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
-    if (slice.count == 0) continue;
-    rc = ncclReduce(in + slice.offset * element, out + slice.offset * element, slice.count, to_nccl(job.dtype),
-                    to_nccl(job.op), s, comm.get(), e.stream());
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclReduce (grouped reduce-scatter)", d, info);
+  per_slice(e, comm, job, owners, "ncclReduce (grouped reduce-scatter)", d, info, [&](int s, plan::Slice slice) {
+    return ncclReduce(in + slice.offset * element, out + slice.offset * element, slice.count, to_nccl(job.dtype),
+                      to_nccl(job.op), s, comm.get(), e.stream());
+  });
 }
 
 void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
@@ -116,16 +125,10 @@ void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const 
                "ncclAllGather", d, info);
     return;
   }
-  STRATA_CHECK_NCCL(ncclGroupStart());
-  ncclResult_t rc = ncclSuccess;
-  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
-    if (slice.count == 0) continue;
+  per_slice(e, comm, job, owners, "ncclBroadcast (grouped all-gather)", d, info, [&](int s, plan::Slice slice) {
     std::byte* at = out + slice.offset * element;
-    rc = ncclBroadcast(at, at, slice.count, to_nccl(job.dtype), s, comm.get(), e.stream());
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclBroadcast (grouped all-gather)", d, info);
+    return ncclBroadcast(at, at, slice.count, to_nccl(job.dtype), s, comm.get(), e.stream());
+  });
 }
 
 }  // namespace strata::nccl
