@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/breaking.hpp"
 #include "core/deadline.hpp"
 #include "core/workspace.hpp"
 #include "gpu/backend.hpp"
@@ -105,15 +106,7 @@ struct Communicator::Impl {
   // marks the communicator broken before the exception goes on.
   template <typename Work>
   void breaking_on_failure(Work&& work) {
-    try {
-      work();
-    } catch (const DeadlineExceeded& e) {
-      mark_broken(e.what());
-      throw;
-    } catch (const BackendError& e) {
-      mark_broken(e.what());
-      throw;
-    }
+    core::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
   }
 };
 

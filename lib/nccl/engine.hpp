@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "core/breaking.hpp"
 #include "core/deadline.hpp"
 #include "core/workspace.hpp"
 #include "cuda/stream.hpp"
 #include "host/transport.hpp"
-#include "strata/errors.hpp"
 #include "topo/node_split.hpp"
 
 namespace strata::nccl {
@@ -115,15 +115,7 @@ class Engine {
   // exception goes on.
   template <typename Work>
   void breaking_on_failure(Work&& work) {
-    try {
-      work();
-    } catch (const DeadlineExceeded& e) {
-      mark_broken(e.what());
-      throw;
-    } catch (const BackendError& e) {
-      mark_broken(e.what());
-      throw;
-    }
+    core::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
   }
 
   // Broken state (see the header comment).
