@@ -8,11 +8,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 #include <string>
 
 #include "options.hpp"
-#include "plan/select.hpp"
-#include "plan/spec.hpp"
 #include "strata/strata.hpp"
 #include "strata/topology.hpp"
 
@@ -28,15 +27,20 @@ struct PlanRow {
   std::string algorithm;  // what runs, "#shards" when > 1
 };
 
+// One tensor of `bytes` bytes, as plan_for sees it (only size and memory matter).
+strata::Plan plan_of(const strata::Communicator& comm, std::size_t bytes) {
+  const strata::Tensor tensor{nullptr, bytes, strata::DataType::u8};
+  return comm.plan_for(std::span(&tensor, 1));
+}
+
 std::vector<PlanRow> plan_rows(const Options& o, const strata::Communicator& comm) {
-  const strata::plan::Spec spec = strata::plan::resolve_spec(o.spec);
+  const strata::AllReduceSpec spec = comm.all_reduce_spec();
   std::vector<PlanRow> rows;
   for (const std::size_t bytes : o.sizes) {
-    PlanRow row{bytes, "auto", comm.algorithm_for(bytes)};
-    if (!spec.is_auto()) {
-      const strata::plan::SpecEntry& e = spec.select(bytes);
-      row.entry = e.shards > 1 ? fmt::format("{}#{}", e.algorithm, e.shards) : e.algorithm;
-    }
+    const strata::Plan plan = plan_of(comm, bytes);
+    PlanRow row{bytes, "auto", plan.packs.empty() ? "none (0 bytes)" : plan.packs.front().algorithm};
+    if (const strata::SpecTuple* e = spec.select(bytes))
+      row.entry = e->shards > 1 ? fmt::format("{}#{}", e->algorithm, e->shards) : e->algorithm;
     rows.push_back(row);
   }
   return rows;
@@ -58,11 +62,11 @@ std::string hierarchy_note(const strata::Topology& t) {
   return note;
 }
 
-void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows,
-                const strata::plan::Spec& spec) {
+void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows, const strata::Communicator& comm) {
+  const strata::AllReduceSpec spec = comm.all_reduce_spec();
   std::string out = fmt::format("strata-topo {}\n{}", strata::version, strata::to_text(t));
   if (const std::string note = hierarchy_note(t); !note.empty()) out += note + "\n";
-  out += fmt::format("\nall_reduce plan on {} ranks, {}\n", t.ranks.size(), strata::plan::describe_map(spec, static_cast<int>(t.nodes.size())));
+  out += fmt::format("\nall_reduce plan on {} ranks, {}\n", t.ranks.size(), comm.spec_map());
   const bool show_entry = !spec.is_auto();
   out += show_entry ? fmt::format("{:>10} {:>12}  {:<16} {}\n", "size", "bytes", "spec entry", "runs")
                     : fmt::format("{:>10} {:>12}  {}\n", "size", "bytes", "runs");
@@ -79,13 +83,14 @@ void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows,
   std::fputs(out.c_str(), stdout);
 }
 
-void print_json(const strata::Topology& t, const std::vector<PlanRow>& rows, const strata::plan::Spec& spec) {
+void print_json(const strata::Topology& t, const std::vector<PlanRow>& rows, const strata::Communicator& comm) {
+  const strata::AllReduceSpec spec = comm.all_reduce_spec();
   nlohmann::ordered_json doc;
   doc["strata_version"] = strata::version;
   doc["ranks"] = t.ranks.size();
   doc["topology"] = nlohmann::ordered_json::parse(strata::to_json(t));
   doc["spec"] = spec.is_auto() ? "auto" : spec.to_string();
-  doc["spec_map"] = strata::plan::describe_map(spec, static_cast<int>(t.nodes.size()));
+  doc["spec_map"] = comm.spec_map();
   doc["all_reduce"] = nlohmann::ordered_json::array();
   for (const PlanRow& r : rows)
     doc["all_reduce"].push_back({{"bytes", r.bytes}, {"size", format_size(r.bytes)}, {"spec_entry", r.entry},
@@ -99,9 +104,8 @@ int run(const Options& o, int rank) {
   const strata::Topology topology = strata::discover_topology(MPI_COMM_WORLD);
   if (rank != 0) return 0;
   const std::vector<PlanRow> rows = plan_rows(o, comm);
-  const strata::plan::Spec spec = strata::plan::resolve_spec(o.spec);
-  if (o.json) print_json(topology, rows, spec);
-  else print_text(topology, rows, spec);
+  if (o.json) print_json(topology, rows, comm);
+  else print_text(topology, rows, comm);
   std::fflush(stdout);
   return 0;
 }

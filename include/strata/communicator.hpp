@@ -11,11 +11,30 @@
 
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
+#include "strata/plan.hpp"
+#include "strata/spec.hpp"
 #include "strata/topology.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
 
+class Communicator;
+namespace api {
+class Session;
+Session& session_of(Communicator& comm);
+}  // namespace api
+
+// Threads and MPI thread levels. A Communicator is not thread-safe: one
+// thread at a time may call it (no internal lock). strata calls MPI only
+// from the thread that calls it, and only while that call runs (NCCL's own
+// threads never call MPI). So the MPI thread level your program needs is
+// the one its calling pattern needs anyway:
+//   - calls from the thread that initialised MPI: MPI_THREAD_FUNNELED
+//     (MPI_THREAD_SINGLE works in practice, as for any MPI library call);
+//   - calls from several threads, one at a time: MPI_THREAD_SERIALIZED;
+//   - different Communicators used by different threads concurrently:
+//     MPI_THREAD_MULTIPLE.
+// Construction and destruction are collective MPI calls as well.
 class Communicator {
  public:
   // Collective over `comm`: every rank of `comm` must construct it. The
@@ -70,16 +89,31 @@ class Communicator {
                         std::function<void(std::size_t pack)> on_pack_done = {});
 
   // The algorithm (with "#shards" when > 1, "a/b" when hierarchical) this
-  // communicator's spec runs for a host-memory call of `bytes` bytes.
-  std::string algorithm_for(std::size_t bytes, Collective collective = Collective::all_reduce) const;
+  // communicator's spec runs for one call of `bytes` bytes on `memory`.
+  // Local (no communication). Throws nothing for valid enums.
+  std::string algorithm_for(std::size_t bytes, Collective collective = Collective::all_reduce,
+                            Memory memory = Memory::host) const;
+
+  // The spec this communicator runs (Config, else STRATA_SPEC or
+  // STRATA_SPEC_FILE, else "auto"), and its size -> algorithm map for
+  // all-reduce on host memory, one line, as STRATA_DEBUG=INFO prints it:
+  // "auto = [0 .. 65536 B: pscpu/rechd] [65537 B and up: ...]". Local.
+  AllReduceSpec all_reduce_spec() const;
+  std::string spec_map() const;
+
+  // What batch_all_reduce(tensors, ..., packing, options) would run: its
+  // packs, which tensors each carries and the algorithm per pack. Only the
+  // tensors' count, dtype and memory matter. Local (no communication).
+  // Throws InvalidArgument as batch_all_reduce validates.
+  Plan plan_for(std::span<const Tensor> tensors, const PackingOptions& packing = {},
+                const CommunicationOptions& options = {}) const;
 
   // True once a timeout or a peer failure broke the communicator.
   bool broken() const;
 
  private:
-  struct Impl;
-  friend Impl& impl_of(Communicator&);
-  std::unique_ptr<Impl> impl_;
+  friend api::Session& api::session_of(Communicator& comm);
+  std::unique_ptr<api::Session> session_;
 };
 
 }  // namespace strata

@@ -14,6 +14,7 @@
 
 #include "strata/communicator.hpp"
 #include "strata/options.hpp"
+#include "strata/spec.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -60,11 +61,12 @@ class CrossDeviceOps {
   void broadcast(const PerReplica& value, Destination destinations = Destination::all_ranks(), int source_rank = 0,
                  const CommunicationOptions& options = {});
 
+  // The spec in its string form ("pscpu/pscpu#2").
   const std::string& all_reduce_spec() const { return spec_text_; }
 
  protected:
   // `replicas_per_rank` = 0 accepts any (consistent) replica count.
-  CrossDeviceOps(Communicator& comm, std::string spec, PackingOptions packing, int replicas_per_rank);
+  CrossDeviceOps(Communicator& comm, const AllReduceSpec& spec, PackingOptions packing, int replicas_per_rank);
 
  private:
   struct ParsedSpec;
@@ -83,12 +85,16 @@ class NcclAllReduce : public CrossDeviceOps {
   explicit NcclAllReduce(Communicator& comm, int num_packs = 1);
 };
 
-// Multi-worker all-reduce with an all_reduce_spec ("pscpu/pscpu#2" by
-// default; see docs/ALGORITHMS.md), `num_gpus_per_worker` replicas per rank
-// (>= 1), packing per num_packs or small-gradient aggregation.
+// Multi-worker all-reduce with an all_reduce_spec in its string form
+// ("pscpu/pscpu#2", the default) or its tuple form
+// ({{"nccl/xring", 2, 65536}, {"pscpu/pscpu", 2, -1}}); see
+// docs/ALGORITHMS.md. `num_gpus_per_worker` replicas per rank (>= 1),
+// packing per num_packs or small-gradient aggregation. Throws
+// InvalidArgument for a bad spec or negative counts.
 class MultiWorkerAllReduce : public CrossDeviceOps {
  public:
-  MultiWorkerAllReduce(Communicator& comm, int num_gpus_per_worker, std::string all_reduce_spec = "pscpu/pscpu#2",
+  MultiWorkerAllReduce(Communicator& comm, int num_gpus_per_worker,
+                       const AllReduceSpec& all_reduce_spec = AllReduceSpec("pscpu/pscpu#2"),
                        int num_packs = 0, long long agg_small_grads_max_bytes = 0, int agg_small_grads_max_group = 10);
 };
 

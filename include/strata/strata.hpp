@@ -5,6 +5,8 @@
 #include "strata/cross_device_ops.hpp"
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
+#include "strata/plan.hpp"
+#include "strata/spec.hpp"
 #include "strata/topology.hpp"
 #include "strata/types.hpp"
 #include "strata/version.hpp"

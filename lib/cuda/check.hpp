@@ -1,5 +1,5 @@
 // STRATA_CHECK_CUDA / STRATA_CHECK_NCCL: the GPU siblings of
-// STRATA_CHECK_MPI (core/check.hpp). They turn a CUDA or NCCL return code
+// STRATA_CHECK_MPI (util/check.hpp). They turn a CUDA or NCCL return code
 // into a strata::BackendError at the call site, naming the call,
 // file:line, the library's own error text, host and rank.
 //

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/where.hpp"
+#include "util/where.hpp"
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
@@ -31,17 +31,16 @@ class NcclBackend final : public Backend {
   }
 
   int device() const override { return engine_.device(); }
-  const std::string& broken_reason() const override { return engine_.broken_reason(); }
 
-  void all_reduce(const GpuJob& job, const core::Deadline& deadline) override {
+  void all_reduce(const GpuJob& job, const util::Deadline& deadline) override {
     run(Collective::all_reduce, job, deadline);
   }
-  void reduce(const GpuJob& job, const core::Deadline& deadline) override { run(Collective::reduce, job, deadline); }
-  void broadcast(const GpuJob& job, const core::Deadline& deadline) override {
+  void reduce(const GpuJob& job, const util::Deadline& deadline) override { run(Collective::reduce, job, deadline); }
+  void broadcast(const GpuJob& job, const util::Deadline& deadline) override {
     run(Collective::broadcast, job, deadline);
   }
 
-  void run_pack(const GpuPack& pack, const GpuJob& proto, const core::Deadline& deadline) override {
+  void run_pack(const GpuPack& pack, const GpuJob& proto, const util::Deadline& deadline) override {
     engine_.ensure_usable();
     const std::size_t replicas = pack.replicas.size();
     if (proto.count == 0 || replicas == 0) return;
@@ -64,7 +63,7 @@ class NcclBackend final : public Backend {
     const std::size_t element = dtype_size(proto.dtype);
     const std::size_t bytes = packed_bytes(layouts[0]);
     job.count = bytes / element;
-    const host::CallInfo info = info_for(pack.collective, job);
+    const plan::CallInfo info = info_for(pack.collective, job);
     engine_.breaking_on_failure([&] {
       // 1. Every replica's pieces into its pack buffer, on its own stream.
       std::vector<void*> packed(replicas);
@@ -86,7 +85,7 @@ class NcclBackend final : public Backend {
 
       // 2. Combine the replicas and run the algorithm across ranks.
       if (replicas > 1 && pack.collective == Collective::all_reduce && job.algorithm == "nccl") {
-        nccl::Level level = level_of(job);
+        plan::Job level = level_of(job);
         nccl::nccl_replica_all_reduce(engine_, devices, packed, level, deadline, info);
         if (job.op == ReduceOp::mean)
           for (std::size_t r = 0; r < replicas; ++r) {
@@ -140,8 +139,8 @@ class NcclBackend final : public Backend {
     return largest;
   }
 
-  static nccl::Level level_of(const GpuJob& job) {
-    return nccl::Level{job.in,   job.out,    job.count, job.dtype, job.op == ReduceOp::mean ? ReduceOp::sum : job.op,
+  static plan::Job level_of(const GpuJob& job) {
+    return plan::Job{job.in,   job.out,    job.count, job.dtype, job.op == ReduceOp::mean ? ReduceOp::sum : job.op,
                        job.root, job.shards, job.chunk_bytes};
   }
 
@@ -184,29 +183,30 @@ class NcclBackend final : public Backend {
     }
   }
 
-  host::CallInfo info_for(Collective collective, const GpuJob& job) const {
+  plan::CallInfo info_for(Collective collective, const GpuJob& job) const {
     static constexpr std::string_view names[] = {"all_reduce", "reduce", "broadcast"};
-    return host::CallInfo{names[int(collective)], job.sequence, job.count * dtype_size(job.dtype), job.algorithm};
+    return plan::CallInfo{names[int(collective)], job.sequence, job.count * dtype_size(job.dtype), job.algorithm};
   }
 
   // Waits for the call's GPU work (every replica stream included).
-  void finish(const core::Deadline& deadline, const host::CallInfo& info) {
+  void finish(const util::Deadline& deadline, const plan::CallInfo& info) {
     engine_.breaking_on_failure([&] { engine_.wait(deadline, info); });
   }
 
-  void run(Collective collective, const GpuJob& job, const core::Deadline& deadline, bool wait = true) {
+  void run(Collective collective, const GpuJob& job, const util::Deadline& deadline, bool wait = true) {
     engine_.ensure_usable();
     if (job.count == 0) return;
     check_device(job.device);
     cuda::DeviceGuard guard(engine_.device());
-    const host::CallInfo info = info_for(collective, job);
-    const nccl::Level level = level_of(job);
+    const plan::CallInfo info = info_for(collective, job);
+    const plan::Job level = level_of(job);
     const std::string_view intra = intra_of(job.algorithm), cross = cross_of(job.algorithm);
     const topo::NodeSplit& split = engine_.split();
     engine_.breaking_on_failure([&] {
       if (collective == Collective::all_reduce && serves_natively(job.algorithm) && !cross.empty() &&
           split.node_count > 1) {
-        nccl::hierarchical_all_reduce(engine_, intra, cross, level, deadline, info);
+        nccl::hierarchical_all_reduce(engine_, intra, cross == "nccl" ? nullptr : job.host_algorithm, level, deadline,
+                                      info);
       } else if (intra == "nccl") {
         // Flat NCCL (hierarchical names on one node, and reduce/broadcast, run `a` flat).
         nccl::Comm& world = engine_.world(deadline, info);
@@ -217,7 +217,7 @@ class NcclBackend final : public Backend {
         }
       } else if (intra == "psgpu" && collective != Collective::broadcast) {
         const int owners = job.shards >= 2 ? std::min(job.shards, size_) : size_;
-        nccl::Level whole = level;
+        plan::Job whole = level;
         if (collective == Collective::reduce) {
           // Reduce = all-reduce into scratch; the root keeps it.
           whole.out = engine_.device_scratch(1, job.count * dtype_size(job.dtype));
@@ -229,9 +229,7 @@ class NcclBackend final : public Backend {
                                             cudaMemcpyDeviceToDevice, engine_.stream()));
       } else {
         // A host algorithm (or psgpu's broadcast): run it on pinned copies.
-        const host::Algorithm* algorithm = host::find_algorithm(intra);
-        if (!algorithm) algorithm = host::find_algorithm("tree");
-        nccl::staged(engine_, engine_.comm(), collective, *algorithm, level, deadline, info);
+        nccl::staged(engine_, engine_.comm(), collective, *job.host_algorithm, level, deadline, info);
       }
       const bool has_result = collective == Collective::all_reduce ||
                               (collective == Collective::reduce && engine_rank() == job.root);
@@ -276,11 +274,11 @@ std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& spli
   if (!device_available(&why))
     throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}; pass host tensors or run on a "
                                   "machine with a GPU",
-                                  core::where(), why));
+                                  util::where(), why));
   int count = 0;
   STRATA_CHECK_CUDA(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
-    throw Unavailable(fmt::format("strata [{}]: CUDA device {} does not exist here ({} visible)", core::where(),
+    throw Unavailable(fmt::format("strata [{}]: CUDA device {} does not exist here ({} visible)", util::where(),
                                   device, count));
   return std::make_unique<NcclBackend>(comm, split, device);
 }

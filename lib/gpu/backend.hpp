@@ -21,7 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/deadline.hpp"
+#include "host/algorithm.hpp"
+#include "util/deadline.hpp"
 #include "strata/types.hpp"
 #include "topo/node_split.hpp"
 
@@ -53,7 +54,11 @@ struct GpuJob {
   std::size_t contributors = 1;   // mean's divisor (ranks x replicas); ignored for other ops
   int root = 0;                   // reduce and broadcast
   int device = -1;                // the tensors' CUDA device; -1 = the backend's device
-  std::string_view algorithm = "nccl";  // a spec entry's name ("nccl", "nccl/xring", "psgpu", ...)
+  std::string_view algorithm = "nccl";  // the planned name ("nccl", "nccl/xring", "psgpu", "xring", ...)
+  // The host algorithm of a host-staged level: the flat algorithm when it
+  // is a host one, else the cross-node level of "a/b" when that is a host
+  // one; null otherwise. The planner guarantees it serves the collective.
+  const host::Algorithm* host_algorithm = nullptr;
   int shards = 1;                 // the spec entry's shard count
   std::size_t chunk_bytes = 0;    // pipeline granularity of host staging; 0 = default (4 MiB)
   std::uint64_t sequence = 0;     // the communicator's call number, for messages
@@ -89,9 +94,9 @@ class Backend {
   // (NCCL communicators are aborted), BackendError for CUDA/NCCL/MPI
   // failures, Unavailable when the algorithm cannot run here (e.g. two ranks
   // of one NCCL communicator share a GPU), PeerFailure once broken.
-  virtual void all_reduce(const GpuJob& job, const core::Deadline& deadline) = 0;
-  virtual void reduce(const GpuJob& job, const core::Deadline& deadline) = 0;
-  virtual void broadcast(const GpuJob& job, const core::Deadline& deadline) = 0;
+  virtual void all_reduce(const GpuJob& job, const util::Deadline& deadline) = 0;
+  virtual void reduce(const GpuJob& job, const util::Deadline& deadline) = 0;
+  virtual void broadcast(const GpuJob& job, const util::Deadline& deadline) = 0;
 
   // One pack of a batch, in place in the callers' tensors: every replica's
   // pieces are packed (one kernel per replica) unless the pack is one piece
@@ -104,11 +109,8 @@ class Backend {
   // proto.count is the pack's element count; proto.contributors counts
   // replicas of all ranks. Blocking; throws as all_reduce, and Mismatch when
   // ranks hold different replica counts for NCCL's group path.
-  virtual void run_pack(const GpuPack& pack, const GpuJob& proto, const core::Deadline& deadline) = 0;
+  virtual void run_pack(const GpuPack& pack, const GpuJob& proto, const util::Deadline& deadline) = 0;
 
-  // Non-empty once a deadline expired or NCCL failed; every later call
-  // throws PeerFailure.
-  virtual const std::string& broken_reason() const = 0;
 };
 
 // The backend of one rank over `comm`, driving CUDA device `device` (the

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include "gpu/backend.hpp"
-#include "host/algorithm.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::gpu {
@@ -14,8 +13,9 @@ bool serves_natively(std::string_view algorithm) {
   const std::string_view intra = algorithm.substr(0, slash);
   if (intra != "nccl" && intra != "psgpu") return false;
   if (slash == std::string_view::npos) return true;
-  const std::string_view cross = algorithm.substr(slash + 1);
-  return cross == "nccl" || host::find_algorithm(cross) != nullptr;
+  // The planner only keeps cross levels it knows: nccl or a host algorithm
+  // run through pinned copies; psgpu has no cross-node form.
+  return algorithm.substr(slash + 1) != "psgpu";
 }
 
 }  // namespace strata::gpu

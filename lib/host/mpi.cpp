@@ -10,7 +10,7 @@
 #include <climits>
 #include <cstddef>
 
-#include "core/check.hpp"
+#include "util/check.hpp"
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
 
@@ -122,8 +122,8 @@ void mpi_broadcast(Transport& t, const Job& job) {
 
 }  // namespace
 
-extern const Algorithm mpi_algorithm = {
-    "mpi", "the MPI library's MPI_Allreduce / MPI_Reduce / MPI_Bcast (baseline and fallback)",
+extern const Algorithm mpi = {
+    {.name = "mpi", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
     mpi_all_reduce, mpi_reduce, mpi_broadcast,
 };
 

@@ -30,12 +30,12 @@
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
 #include "host/shm_rounds.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::host {
 namespace {
 
-using plan::Slice;
+using util::Slice;
 
 constexpr int kContributionTag = 0;  // rank -> owner: its slice of the input (broadcast: the root's scatter)
 constexpr int kResultTag = 1;        // owner -> rank: the finished slice
@@ -61,7 +61,7 @@ void send_contributions(Transport& t, const Job& job, int owners, Requests& send
   const std::size_t eb = job.element_bytes();
   for (int k = 1; k <= owners; ++k) {
     const int p = (t.rank() + k) % owners;
-    const Slice slice = plan::even_slice(job.count, owners, p);
+    const Slice slice = util::even_slice(job.count, owners, p);
     if (p != t.rank() && slice.count)
       t.isend(sends, at(job.in, slice.offset, eb), slice.count * eb, p, kContributionTag);
   }
@@ -121,7 +121,7 @@ class OwnedSlice {
 void receive_results(Transport& t, const Job& job, int owners, int skip, void* out, Requests& into) {
   const std::size_t eb = job.element_bytes();
   for (int p = 0; p < owners; ++p) {
-    const Slice slice = plan::even_slice(job.count, owners, p);
+    const Slice slice = util::even_slice(job.count, owners, p);
     if (p != skip && slice.count) t.irecv(into, at(out, slice.offset, eb), slice.count * eb, p, kResultTag);
   }
 }
@@ -134,7 +134,7 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
     return;
   }
   const bool owner = rank < owners, in_place = job.in == job.out;
-  const Slice mine = owner ? plan::even_slice(job.count, owners, rank) : Slice{};
+  const Slice mine = owner ? util::even_slice(job.count, owners, rank) : Slice{};
   const std::size_t eb = job.element_bytes();
 
   // Out of place, results can land in job.out from the start; in place, only
@@ -159,7 +159,7 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
 void pscpu_reduce(Transport& t, const Job& job) {
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
   const bool owner = rank < owners, root = rank == job.root, in_place = job.in == job.out;
-  const Slice mine = owner ? plan::even_slice(job.count, owners, rank) : Slice{};
+  const Slice mine = owner ? util::even_slice(job.count, owners, rank) : Slice{};
   const std::size_t eb = job.element_bytes();
 
   Requests results_in, contributions_out, result_out;
@@ -188,11 +188,11 @@ void pscpu_broadcast(Transport& t, const Job& job) {
   if (rank == job.root) {
     // Scatter each slice to its owner; a slice the root owns itself goes to everyone.
     for (int p = 0; p < owners; ++p) {
-      const Slice slice = plan::even_slice(job.count, owners, p);
+      const Slice slice = util::even_slice(job.count, owners, p);
       if (p != rank && slice.count)
         t.isend(requests, at(buffer, slice.offset, eb), slice.count * eb, p, kContributionTag);
     }
-    const Slice mine = rank < owners ? plan::even_slice(job.count, owners, rank) : Slice{};
+    const Slice mine = rank < owners ? util::even_slice(job.count, owners, rank) : Slice{};
     if (mine.count)
       for (int k = 1; k < n; ++k)
         t.isend(requests, at(buffer, mine.offset, eb), mine.count * eb, (rank + k) % n, kResultTag);
@@ -204,7 +204,7 @@ void pscpu_broadcast(Transport& t, const Job& job) {
   // a slice the root owns); ours comes from the root, and we pass it on.
   receive_results(t, job, owners, rank, buffer, requests);
   if (rank < owners) {
-    const Slice mine = plan::even_slice(job.count, owners, rank);
+    const Slice mine = util::even_slice(job.count, owners, rank);
     if (mine.count) {
       Requests scatter;
       t.irecv(scatter, at(buffer, mine.offset, eb), mine.count * eb, job.root, kContributionTag);
@@ -220,10 +220,9 @@ void pscpu_broadcast(Transport& t, const Job& job) {
 
 }  // namespace
 
-extern const Algorithm pscpu_algorithm = {
-    "pscpu", "parameter server on CPU: slice owners reduce in rank order, then all-gather the slices",
+extern const Algorithm pscpu = {
+    {.name = "pscpu", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = true},
     pscpu_all_reduce, pscpu_reduce, pscpu_broadcast,
-    /*uses_shared_memory=*/true,
 };
 
 }  // namespace strata::host

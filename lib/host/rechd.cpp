@@ -28,12 +28,12 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::host {
 namespace {
 
-using plan::Slice;
+using util::Slice;
 
 // Scratch slots: the incoming half (or the folded partner's vector), and the
 // working buffer of a reduce on ranks without an output.
@@ -66,7 +66,7 @@ std::vector<Step> halving_steps(const Layout& layout, int vrank, Slice range) {
   std::vector<Step> steps;
   for (int m = layout.pow2 / 2; m >= 1; m /= 2) {
     const std::size_t upper = (vrank & m) ? 1 : 0;
-    const Step step{layout.real(vrank ^ m), plan::sub_slice(range, 2, upper), plan::sub_slice(range, 2, 1 - upper)};
+    const Step step{layout.real(vrank ^ m), util::sub_slice(range, 2, upper), util::sub_slice(range, 2, 1 - upper)};
     steps.push_back(step);
     range = step.keep;
   }
@@ -75,7 +75,7 @@ std::vector<Step> halving_steps(const Layout& layout, int vrank, Slice range) {
 
 // The finished slice vrank holds after the reduce-scatter.
 Slice final_slice(const Layout& layout, int vrank, Slice range) {
-  for (int m = layout.pow2 / 2; m >= 1; m /= 2) range = plan::sub_slice(range, 2, (vrank & m) ? 1 : 0);
+  for (int m = layout.pow2 / 2; m >= 1; m /= 2) range = util::sub_slice(range, 2, (vrank & m) ? 1 : 0);
   return range;
 }
 
@@ -187,7 +187,7 @@ void for_each_shard(const Job& job, void* work, Fn fn) {
   const std::size_t eb = job.element_bytes();
   const std::size_t shards = static_cast<std::size_t>(job.shards < 1 ? 1 : job.shards);
   for (std::size_t s = 0; s < shards; ++s) {
-    const Slice slice = plan::even_slice(job.count, shards, s);
+    const Slice slice = util::even_slice(job.count, shards, s);
     if (slice.count == 0) continue;
     fn(Part{at(job.in, slice.offset, eb), at(work, slice.offset, eb), slice.count, static_cast<int>(s)});
   }
@@ -206,8 +206,8 @@ void rechd_reduce(Transport& t, const Job& job) {
 
 }  // namespace
 
-extern const Algorithm rechd_algorithm = {
-    "rechd", "recursive halving-doubling (Rabenseifner); any rank count, extra ranks fold in first",
+extern const Algorithm rechd = {
+    {.name = "rechd", .memory = Memory::host, .reduce = true, .broadcast = false, .shared_memory = false},
     rechd_all_reduce, rechd_reduce, nullptr,
 };
 

@@ -5,18 +5,18 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/half.hpp"
+#include "util/half.hpp"
 
 namespace strata::host {
 namespace {
 
 struct F16Codec {
-  static float load(std::uint16_t v) { return core::f16_to_f32(v); }
-  static std::uint16_t store(float v) { return core::f32_to_f16(v); }
+  static float load(std::uint16_t v) { return util::f16_to_f32(v); }
+  static std::uint16_t store(float v) { return util::f32_to_f16(v); }
 };
 struct BF16Codec {
-  static float load(std::uint16_t v) { return core::bf16_to_f32(v); }
-  static std::uint16_t store(float v) { return core::f32_to_bf16(v); }
+  static float load(std::uint16_t v) { return util::bf16_to_f32(v); }
+  static std::uint16_t store(float v) { return util::f32_to_bf16(v); }
 };
 
 // The operators, on the type the arithmetic happens in. min/max let a NaN in

@@ -18,17 +18,17 @@ RingStream::RingStream(Transport& t, const Job& job, const void* own, void* acc,
       element_(job.element_bytes()),
       receives_(kWindow) {}
 
-std::byte* RingStream::at(const void* base, plan::Slice where) const {
+std::byte* RingStream::at(const void* base, util::Slice where) const {
   return static_cast<std::byte*>(const_cast<void*>(base)) + where.offset * element_;
 }
 
-void RingStream::add_initial_send(plan::Slice where) { initial_.push_back(where); }
+void RingStream::add_initial_send(util::Slice where) { initial_.push_back(where); }
 
 void RingStream::start() {
-  for (const plan::Slice& where : initial_) send(own_, where);
+  for (const util::Slice& where : initial_) send(own_, where);
 }
 
-void RingStream::send(const void* base, plan::Slice where) {
+void RingStream::send(const void* base, util::Slice where) {
   std::byte* begin = at(base, where);
   PendingSend pending{begin, begin + where.count * element_, {}};
   t_.isend(pending.requests, begin, where.count * element_, successor_, tag_);

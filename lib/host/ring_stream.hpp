@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "host/algorithm.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::host {
 
@@ -23,7 +23,7 @@ class RingStream {
   static constexpr std::size_t kWindow = 4;
 
   struct Item {
-    plan::Slice where;     // elements of the buffer this chunk covers
+    util::Slice where;     // elements of the buffer this chunk covers
     bool reduce = false;   // acc[where] = own[where] op incoming; else incoming lands in acc[where]
     bool forward = false;  // then send acc[where] on to the successor
   };
@@ -35,7 +35,7 @@ class RingStream {
              std::byte* scratch, std::size_t chunk_elems);
 
   // Chunks of `own` sent to the successor first (before any receive).
-  void add_initial_send(plan::Slice where);
+  void add_initial_send(util::Slice where);
   void add_item(const Item& item) { items_.push_back(item); }
 
   // Post the initial sends.
@@ -50,13 +50,13 @@ class RingStream {
 
   // Splits a slice into chunks of at most chunk_elems elements.
   template <typename Fn>
-  static void for_each_chunk(plan::Slice slice, std::size_t chunk_elems, Fn fn) {
+  static void for_each_chunk(util::Slice slice, std::size_t chunk_elems, Fn fn) {
     for (std::size_t done = 0; done < slice.count; done += chunk_elems)
-      fn(plan::Slice{slice.offset + done, std::min(chunk_elems, slice.count - done)});
+      fn(util::Slice{slice.offset + done, std::min(chunk_elems, slice.count - done)});
   }
 
  private:
-  std::byte* at(const void* base, plan::Slice where) const;
+  std::byte* at(const void* base, util::Slice where) const;
   void post_receives();
 
   Transport& t_;
@@ -67,7 +67,7 @@ class RingStream {
   std::byte* scratch_;
   std::size_t chunk_elems_;
   std::size_t element_;
-  std::vector<plan::Slice> initial_;
+  std::vector<util::Slice> initial_;
   std::vector<Item> items_;
   // A receive into acc may land on bytes an earlier send still reads (in
   // place, or a forwarded partial): such a receive waits for exactly those
@@ -80,7 +80,7 @@ class RingStream {
     Requests requests;
   };
   bool sends_done_overlapping(const std::byte* begin, const std::byte* end);
-  void send(const void* base, plan::Slice where);
+  void send(const void* base, util::Slice where);
 
   std::size_t posted_ = 0, completed_ = 0;
   std::vector<Requests> receives_;  // one per window slot

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/deadline.hpp"
+#include "util/deadline.hpp"
 #include "host/reduce_kernel.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::host::shm {
 namespace {
@@ -21,7 +21,7 @@ void wait_for(Transport& t, const ShmSegment& seg, Counter counter, int first, i
   auto behind = [&](int r) {
     return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
   };
-  core::Backoff backoff;
+  util::Backoff backoff;
   for (;;) {
     bool arrived = true;
     for (int r = first; r < last && arrived; ++r) arrived = !behind(r);
@@ -52,14 +52,14 @@ std::size_t segment_block(const ShmSegment& seg) {
 }
 
 // Block `b` of slice `s`, clipped to the slice (may be empty).
-plan::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
-  const plan::Slice slice = plan::even_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+util::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
+  const util::Slice slice = util::even_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
   const std::size_t begin = std::min(slice.count, b * per_block);
   return {slice.offset + begin, std::min(per_block, slice.count - begin)};
 }
 
 std::size_t rounds_for(std::size_t count, int owners, std::size_t per_block) {
-  const std::size_t largest = plan::even_slice(count, static_cast<std::size_t>(owners), 0).count;
+  const std::size_t largest = util::even_slice(count, static_cast<std::size_t>(owners), 0).count;
   return (largest + per_block - 1) / per_block;
 }
 
@@ -92,12 +92,12 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
     std::byte* mine = seg.area(me, round);
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
-      const plan::Slice blk = block_of(count, owners, s, b, per_block);
+      const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::memcpy(mine + static_cast<std::size_t>(s) * block, src + blk.offset * element, blk.count * element);
     }
     publish(seg, &ShmSegment::staged, round);
     if (me < owners) {
-      const plan::Slice blk = block_of(count, owners, me, b, per_block);
+      const util::Slice blk = block_of(count, owners, me, b, per_block);
       if (blk.count > 0) {
         wait_for(t, seg, &ShmSegment::staged, 0, n, round);
         // Own input first, then the others in rank order: a fixed order per
@@ -127,14 +127,14 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
     const std::uint64_t round = seg.next_round();
     claim_set(t, seg, round);
     if (me < owners) {
-      const plan::Slice blk = block_of(count, owners, me, b, per_block);
+      const util::Slice blk = block_of(count, owners, me, b, per_block);
       std::memcpy(seg.area(me, round), data + blk.offset * element, blk.count * element);
     }
     publish(seg, &ShmSegment::staged, round);
     wait_for(t, seg, &ShmSegment::staged, 0, owners, round);
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
-      const plan::Slice blk = block_of(count, owners, s, b, per_block);
+      const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::memcpy(data + blk.offset * element, seg.area(s, round), blk.count * element);
     }
     publish(seg, &ShmSegment::consumed, round);

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <random>
 
-#include "core/check.hpp"
-#include "core/where.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::host {
@@ -35,9 +35,9 @@ void agree(bool ok, const std::string& what, MPI_Comm comm) {
   int all_ok = ok ? 1 : 0;
   STRATA_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm));
   if (!all_ok)
-    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", core::where(),
+    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", util::where(),
                                    what.empty() ? "another rank of this node failed" : what),
-                       "shm", 0, core::hostname(), core::world_rank());
+                       "shm", 0, util::hostname(), util::world_rank());
 }
 
 }  // namespace
@@ -80,9 +80,9 @@ ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
   if (!all_ok) {
     if (base_) munmap(base_, mapped_bytes_);
     base_ = nullptr;
-    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", core::where(),
+    throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", util::where(),
                                    error.empty() ? "another rank of this node could not map it" : error),
-                       "shm", 0, core::hostname(), core::world_rank());
+                       "shm", 0, util::hostname(), util::world_rank());
   }
 }
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "core/check.hpp"
-#include "core/where.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::host {
@@ -37,7 +37,7 @@ void post_pieces(std::vector<MPI_Request>& requests, std::vector<int>& peers, Bu
 
 }  // namespace
 
-Transport::Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo info, core::Workspace& workspace)
+Transport::Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace)
     : comm_(comm), deadline_(deadline), info_(info), workspace_(workspace) {
   STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(comm, &size_));
@@ -67,7 +67,7 @@ bool Transport::test(Requests& requests) {
 }
 
 void Transport::wait(Requests& requests) {
-  core::Backoff backoff;
+  util::Backoff backoff;
   while (!test(requests)) {
     if (deadline_.expired()) {
       // Name only the peers whose operations are still pending.
@@ -84,7 +84,7 @@ void Transport::wait(Requests& requests) {
 }
 
 void Transport::wait_collective(MPI_Request& request) {
-  core::Backoff backoff;
+  util::Backoff backoff;
   for (;;) {
     int done = 0;
     STRATA_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
@@ -94,7 +94,7 @@ void Transport::wait_collective(MPI_Request& request) {
   }
 }
 
-void Transport::idle(core::Backoff& backoff, std::span<const int> waiting_for) {
+void Transport::idle(util::Backoff& backoff, std::span<const int> waiting_for) {
   if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
   backoff.pause();
 }
@@ -107,7 +107,7 @@ void Transport::throw_deadline(std::vector<int> waiting_for) const {
   throw DeadlineExceeded(
       fmt::format("strata [{}]: {} #{} ({} bytes, algorithm {}) exceeded its timeout of {} s on rank {}; {}. "
                   "The communicator is now unusable; check that every rank makes the same calls in the same order.",
-                  core::where(), info_.collective, info_.sequence, info_.bytes, info_.algorithm, deadline_.seconds(),
+                  util::where(), info_.collective, info_.sequence, info_.bytes, info_.algorithm, deadline_.seconds(),
                   rank_, peers),
       std::move(waiting_for));
 }

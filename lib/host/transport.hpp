@@ -14,26 +14,21 @@
 #include <string_view>
 #include <vector>
 
-#include "core/deadline.hpp"
-#include "core/workspace.hpp"
+#include "plan/job.hpp"
+#include "util/deadline.hpp"
+#include "util/workspace.hpp"
 
 namespace strata::host {
 
 class ShmSegment;
 
-// What a call is, for error messages.
-struct CallInfo {
-  std::string_view collective;  // "all_reduce", "reduce", ...
-  std::uint64_t sequence = 0;   // per communicator, from 1
-  std::size_t bytes = 0;
-  std::string_view algorithm;
-};
+using plan::CallInfo;
+
 
 // A set of in-flight operations and the peers they involve.
 class Requests {
  public:
   bool empty() const { return requests_.empty(); }
-  std::size_t size() const { return requests_.size(); }
 
  private:
   friend class Transport;
@@ -43,11 +38,11 @@ class Requests {
 
 class Transport {
  public:
-  Transport(MPI_Comm comm, const core::Deadline& deadline, CallInfo info, core::Workspace& workspace);
+  Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace);
   // The same with rank and size already known (saves two MPI calls per call
   // on the latency path).
-  Transport(MPI_Comm comm, int rank, int size, const core::Deadline& deadline, CallInfo info,
-            core::Workspace& workspace)
+  Transport(MPI_Comm comm, int rank, int size, const util::Deadline& deadline, CallInfo info,
+            util::Workspace& workspace)
       : comm_(comm), rank_(rank), size_(size), deadline_(deadline), info_(info), workspace_(workspace) {}
 
   int rank() const { return rank_; }
@@ -78,9 +73,9 @@ class Transport {
 
   // For algorithms with their own progress loop: throws DeadlineExceeded
   // naming `waiting_for` if the deadline passed, otherwise backs off.
-  void idle(core::Backoff& backoff, std::span<const int> waiting_for);
+  void idle(util::Backoff& backoff, std::span<const int> waiting_for);
 
-  // Scratch memory reused across calls (see core::Workspace). Slots are
+  // Scratch memory reused across calls (see util::Workspace). Slots are
   // private to the running algorithm.
   std::byte* scratch(std::size_t slot, std::size_t bytes) { return workspace_.get(slot, bytes); }
 
@@ -96,9 +91,9 @@ class Transport {
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
-  const core::Deadline& deadline_;
+  const util::Deadline& deadline_;
   CallInfo info_;
-  core::Workspace& workspace_;
+  util::Workspace& workspace_;
   ShmSegment* shm_ = nullptr;
 };
 

@@ -75,8 +75,8 @@ void tree_broadcast(Transport& t, const Job& job) {
 
 }  // namespace
 
-extern const Algorithm tree_algorithm = {
-    "tree", "binomial reduce + broadcast; latency-bound small messages",
+extern const Algorithm tree = {
+    {.name = "tree", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
     tree_all_reduce, tree_reduce, tree_broadcast,
 };
 

@@ -21,12 +21,12 @@
 
 #include "host/algorithm.hpp"
 #include "host/ring_stream.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::host {
 namespace {
 
-using plan::Slice;
+using util::Slice;
 
 // One ring's geometry.
 struct Ring {
@@ -35,7 +35,7 @@ struct Ring {
   int successor, predecessor;
   Slice part;         // the elements this ring carries
 
-  Slice segment(int n, int index) const { return plan::sub_slice(part, n, ((index % n) + n) % n); }
+  Slice segment(int n, int index) const { return util::sub_slice(part, n, ((index % n) + n) % n); }
 };
 
 std::vector<Ring> make_rings(const Transport& t, const Job& job, int root = 0) {
@@ -48,7 +48,7 @@ std::vector<Ring> make_rings(const Transport& t, const Job& job, int root = 0) {
     const int position = forward ? relative : (n - relative) % n;
     const int successor = forward ? (rank + 1) % n : (rank - 1 + n) % n;
     const int predecessor = forward ? (rank - 1 + n) % n : (rank + 1) % n;
-    rings.push_back({static_cast<int>(m), position, successor, predecessor, plan::even_slice(job.count, shards, m)});
+    rings.push_back({static_cast<int>(m), position, successor, predecessor, util::even_slice(job.count, shards, m)});
   }
   return rings;
 }
@@ -58,7 +58,7 @@ std::size_t chunk_elems(const Job& job) { return std::max<std::size_t>(1, job.ch
 // Runs all streams to completion, round-robin, backing off when none moves.
 void drive(Transport& t, std::vector<std::unique_ptr<RingStream>>& streams) {
   for (auto& s : streams) s->start();
-  core::Backoff backoff;
+  util::Backoff backoff;
   std::vector<int> waiting;
   for (;;) {
     bool progressed = false, all_received = true;
@@ -182,8 +182,8 @@ void xring_broadcast(Transport& t, const Job& job) {
 
 }  // namespace
 
-extern const Algorithm xring_algorithm = {
-    "xring", "pipelined ring reduce-scatter + all-gather; #M runs M rings in alternating directions",
+extern const Algorithm xring = {
+    {.name = "xring", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
     xring_all_reduce, xring_reduce, xring_broadcast,
 };
 

@@ -6,56 +6,47 @@
 #include <cstddef>
 #include <span>
 
-#include "gpu/backend.hpp"
+#include "strata/types.hpp"
 #include "host/algorithm.hpp"
+#include "plan/job.hpp"
 #include "nccl/engine.hpp"
 
 namespace strata::nccl {
 
-// What a level of an algorithm works on: device pointers, in place allowed.
-struct Level {
-  const void* in = nullptr;
-  void* out = nullptr;
-  std::size_t count = 0;
-  DataType dtype = DataType::f32;
-  ReduceOp op = ReduceOp::sum;
-  int root = 0;
-  int shards = 1;
-  std::size_t chunk_bytes = 0;
-};
 
 // flat.cpp: NCCL's own collectives over an NCCL communicator.
-void nccl_all_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
-void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
-void nccl_broadcast(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info);
+void nccl_all_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info);
+void nccl_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info);
+void nccl_broadcast(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info);
 // One all-reduce over every replica of every rank: buffers[r] on
 // devices[r] (devices[0] = the engine's), one NCCL rank each, enqueued in
 // one group on each replica's stream (ReplicaSet::stream).
 void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<void* const> buffers,
-                             const Level& job, const core::Deadline& d, const host::CallInfo& info);
-// Reduce-scatter into `owners` even slices (plan::even_slice): local rank s
+                             const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info);
+// Reduce-scatter into `owners` even slices (util::even_slice): local rank s
 // ends with slice s of the sum in out; and the matching all-gather.
-void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
-                         const host::CallInfo& info);
-void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
-                     const host::CallInfo& info);
+void nccl_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
+                         const plan::CallInfo& info);
+void nccl_all_gather(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
+                     const plan::CallInfo& info);
 
 // psgpu.cpp: slice owners reduce on their GPU with strata's kernels; the
 // bytes travel over MPI through pinned host buffers. Waits itself.
-void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
-                          const host::CallInfo& info);
-void psgpu_all_gather(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
-                      const host::CallInfo& info);
+void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
+                          const plan::CallInfo& info);
+void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
+                      const plan::CallInfo& info);
 
 // staged.cpp: a host algorithm on device data, chunk by chunk through pinned
 // buffers, device-host copies overlapping the MPI transfers of other chunks.
 // Waits itself.
-void staged(Engine& e, MPI_Comm comm, gpu::Collective collective, const host::Algorithm& algorithm,
-            const Level& job, const core::Deadline& d, const host::CallInfo& info);
+void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm,
+            const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info);
 
 // hierarchical.cpp: "a/b" all-reduce with a in {nccl, psgpu} inside the node
-// and b (nccl, or a host algorithm via staged()) across nodes.
-void hierarchical_all_reduce(Engine& e, std::string_view intra, std::string_view cross, const Level& job,
-                             const core::Deadline& d, const host::CallInfo& info);
+// and b across nodes: nccl when `cross` is null, else that host algorithm
+// via staged().
+void hierarchical_all_reduce(Engine& e, std::string_view intra, const host::Algorithm* cross, const plan::Job& job,
+                             const util::Deadline& d, const plan::CallInfo& info);
 
 }  // namespace strata::nccl

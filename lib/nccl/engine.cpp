@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/check.hpp"
-#include "core/where.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 #include "nccl/replicas.hpp"
 #include "cuda/check.hpp"
 #include "strata/errors.hpp"
@@ -24,8 +24,8 @@ std::string lower(std::string text) {
 
 }  // namespace
 
-ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expired) {
-  core::Backoff backoff;
+ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired) {
+  util::Backoff backoff;
   ncclResult_t state = ncclInProgress;
   while (true) {
     if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclSystemError;
@@ -42,7 +42,7 @@ void close(ncclComm_t comm) {
   // Finalize flushes outstanding work; bounded so teardown never hangs.
   const ncclResult_t rc = ncclCommFinalize(comm);
   bool expired = false;
-  const core::Deadline bound(10.0);
+  const util::Deadline bound(10.0);
   if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm, bound, expired) != ncclSuccess || expired) {
     ncclCommAbort(comm);
     return;
@@ -51,7 +51,7 @@ void close(ncclComm_t comm) {
 }
 
 void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
-                          const host::CallInfo& info) {
+                          const plan::CallInfo& info) {
   constexpr std::size_t kIdBytes = 32;
   const std::size_t mine = devices.size() * kIdBytes;
   std::vector<char> ids(mine, '\0');
@@ -77,12 +77,12 @@ void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices
             "strata [{}]: {} #{} needs the {} NCCL communicator, but {} both drive GPU {}; NCCL needs one GPU per "
             "NCCL rank. Run one rank per GPU (or set STRATA_GPU_MAP, or give each replica its own device), or use "
             "an algorithm that needs no NCCL communicator here, such as psgpu or xring",
-            core::where(), info.collective, info.sequence, name, who, lower(&all[a * kIdBytes])));
+            util::where(), info.collective, info.sequence, name, who, lower(&all[a * kIdBytes])));
       }
 }
 
-Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline& deadline,
-           const host::CallInfo& info)
+Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const util::Deadline& deadline,
+           const plan::CallInfo& info)
     : name_(name) {
   STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size_));
@@ -109,7 +109,7 @@ Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline&
     if (expired)
       throw DeadlineExceeded(
           fmt::format("strata [{}]: {} #{}: creating the {} NCCL communicator did not finish within {} s; aborted",
-                      core::where(), info.collective, info.sequence, name, deadline.seconds()),
+                      util::where(), info.collective, info.sequence, name, deadline.seconds()),
           {});
     cuda::throw_nccl_error(state, "ncclCommInitRankConfig", __FILE__, __LINE__);
   }
@@ -147,15 +147,15 @@ Engine::~Engine() {
   world_.reset();
 }
 
-Comm& Engine::world(const core::Deadline& deadline, const host::CallInfo& info) {
+Comm& Engine::world(const util::Deadline& deadline, const plan::CallInfo& info) {
   if (!world_) world_ = std::make_unique<Comm>(*this, comm_, "whole-job", deadline, info);
   return *world_;
 }
-Comm& Engine::node(const core::Deadline& deadline, const host::CallInfo& info) {
+Comm& Engine::node(const util::Deadline& deadline, const plan::CallInfo& info) {
   if (!node_) node_ = std::make_unique<Comm>(*this, split_.node, "node-local", deadline, info);
   return *node_;
 }
-Comm& Engine::cross(const core::Deadline& deadline, const host::CallInfo& info) {
+Comm& Engine::cross(const util::Deadline& deadline, const plan::CallInfo& info) {
   if (!cross_) cross_ = std::make_unique<Comm>(*this, split_.cross, "cross-node", deadline, info);
   return *cross_;
 }
@@ -169,7 +169,7 @@ void Engine::ensure_usable() const {
   if (!broken_.empty())
     throw PeerFailure(fmt::format("strata [{}]: the GPU backend of this communicator is broken by an earlier "
                                   "failure ({}); create a new communicator before calling again",
-                                  core::where(), broken_));
+                                  util::where(), broken_));
 }
 
 void Engine::mark_broken(const std::string& reason) {
@@ -179,16 +179,16 @@ void Engine::mark_broken(const std::string& reason) {
   replicas_->abort();
 }
 
-void Engine::expire(const core::Deadline& deadline, const host::CallInfo& info) {
+void Engine::expire(const util::Deadline& deadline, const plan::CallInfo& info) {
   const std::string what = fmt::format(
       "strata [{}]: {} #{} ({} bytes, {}) did not finish within {} s on GPU {}; NCCL cannot say which peer is "
       "missing. The NCCL communicators were aborted and this communicator refuses further calls",
-      core::where(), info.collective, info.sequence, info.bytes, info.algorithm, deadline.seconds(), device_);
+      util::where(), info.collective, info.sequence, info.bytes, info.algorithm, deadline.seconds(), device_);
   mark_broken(what);
   throw DeadlineExceeded(what, {});
 }
 
-void Engine::check_async(const host::CallInfo& info) {
+void Engine::check_async(const plan::CallInfo& info) {
   for (Comm* c : {world_.get(), node_.get(), cross_.get()}) {
     if (!c) continue;
     ncclResult_t state = ncclSuccess;
@@ -202,12 +202,12 @@ void Engine::check_async(const host::CallInfo& info) {
   if (const std::string error = replicas_->async_error(); !error.empty()) {
     mark_broken(fmt::format("{} #{}: NCCL error on the replica communicator: {}", info.collective, info.sequence,
                             error));
-    throw BackendError(broken_, "NCCL", 0, core::hostname(), core::world_rank());
+    throw BackendError(broken_, "NCCL", 0, util::hostname(), util::world_rank());
   }
 }
 
-void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
-                      const host::CallInfo& info) {
+void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
+                      const plan::CallInfo& info) {
   if (rc == ncclSuccess) return;
   if (rc != ncclInProgress) {
     mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(rc)));
@@ -222,8 +222,8 @@ void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const 
   }
 }
 
-void Engine::wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event) {
-  core::Backoff backoff;
+void Engine::wait(const util::Deadline& deadline, const plan::CallInfo& info, cuda::Event* event) {
+  util::Backoff backoff;
   while (!(event ? event->done() : stream_->done() && replicas_->idle())) {
     check_async(info);
     if (deadline.expired()) expire(deadline, info);

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/breaking.hpp"
-#include "core/deadline.hpp"
-#include "core/workspace.hpp"
+#include "util/breaking.hpp"
+#include "util/deadline.hpp"
+#include "util/workspace.hpp"
 #include "cuda/stream.hpp"
 #include "host/transport.hpp"
 #include "topo/node_split.hpp"
@@ -33,7 +33,7 @@ class ReplicaSet;
 // Poll a non-blocking communicator until its pending operation (init,
 // enqueue, group end) is no longer in progress; returns the final state.
 // On expiry of `deadline` sets `expired` and returns ncclInProgress.
-ncclResult_t settle(ncclComm_t comm, const core::Deadline& deadline, bool& expired);
+ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired);
 
 // Finalize (bounded to 10 s) and destroy a communicator, or abort it when
 // that fails or takes too long. Never throws; for teardown.
@@ -45,14 +45,14 @@ void close(ncclComm_t comm);
 // are the same GPU, naming `name`: NCCL needs one GPU per NCCL rank.
 // Bounded by the transport's deadline.
 void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
-                          const host::CallInfo& info);
+                          const plan::CallInfo& info);
 
 // One NCCL communicator over the ranks of an MPI communicator.
 class Comm {
  public:
   // Collective over `mpi`. Throws Unavailable when two of its ranks drive
   // the same GPU (NCCL refuses that), BackendError when NCCL fails.
-  Comm(Engine& engine, MPI_Comm mpi, const char* name, const core::Deadline& deadline, const host::CallInfo& info);
+  Comm(Engine& engine, MPI_Comm mpi, const char* name, const util::Deadline& deadline, const plan::CallInfo& info);
   ~Comm();  // ncclCommFinalize + ncclCommDestroy (bounded), or nothing after abort
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -80,26 +80,26 @@ class Engine {
   const topo::NodeSplit& split() const { return split_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }
-  core::Workspace& workspace() { return workspace_; }
+  util::Workspace& workspace() { return workspace_; }
 
   // The NCCL communicators, created on first use (collective over their
   // MPI communicator: every member reaches the same call in the same plan).
-  Comm& world(const core::Deadline& deadline, const host::CallInfo& info);
-  Comm& node(const core::Deadline& deadline, const host::CallInfo& info);
-  Comm& cross(const core::Deadline& deadline, const host::CallInfo& info);  // only where split().cross != NULL
+  Comm& world(const util::Deadline& deadline, const plan::CallInfo& info);
+  Comm& node(const util::Deadline& deadline, const plan::CallInfo& info);
+  Comm& cross(const util::Deadline& deadline, const plan::CallInfo& info);  // only where split().cross != NULL
 
   // Check the return code of an enqueueing NCCL call on `comm`:
   // ncclInProgress is polled to completion against the deadline.
-  void enqueued(Comm& comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
-                const host::CallInfo& info) {
+  void enqueued(Comm& comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
+                const plan::CallInfo& info) {
     enqueued(comm.get(), rc, call, deadline, info);
   }
-  void enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const core::Deadline& deadline,
-                const host::CallInfo& info);
+  void enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
+                const plan::CallInfo& info);
 
   // Block (politely) until all work on the stream (and the replica
   // devices' streams) finished, or `event` when given. Throws DeadlineExceeded (after aborting NCCL) or BackendError.
-  void wait(const core::Deadline& deadline, const host::CallInfo& info, cuda::Event* event = nullptr);
+  void wait(const util::Deadline& deadline, const plan::CallInfo& info, cuda::Event* event = nullptr);
 
   // The other devices of a rank with several replicas (see replicas.hpp).
   ReplicaSet& replicas() { return *replicas_; }
@@ -115,7 +115,7 @@ class Engine {
   // exception goes on.
   template <typename Work>
   void breaking_on_failure(Work&& work) {
-    core::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
+    util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
   }
 
   // Broken state (see the header comment).
@@ -124,8 +124,8 @@ class Engine {
   void mark_broken(const std::string& reason);
 
  private:
-  [[noreturn]] void expire(const core::Deadline& deadline, const host::CallInfo& info);
-  void check_async(const host::CallInfo& info);
+  [[noreturn]] void expire(const util::Deadline& deadline, const plan::CallInfo& info);
+  void check_async(const plan::CallInfo& info);
 
   MPI_Comm comm_;
   const topo::NodeSplit& split_;
@@ -136,7 +136,7 @@ class Engine {
   cuda::DeviceBuffer device_buffers_[3];
   cuda::PinnedBuffer pinned_[2];
   std::vector<std::unique_ptr<cuda::Event>> events_;
-  core::Workspace workspace_;
+  util::Workspace workspace_;
   std::string broken_;
 };
 

@@ -7,7 +7,7 @@
 #include "cuda/check.hpp"
 #include "nccl/algorithms.hpp"
 #include "nccl/replicas.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::nccl {
 namespace {
@@ -42,12 +42,12 @@ ncclRedOp_t to_nccl(ReduceOp op) {
 // One rooted NCCL call per non-empty even slice s (root: its owner s), all
 // in one group: the uneven-slice fallback of reduce-scatter and all-gather.
 template <typename Call>
-void per_slice(Engine& e, Comm& comm, const Level& job, int owners, const char* what, const core::Deadline& d,
-               const host::CallInfo& info, Call&& call) {
+void per_slice(Engine& e, Comm& comm, const plan::Job& job, int owners, const char* what, const util::Deadline& d,
+               const plan::CallInfo& info, Call&& call) {
   STRATA_CHECK_NCCL(ncclGroupStart());
   ncclResult_t rc = ncclSuccess;
   for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
     if (slice.count > 0) rc = call(s, slice);
   }
   const ncclResult_t end = ncclGroupEnd();
@@ -56,13 +56,13 @@ void per_slice(Engine& e, Comm& comm, const Level& job, int owners, const char* 
 
 }  // namespace
 
-void nccl_all_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info) {
+void nccl_all_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
   e.enqueued(comm,
              ncclAllReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job.op), comm.get(), e.stream()),
              "ncclAllReduce", d, info);
 }
 
-void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info) {
+void nccl_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
   // NCCL wants a receive buffer on the root only.
   e.enqueued(comm,
              ncclReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job.op), job.root, comm.get(),
@@ -70,13 +70,13 @@ void nccl_reduce(Engine& e, Comm& comm, const Level& job, const core::Deadline& 
              "ncclReduce", d, info);
 }
 
-void nccl_broadcast(Engine& e, Comm& comm, const Level& job, const core::Deadline& d, const host::CallInfo& info) {
+void nccl_broadcast(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
   e.enqueued(comm, ncclBroadcast(job.out, job.out, job.count, to_nccl(job.dtype), job.root, comm.get(), e.stream()),
              "ncclBroadcast", d, info);
 }
 
 void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<void* const> buffers,
-                             const Level& job, const core::Deadline& d, const host::CallInfo& info) {
+                             const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
   ReplicaSet& set = e.replicas();
   const std::span<const ncclComm_t> comms = set.world(e, devices, d, info);
   ncclResult_t rc = ncclGroupStart();
@@ -92,8 +92,8 @@ void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<
   }
 }
 
-void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
-                         const host::CallInfo& info) {
+void nccl_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
+                         const plan::CallInfo& info) {
   const std::size_t element = dtype_size(job.dtype);
   const auto* in = static_cast<const std::byte*>(job.in);
   auto* out = static_cast<std::byte*>(job.out);
@@ -107,14 +107,14 @@ void nccl_reduce_scatter(Engine& e, Comm& comm, const Level& job, int owners, co
                "ncclReduceScatter", d, info);
     return;
   }
-  per_slice(e, comm, job, owners, "ncclReduce (grouped reduce-scatter)", d, info, [&](int s, plan::Slice slice) {
+  per_slice(e, comm, job, owners, "ncclReduce (grouped reduce-scatter)", d, info, [&](int s, util::Slice slice) {
     return ncclReduce(in + slice.offset * element, out + slice.offset * element, slice.count, to_nccl(job.dtype),
                       to_nccl(job.op), s, comm.get(), e.stream());
   });
 }
 
-void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const core::Deadline& d,
-                     const host::CallInfo& info) {
+void nccl_all_gather(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
+                     const plan::CallInfo& info) {
   const std::size_t element = dtype_size(job.dtype);
   auto* out = static_cast<std::byte*>(job.out);
   if (owners == comm.size() && job.count % std::size_t(owners) == 0) {
@@ -125,7 +125,7 @@ void nccl_all_gather(Engine& e, Comm& comm, const Level& job, int owners, const 
                "ncclAllGather", d, info);
     return;
   }
-  per_slice(e, comm, job, owners, "ncclBroadcast (grouped all-gather)", d, info, [&](int s, plan::Slice slice) {
+  per_slice(e, comm, job, owners, "ncclBroadcast (grouped all-gather)", d, info, [&](int s, util::Slice slice) {
     std::byte* at = out + slice.offset * element;
     return ncclBroadcast(at, at, slice.count, to_nccl(job.dtype), s, comm.get(), e.stream());
   });

@@ -9,13 +9,13 @@
 //   3. all-gather inside the node with `a`.
 #include "cuda/check.hpp"
 #include "nccl/algorithms.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::nccl {
 
-void hierarchical_all_reduce(Engine& e, std::string_view intra, std::string_view cross, const Level& job,
-                             const core::Deadline& d, const host::CallInfo& info) {
+void hierarchical_all_reduce(Engine& e, std::string_view intra, const host::Algorithm* cross, const plan::Job& job,
+                             const util::Deadline& d, const plan::CallInfo& info) {
   const topo::NodeSplit& split = e.split();
   const int owners = split.min_local_size;
   const bool nccl_inside = intra == "nccl";
@@ -34,21 +34,17 @@ void hierarchical_all_reduce(Engine& e, std::string_view intra, std::string_view
   // 2. Across nodes, on my slice (every owner, even with an empty slice,
   //    joins communicator creation so that nobody waits alone).
   if (split.cross != MPI_COMM_NULL) {
-    const plan::Slice mine = plan::even_slice(job.count, std::size_t(owners), std::size_t(split.local_rank));
-    Level slice = job;
+    const util::Slice mine = util::even_slice(job.count, std::size_t(owners), std::size_t(split.local_rank));
+    plan::Job slice = job;
     slice.out = static_cast<std::byte*>(job.out) + mine.offset * element;
     slice.in = slice.out;
     slice.count = mine.count;
-    if (cross == "nccl") {
+    if (!cross) {  // nccl across nodes
       Comm& across = e.cross(d, info);
       if (slice.count > 0) nccl_all_reduce(e, across, slice, d, info);
     } else {
-      const host::Algorithm* algorithm = host::find_algorithm(cross);
-      if (!algorithm)
-        throw InvalidArgument(std::string("GPU hierarchical all-reduce: unknown cross-node algorithm ") +
-                              std::string(cross));
       e.wait(d, info);  // the slice must be complete before it is copied down
-      staged(e, split.cross, gpu::Collective::all_reduce, *algorithm, slice, d, info);
+      staged(e, split.cross, Collective::all_reduce, *cross, slice, d, info);
     }
   }
 

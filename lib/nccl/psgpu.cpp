@@ -9,18 +9,18 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
 namespace strata::nccl {
 
-void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
-                          const host::CallInfo& info) {
+void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
+                          const plan::CallInfo& info) {
   host::Transport t(comm, d, info, e.workspace());
   const std::size_t element = dtype_size(job.dtype);
   const std::size_t bytes = job.count * element;
   const int rank = t.rank(), size = t.size();
-  const plan::Slice mine = rank < owners ? plan::even_slice(job.count, std::size_t(owners), std::size_t(rank))
-                                         : plan::Slice{};
+  const util::Slice mine = rank < owners ? util::even_slice(job.count, std::size_t(owners), std::size_t(rank))
+                                         : util::Slice{};
   const std::size_t slice_bytes = mine.count * element;
 
   // My input to pinned memory, then the contributions to their owners.
@@ -39,7 +39,7 @@ void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const Level& job, int owners
       if (r != rank) t.irecv(requests, gathered + std::size_t(r) * slice_bytes, slice_bytes, r);
   e.wait(d, info);  // staged is complete
   for (int s = 0; s < owners; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
     if (s != rank && slice.count > 0) t.isend(requests, staged + slice.offset * element, slice.count * element, s);
   }
   t.wait(requests);
@@ -62,22 +62,22 @@ void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const Level& job, int owners
   e.wait(d, info);
 }
 
-void psgpu_all_gather(Engine& e, MPI_Comm comm, const Level& job, int owners, const core::Deadline& d,
-                      const host::CallInfo& info) {
+void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
+                      const plan::CallInfo& info) {
   host::Transport t(comm, d, info, e.workspace());
   const std::size_t element = dtype_size(job.dtype);
   const int rank = t.rank(), size = t.size();
   auto* staged = static_cast<std::byte*>(e.pinned(0, job.count * element));
   auto* out = static_cast<std::byte*>(job.out);
   if (rank < owners) {
-    const plan::Slice mine = plan::even_slice(job.count, std::size_t(owners), std::size_t(rank));
+    const util::Slice mine = util::even_slice(job.count, std::size_t(owners), std::size_t(rank));
     STRATA_CHECK_CUDA(cudaMemcpyAsync(staged + mine.offset * element, out + mine.offset * element,
                                       mine.count * element, cudaMemcpyDeviceToHost, e.stream()));
     e.wait(d, info);
   }
   host::Requests requests;
   for (int s = 0; s < owners; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
     if (slice.count == 0) continue;
     std::byte* at = staged + slice.offset * element;
     if (s == rank) {
@@ -89,7 +89,7 @@ void psgpu_all_gather(Engine& e, MPI_Comm comm, const Level& job, int owners, co
   }
   t.wait(requests);
   for (int s = 0; s < owners; ++s) {
-    const plan::Slice slice = plan::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
     if (s != rank && slice.count > 0)
       STRATA_CHECK_CUDA(cudaMemcpyAsync(out + slice.offset * element, staged + slice.offset * element,
                                         slice.count * element, cudaMemcpyHostToDevice, e.stream()));

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/check.hpp"
-#include "core/where.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 #include "cuda/check.hpp"
 #include "nccl/engine.hpp"
 #include "strata/errors.hpp"
@@ -32,7 +32,7 @@ cudaStream_t ReplicaSet::stream(Engine& engine, std::size_t r) {
 }
 
 std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, std::span<const int> devices,
-                                              const core::Deadline& deadline, const host::CallInfo& info) {
+                                              const util::Deadline& deadline, const plan::CallInfo& info) {
   if (!world_.empty() && world_devices_ == std::vector<int>(devices.begin(), devices.end())) return world_;
   destroy_world();
   host::Transport bounded(engine.comm(), deadline, info, engine.workspace());
@@ -47,7 +47,7 @@ std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, std::span<const in
   if (counts[0] != -counts[1])
     throw Mismatch(fmt::format("strata [{}]: {} #{}: ranks hold between {} and {} CUDA replicas; every rank must "
                                "pass the same number (num_gpus_per_worker)",
-                               core::where(), info.collective, info.sequence, counts[0], -counts[1]));
+                               util::where(), info.collective, info.sequence, counts[0], -counts[1]));
   ensure_distinct_gpus(bounded, devices, "replica", info);
 
   ncclUniqueId id{};
@@ -80,7 +80,7 @@ std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, std::span<const in
       abort();
       throw DeadlineExceeded(fmt::format("strata [{}]: {} #{}: creating the replica NCCL communicator did not "
                                          "finish within {} s; aborted",
-                                         core::where(), info.collective, info.sequence, deadline.seconds()),
+                                         util::where(), info.collective, info.sequence, deadline.seconds()),
                              {});
     }
     if (state != ncclSuccess) failed = state;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/deadline.hpp"
+#include "util/deadline.hpp"
 #include "cuda/stream.hpp"
 #include "host/transport.hpp"
 
@@ -46,8 +46,8 @@ class ReplicaSet {
   // communicator, bounded by `deadline`. Throws Mismatch when ranks hold
   // different replica counts, Unavailable when two replicas of the job
   // share a GPU, DeadlineExceeded, BackendError.
-  std::span<const ncclComm_t> world(Engine& engine, std::span<const int> devices, const core::Deadline& deadline,
-                                    const host::CallInfo& info);
+  std::span<const ncclComm_t> world(Engine& engine, std::span<const int> devices, const util::Deadline& deadline,
+                                    const plan::CallInfo& info);
 
   // The stream of replica r: the engine's for r = 0, the slot's otherwise.
   cudaStream_t stream(Engine& engine, std::size_t r);

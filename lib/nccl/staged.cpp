@@ -15,37 +15,28 @@ namespace {
 
 constexpr std::size_t kDefaultChunkBytes = 4u << 20;  // big enough to amortise a collective's latency
 
-host::CollectiveFn entry(const host::Algorithm& algorithm, gpu::Collective collective) {
-  switch (collective) {
-    case gpu::Collective::all_reduce: return algorithm.all_reduce;
-    case gpu::Collective::reduce: return algorithm.reduce ? algorithm.reduce : host::find_algorithm("tree")->reduce;
-    case gpu::Collective::broadcast:
-      return algorithm.broadcast ? algorithm.broadcast : host::find_algorithm("tree")->broadcast;
-  }
-  return nullptr;
-}
 
 }  // namespace
 
-void staged(Engine& e, MPI_Comm comm, gpu::Collective collective, const host::Algorithm& algorithm, const Level& job,
-            const core::Deadline& d, const host::CallInfo& info) {
+void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm, const plan::Job& job,
+            const util::Deadline& d, const plan::CallInfo& info) {
   if (job.count == 0) return;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const bool is_root = rank == job.root;
   // Who copies down (contributes) and who copies the result back up.
-  const bool download = collective != gpu::Collective::broadcast || is_root;
-  const bool receive = collective == gpu::Collective::all_reduce ? true
-                       : collective == gpu::Collective::reduce   ? is_root
+  const bool download = collective != Collective::broadcast || is_root;
+  const bool receive = collective == Collective::all_reduce ? true
+                       : collective == Collective::reduce   ? is_root
                                                                  : !is_root;
-  const host::CollectiveFn run = entry(algorithm, collective);
+  const host::CollectiveFn run = host::entry_point(algorithm, collective);  // the planner checked it serves
 
   const std::size_t element = dtype_size(job.dtype);
   const std::size_t wanted = job.chunk_bytes ? std::max(job.chunk_bytes, kDefaultChunkBytes) : kDefaultChunkBytes;
   const std::size_t per_chunk = std::max<std::size_t>(1, wanted / element);
   const std::size_t chunks = (job.count + per_chunk - 1) / per_chunk;
   auto* host_data = static_cast<std::byte*>(e.pinned(0, job.count * element));
-  const auto* src = static_cast<const std::byte*>(collective == gpu::Collective::broadcast ? job.out : job.in);
+  const auto* src = static_cast<const std::byte*>(collective == Collective::broadcast ? job.out : job.in);
   auto* dst = static_cast<std::byte*>(job.out);
 
   if (download)
@@ -59,7 +50,7 @@ void staged(Engine& e, MPI_Comm comm, gpu::Collective collective, const host::Al
     const std::size_t first = c * per_chunk, n = std::min(per_chunk, job.count - first);
     if (download) e.wait(d, info, &e.event(c));
     host::Transport t(comm, d, info, e.workspace());
-    host::Job chunk;
+    plan::Job chunk;
     chunk.in = chunk.out = host_data + first * element;
     chunk.count = n;
     chunk.dtype = job.dtype;

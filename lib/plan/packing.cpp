@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::plan {
@@ -44,7 +44,7 @@ void split_evenly(std::vector<Pack>& out, std::span<const TensorShape> tensors, 
   std::size_t tensor_pos = 0, within = 0;  // cursor into the concatenation
   for (std::size_t p = 0; p < packs; ++p) {
     Pack pack{tensors[group[0]].dtype, {}, 0};
-    std::size_t need = even_slice(total, packs, p).count;
+    std::size_t need = util::even_slice(total, packs, p).count;
     while (need > 0) {
       const std::size_t index = group[tensor_pos];
       const std::size_t take = std::min(need, tensors[index].count - within);

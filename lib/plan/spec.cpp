@@ -8,7 +8,13 @@
 #include "strata/errors.hpp"
 
 namespace strata::plan {
+
 namespace {
+
+// More shards than this only adds per-shard overhead (every shard is a
+// separate pipeline, tag or owner); the bound also keeps tags and scratch
+// slots of sharded algorithms in range.
+constexpr int kMaxShards = 64;
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw InvalidArgument(fmt::format("all_reduce_spec '{}': {}", spec, why));
@@ -64,7 +70,7 @@ std::string format_limit(long long limit) {
   return fmt::format("{}", limit);
 }
 
-void validate(std::string_view spec, const std::vector<SpecEntry>& entries, bool (*is_known)(std::string_view)) {
+void validate(std::string_view spec, const std::vector<SpecEntry>& entries, Catalogue known) {
   if (entries.empty()) fail(spec, "the spec is empty");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const SpecEntry& e = entries[i];
@@ -76,10 +82,11 @@ void validate(std::string_view spec, const std::vector<SpecEntry>& entries, bool
     for (std::string_view level : {whole.substr(0, slash), slash == std::string::npos ? "" : whole.substr(slash + 1)}) {
       if (slash != std::string::npos && level.empty())
         fail(spec, fmt::format("'{}' has an empty level", e.algorithm));
-      if (!level.empty() && !is_known(level))
+      if (!level.empty() && !find(known, level))
         fail(spec, fmt::format("unknown algorithm '{}' (see docs/ALGORITHMS.md for the names)", level));
     }
-    if (e.shards < 1) fail(spec, fmt::format("shards {} for '{}' must be >= 1", e.shards, e.algorithm));
+    if (e.shards < 1 || e.shards > kMaxShards)
+      fail(spec, fmt::format("shards {} for '{}' must be in [1, {}]", e.shards, e.algorithm, kMaxShards));
     const bool last = i + 1 == entries.size();
     if (last && e.limit != -1)
       fail(spec, fmt::format("the last limit must be -1 (no bound), not {}", e.limit));
@@ -108,7 +115,7 @@ const SpecEntry& Spec::select(std::size_t bytes) const {
   return entries.back();
 }
 
-Spec parse_spec(std::string_view text, bool (*is_known)(std::string_view)) {
+Spec parse_spec(std::string_view text, Catalogue known) {
   const std::string_view body = trim(text);
   if (body == "auto") return Spec{};
   if (body.empty()) fail(text, "the spec is empty");
@@ -131,13 +138,13 @@ Spec parse_spec(std::string_view text, bool (*is_known)(std::string_view)) {
     }
     pos = colon + 1;
   }
-  validate(text, entries, is_known);
+  validate(text, entries, known);
   return Spec{std::move(entries)};
 }
 
-Spec make_spec(std::vector<SpecEntry> entries, bool (*is_known)(std::string_view)) {
+Spec make_spec(std::vector<SpecEntry> entries, Catalogue known) {
   Spec spec{std::move(entries)};
-  validate(spec.entries.empty() ? std::string("(empty)") : spec.to_string(), spec.entries, is_known);
+  validate(spec.entries.empty() ? std::string("(empty)") : spec.to_string(), spec.entries, known);
   return spec;
 }
 

@@ -10,14 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/algorithm.hpp"
+#include "strata/spec.hpp"
+
 namespace strata::plan {
 
-struct SpecEntry {
-  std::string algorithm;  // "xring", or hierarchical "a/b"
-  int shards = 1;
-  long long limit = -1;   // bytes, inclusive; -1 = no bound
-  bool operator==(const SpecEntry&) const = default;
-};
+// (algorithm, shards, limit): the public tuple (strata/spec.hpp).
+using SpecEntry = SpecTuple;
 
 struct Spec {
   std::vector<SpecEntry> entries;  // empty only for "auto"
@@ -28,12 +27,11 @@ struct Spec {
   const SpecEntry& select(std::size_t bytes) const;
 };
 
-// Parse and validate the text form. `is_known(name)` says whether an
-// algorithm name (one level of a hierarchical name) exists. Throws
-// InvalidArgument naming the offending part.
-Spec parse_spec(std::string_view text, bool (*is_known)(std::string_view));
+// Parse and validate the text form. Every level of every algorithm name
+// must be in `known`. Throws InvalidArgument naming the offending part.
+Spec parse_spec(std::string_view text, Catalogue known);
 
-// Validate a tuple list; throws InvalidArgument like parse_spec.
-Spec make_spec(std::vector<SpecEntry> entries, bool (*is_known)(std::string_view));
+// Validate the tuple form; throws InvalidArgument like parse_spec.
+Spec make_spec(std::vector<SpecEntry> entries, Catalogue known);
 
 }  // namespace strata::plan

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "core/log.hpp"
+#include "util/log.hpp"
 
 namespace strata::topo {
 namespace {
@@ -60,10 +60,10 @@ std::vector<std::string> binding_advice(const Topology& topology) {
 
 void warn_about_binding_once(const Topology& topology) {
   static std::atomic<bool> warned{false};
-  if (core::log_level() < core::LogLevel::warn || warned.load()) return;
+  if (util::log_level() < util::LogLevel::warn || warned.load()) return;
   const std::vector<std::string> lines = binding_advice(topology);
   if (lines.empty() || warned.exchange(true)) return;  // a well-bound communicator does not use up the warning
-  for (const std::string& line : lines) core::log(core::LogLevel::warn, "{}", line);
+  for (const std::string& line : lines) util::log(util::LogLevel::warn, "{}", line);
 }
 
 }  // namespace strata::topo

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/check.hpp"
+#include "util/check.hpp"
 #include "strata/errors.hpp"
 
 namespace strata::topo {

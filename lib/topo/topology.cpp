@@ -15,9 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check.hpp"
-#include "core/where.hpp"
-#include "gpu/backend.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 #include "strata/errors.hpp"
 #include "strata/topology.hpp"
 #include "topo/advice.hpp"
@@ -203,24 +202,18 @@ std::string local_record(MPI_Comm node, bool leader, Record& record) {
   return "";
 }
 
-// Frees node_split's communicators on every exit path.
-struct SplitGuard {
-  topo::NodeSplit& split;
-  ~SplitGuard() { topo::free_split(split); }
-};
-
 }  // namespace
 
 namespace topo {
 
-Topology discover(MPI_Comm comm, const NodeSplit& split) {
+Topology discover(MPI_Comm comm, const NodeSplit& split, std::vector<std::string> cuda_bus_ids) {
   int rank = 0, size = 1;
   STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
 
   Record mine;
-  mine.hostname = core::hostname();
-  mine.cuda_bus_ids = gpu::visible_devices();
+  mine.hostname = util::hostname();
+  mine.cuda_bus_ids = std::move(cuda_bus_ids);
   if (const char* map = std::getenv("STRATA_GPU_MAP")) mine.gpu_map = map;
   const std::string error = local_record(split.node, split.local_rank == 0, mine);
   // Agree before the all-gather: a rank that failed must not leave the
@@ -230,7 +223,7 @@ Topology discover(MPI_Comm comm, const NodeSplit& split) {
   if (!ok)
     throw Unavailable(error.empty()
                           ? std::string("topology discovery failed on another rank (see its error)")
-                          : fmt::format("topology discovery failed on {}: {}", core::where(), error));
+                          : fmt::format("topology discovery failed on {}: {}", util::where(), error));
 
   const std::vector<std::string> all = allgather_bytes(encode(mine), comm, size);
   Topology topology;
@@ -274,10 +267,5 @@ Topology discover(MPI_Comm comm, const NodeSplit& split) {
 
 }  // namespace topo
 
-Topology discover_topology(MPI_Comm comm) {
-  topo::NodeSplit split = topo::split_nodes(comm);
-  SplitGuard guard{split};
-  return topo::discover(comm, split);
-}
 
 }  // namespace strata

@@ -13,10 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "core/half.hpp"
+#include "util/half.hpp"
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
 #include "strata/errors.hpp"
+#include "exec/execute.hpp"
+#include "exec/registry.hpp"
+#include "plan/choose.hpp"
 #include "topo/discover.hpp"
 #include "topo/node_split.hpp"
 
@@ -38,8 +41,8 @@ std::vector<std::byte> make_input(DataType dtype, std::size_t count, int rank) {
     switch (dtype) {
       case DataType::f32: std::memcpy(at, &f, e); break;
       case DataType::f64: std::memcpy(at, &d, e); break;
-      case DataType::f16: { const auto h = core::f32_to_f16(f); std::memcpy(at, &h, e); break; }
-      case DataType::bf16: { const auto h = core::f32_to_bf16(f); std::memcpy(at, &h, e); break; }
+      case DataType::f16: { const auto h = util::f32_to_f16(f); std::memcpy(at, &h, e); break; }
+      case DataType::bf16: { const auto h = util::f32_to_bf16(f); std::memcpy(at, &h, e); break; }
       default: std::memcpy(at, &l, e); break;  // little-endian truncation = wrap
     }
   }
@@ -50,6 +53,21 @@ std::uint64_t fnv(const std::vector<std::byte>& bytes) {
   std::uint64_t h = 1469598103934665603ull;
   for (std::byte b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
   return h;
+}
+
+// What the planner makes of `spelled` for one call (the same resolution the
+// Communicator does): the name the backend runs and the host algorithm of a
+// staged level.
+struct Planned {
+  std::string name;
+  int shards = 1;
+  const host::Algorithm* host_algorithm = nullptr;
+};
+Planned plan_for(const char* spelled, Collective collective, std::size_t bytes, const topo::NodeSplit& split) {
+  const plan::Spec spec = plan::parse_spec(spelled, exec::catalogue());
+  const plan::Choice choice = plan::choose(exec::catalogue(), spec, collective, bytes, Implementation::automatic,
+                                           Memory::cuda, {split.node_count, split.local_size});
+  return {choice.name(), choice.shards, exec::staged_level(choice)};
 }
 
 }  // namespace
@@ -65,7 +83,7 @@ int main(int argc, char** argv) {
   {
     // The device topology discovery assigns (with virtual nodes on one GPU,
     // every rank gets device 0).
-    const Topology topology = topo::discover(MPI_COMM_WORLD, split);
+    const Topology topology = topo::discover(MPI_COMM_WORLD, split, gpu::visible_devices());
     auto backend = gpu::make_backend(MPI_COMM_WORLD, split, topology.ranks[std::size_t(rank)].gpu.cuda_device);
     const char* algorithms[] = {"nccl",       "psgpu",       "psgpu#2",     "nccl/nccl", "nccl/xring",
                                 "nccl/rechd", "nccl/pscpu",  "psgpu/xring", "psgpu/pscpu", "xring"};
@@ -73,9 +91,6 @@ int main(int argc, char** argv) {
                                DataType::u8,  DataType::i32, DataType::u32, DataType::i64,  DataType::u64};
     const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
     for (const char* spelled : algorithms) {
-      std::string name = spelled;
-      int shards = 1;
-      if (auto hash = name.find('#'); hash != std::string::npos) shards = std::stoi(name.substr(hash + 1)), name.resize(hash);
       bool unavailable = false;
       for (DataType dtype : dtypes)
         for (ReduceOp op : ops)
@@ -95,6 +110,7 @@ int main(int argc, char** argv) {
             cudaMalloc(&din, bytes);
             cudaMalloc(&dout, bytes);
             cudaMemcpy(din, input.data(), bytes, cudaMemcpyHostToDevice);
+            const Planned planned = plan_for(spelled, Collective::all_reduce, bytes, split);
             for (int in_place = 0; in_place < 2; ++in_place) {
               gpu::GpuJob job;
               job.in = din;
@@ -103,11 +119,12 @@ int main(int argc, char** argv) {
               job.dtype = dtype;
               job.op = op;
               job.contributors = std::size_t(size);
-              job.algorithm = name;
-              job.shards = shards;
+              job.algorithm = planned.name;
+              job.host_algorithm = planned.host_algorithm;
+              job.shards = planned.shards;
               job.sequence = std::uint64_t(++cases);
               try {
-                backend->all_reduce(job, core::Deadline(120));
+                backend->all_reduce(job, util::Deadline(120));
               } catch (const Unavailable& ex) {
                 if (rank == 0) std::printf("skip %s: %s\n", spelled, ex.what());
                 unavailable = true;
@@ -146,9 +163,11 @@ int main(int argc, char** argv) {
       job.count = count;
       job.dtype = DataType::i32;
       job.root = size - 1;
-      job.algorithm = name;
+      const Planned planned = plan_for(name, Collective::broadcast, bytes, split);
+      job.algorithm = planned.name;
+      job.host_algorithm = planned.host_algorithm;
       try {
-        backend->broadcast(job, core::Deadline(120));
+        backend->broadcast(job, util::Deadline(120));
         std::vector<std::byte> got(bytes);
         cudaMemcpy(got.data(), d, bytes, cudaMemcpyDeviceToHost);
         if (got != root_data) ++failures, std::printf("FAIL on rank %d: broadcast %s\n", rank, name);

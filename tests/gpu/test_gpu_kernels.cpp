@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/half.hpp"
+#include "util/half.hpp"
 #include "cuda/kernels.hpp"
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
@@ -38,8 +38,8 @@ void fill(std::vector<std::byte>& bytes, DataType dtype, std::mt19937& rng) {
     switch (dtype) {
       case DataType::f32: std::memcpy(at, &f, 4); break;
       case DataType::f64: { const double d = double(small(rng)) / 7.0; std::memcpy(at, &d, 8); break; }
-      case DataType::f16: { const auto h = core::f32_to_f16(f); std::memcpy(at, &h, 2); break; }
-      case DataType::bf16: { const auto h = core::f32_to_bf16(f); std::memcpy(at, &h, 2); break; }
+      case DataType::f16: { const auto h = util::f32_to_f16(f); std::memcpy(at, &h, 2); break; }
+      case DataType::bf16: { const auto h = util::f32_to_bf16(f); std::memcpy(at, &h, 2); break; }
       default: for (std::size_t b = 0; b < element; ++b) at[b] = std::byte(rng()); break;
     }
   }

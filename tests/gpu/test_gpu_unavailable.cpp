@@ -9,7 +9,7 @@
 
 #include "gpu/backend.hpp"
 #include "strata/errors.hpp"
-#include "strata_config.h"
+#include "strata/version.hpp"
 #include "topo/node_split.hpp"
 
 namespace {
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
 
   check(gpu::serves_natively("nccl") && gpu::serves_natively("psgpu") && gpu::serves_natively("nccl/xring") &&
             gpu::serves_natively("nccl/nccl") && gpu::serves_natively("psgpu/pscpu") && !gpu::serves_natively("xring") &&
-            !gpu::serves_natively("nccl/bogus"),
+            !gpu::serves_natively("nccl/psgpu"),
         "serves_natively");
 
   topo::free_split(split);

@@ -1,5 +1,6 @@
 // Which all_reduce_specs the MPI tests force: "auto", every registered host
-// algorithm (read from the registry, so algorithms added later are covered
+// algorithm (read from the registry through the public
+// strata::registered_algorithms, so algorithms added later are covered
 // without touching the tests) and the shard variants of those that shard.
 #pragma once
 
@@ -8,14 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "host/algorithm.hpp"
+#include "strata/spec.hpp"
 
 namespace strata::test {
 
+// The registered algorithms that run on host memory.
 inline std::vector<std::string> algorithm_names() {
   std::vector<std::string> names;
-  for (const host::Algorithm* algorithm : host::algorithms()) names.emplace_back(algorithm->name);
+  for (const AlgorithmInfo& algorithm : registered_algorithms())
+    if (algorithm.memory == Memory::host) names.push_back(algorithm.name);
   return names;
+}
+
+inline bool registered(const std::string& name) {
+  for (const std::string& known : algorithm_names())
+    if (known == name) return true;
+  return false;
 }
 
 // STRATA_TEST_SPECS="xring,xring#2" restricts the run to those specs (for
@@ -37,7 +46,7 @@ inline std::vector<std::string> all_reduce_specs() {
   for (const std::string& name : algorithm_names()) specs.push_back(name);
   for (const char* variant : {"xring#2", "xring#3", "rechd#2", "pscpu#2"}) {
     const std::string base = std::string(variant).substr(0, std::string(variant).find('#'));
-    if (host::find_algorithm(base)) specs.emplace_back(variant);
+    if (registered(base)) specs.emplace_back(variant);
   }
   return only_requested(specs);
 }

@@ -135,7 +135,7 @@ TEST_CASE("all_reduce: count 0 with null pointers is legal and collective") {
 }
 
 TEST_CASE("all_reduce: implementation = ring forces xring (when registered) and stays exact") {
-  if (!host::find_algorithm("xring")) {
+  if (!test::registered("xring")) {
     MESSAGE("xring is not registered yet; skipping Implementation::ring");
     return;
   }

@@ -31,10 +31,8 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "host/algorithm.hpp"
 #include "plan/packing.hpp"
-#include "plan/select.hpp"
-#include "plan/spec.hpp"
+#include "strata/spec.hpp"
 #include "reference.hpp"
 #include "strata/communicator.hpp"
 #include "strata/errors.hpp"
@@ -111,12 +109,13 @@ int env_int(const char* name, int fallback) {
 
 std::vector<std::string> candidate_specs() {
   std::vector<std::string> names = {"auto"};
-  for (const host::Algorithm* a : host::algorithms()) names.emplace_back(a->name);
+  for (const AlgorithmInfo& a : registered_algorithms())
+    if (a.memory == Memory::host) names.push_back(a.name);
   for (const char* extra : {"xring#2", "xring#3", "rechd#2", "pscpu#2", "tree#2", "pscpu/xring", "xring/rechd",
                             "pscpu/pscpu#2", "pscpu/xring#2", "mpi/xring", "tree:4k:rechd:16M:xring#2",
                             "tree:64k:xring#2", "tree:1k:pscpu/xring:1M:xring#2", "nccl/xring", "nccl"}) {
     try {
-      plan::parse_spec(extra, plan::is_known_algorithm);
+      const AllReduceSpec parsed(extra);
       names.emplace_back(extra);
     } catch (const InvalidArgument&) {
       // An algorithm not registered yet in this tree.

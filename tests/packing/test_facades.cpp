@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "host/algorithm.hpp"
+#include "strata/spec.hpp"
 #include "reference.hpp"
 #include "strata/communicator.hpp"
 #include "strata/cross_device_ops.hpp"
@@ -139,7 +139,11 @@ void check_names(const std::string& message, std::initializer_list<std::string> 
     CHECK_MESSAGE(message.find(f) != std::string::npos, "message '" << message << "' should contain '" << f << "'");
 }
 
-bool have(const char* algorithm) { return host::find_algorithm(algorithm) != nullptr; }
+bool have(const char* algorithm) {
+  for (const AlgorithmInfo& known : registered_algorithms())
+    if (known.name == algorithm) return true;
+  return false;
+}
 
 // The facades under test, with their replica counts.
 struct Facade {
@@ -449,7 +453,7 @@ TEST_CASE("destinations and broadcast sources outside the communicator are Inval
 // cross_device_ops.hpp: Destination::rank(root) "throws InvalidArgument at
 // use if root is outside the communicator"; a negative root is treated as
 // all_ranks() instead (Destination::is_all_ranks is root_ < 0, and
-// validate_destination in lib/core/cross_device_ops.cpp skips all-ranks
+// validate_destination in lib/api/cross_device_ops.cpp skips all-ranks
 // destinations), so the call silently all-reduces. Reported bug. Skipped
 // rather than may_fail: the MPI harness fails the job on any failed
 // assertion. Run it with --no-skip.

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "check_throws.hpp"
-#include "host/algorithm.hpp"
-#include "plan/select.hpp"
+#include "exec/registry.hpp"
+#include "plan/choose.hpp"
 #include "plan/spec.hpp"
 #include "strata/errors.hpp"
 
@@ -26,12 +26,21 @@ namespace {
 
 bool registered(std::initializer_list<const char*> names) {
   for (const char* name : names)
-    if (!strata::host::find_algorithm(name)) return false;
+    if (!find(strata::exec::catalogue(), name)) return false;
   return true;
 }
 
+// The communicator's spec from `configured` and the environment, checked
+// against the real registry.
+Spec resolved(std::string_view configured) { return resolve_spec(configured, strata::exec::catalogue()); }
+
+// plan::choose for host memory on one node of one rank.
+Choice chosen(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation) {
+  return choose(strata::exec::catalogue(), spec, collective, bytes, implementation, strata::Memory::host, {1, 1});
+}
+
 std::string picked(const Spec& spec, std::size_t bytes, Collective collective = Collective::all_reduce) {
-  return choose(spec, collective, bytes, Implementation::automatic).describe();
+  return chosen(spec, collective, bytes, Implementation::automatic).describe();
 }
 
 // Sets (or unsets, for nullptr) an environment variable for one scope.
@@ -77,7 +86,7 @@ TEST_CASE("choose: sizes limit-1, limit, limit+1 of 'tree:4k:rechd:16M:xring#2'"
     MESSAGE("rechd or xring not registered yet: skipped");
     return;
   }
-  const Spec spec = resolve_spec("tree:4k:rechd:16M:xring#2");
+  const Spec spec = resolved("tree:4k:rechd:16M:xring#2");
   const std::size_t k4 = 4096, m16 = std::size_t{16} << 20;
   CHECK(picked(spec, 1) == "tree");
   CHECK(picked(spec, k4 - 1) == "tree");
@@ -88,8 +97,8 @@ TEST_CASE("choose: sizes limit-1, limit, limit+1 of 'tree:4k:rechd:16M:xring#2'"
   CHECK(picked(spec, m16 + 1) == "xring#2");
   CHECK(picked(spec, std::size_t{1} << 40) == "xring#2");
   // ring forces xring whatever the spec says; nccl on host memory is refused with the reason.
-  CHECK(choose(spec, Collective::all_reduce, 10, Implementation::ring).describe() == "xring");
-  check_throws_naming<InvalidArgument>([&] { choose(spec, Collective::all_reduce, 10, Implementation::nccl); },
+  CHECK(chosen(spec, Collective::all_reduce, 10, Implementation::ring).describe() == "xring");
+  check_throws_naming<InvalidArgument>([&] { chosen(spec, Collective::all_reduce, 10, Implementation::nccl); },
                                        {"nccl", "host memory"});
 }
 
@@ -98,27 +107,27 @@ TEST_CASE("choose: hierarchical names give both levels for all-reduce, the intra
     MESSAGE("pscpu or xring not registered yet: skipped");
     return;
   }
-  const Spec spec = resolve_spec("pscpu/xring#2:64k:xring");
+  const Spec spec = resolved("pscpu/xring#2:64k:xring");
   CHECK(picked(spec, 65535) == "pscpu/xring#2");
   CHECK(picked(spec, 65536) == "pscpu/xring#2");
   CHECK(picked(spec, 65537) == "xring");
-  const Choice rooted = choose(spec, Collective::reduce, 100, Implementation::automatic);
+  const Choice rooted = chosen(spec, Collective::reduce, 100, Implementation::automatic);
   CHECK(rooted.cross == nullptr);
   // GPU algorithms on host memory fall back to the default table.
-  const Choice fallback = choose(resolve_spec("nccl"), Collective::all_reduce, 100, Implementation::automatic);
+  const Choice fallback = chosen(resolved("nccl"), Collective::all_reduce, 100, Implementation::automatic);
   REQUIRE(fallback.algorithm != nullptr);
   CHECK(fallback.describe() == picked(Spec{}, 100));
 }
 
 TEST_CASE("describe_map: inclusive ranges that start at limit+1") {
-  const Spec spec = resolve_spec("tree:4k:mpi:16M:tree#2");
-  const std::string map = describe_map(spec);
+  const Spec spec = resolved("tree:4k:mpi:16M:tree#2");
+  const std::string map = describe_map(spec, 1);
   CAPTURE(map);
   CHECK(map.find("[0 .. 4096 B: tree]") != std::string::npos);
   CHECK(map.find("[4097 .. 16777216 B: mpi]") != std::string::npos);
   CHECK(map.find("[16777217 B and up: tree#2]") != std::string::npos);
   // auto prints the table it stands for.
-  const std::string automatic = describe_map(Spec{});
+  const std::string automatic = describe_map(Spec{}, 1);
   CAPTURE(automatic);
   CHECK(automatic.rfind("auto =", 0) == 0);
   CHECK(automatic.find("B and up") != std::string::npos);
@@ -128,21 +137,21 @@ TEST_CASE("resolve_spec: Config wins over STRATA_SPEC, which wins over STRATA_SP
   const TempFile file("mpi\n");
   {
     ScopedEnv spec("STRATA_SPEC", nullptr), path("STRATA_SPEC_FILE", nullptr);
-    CHECK(resolve_spec("").is_auto());
+    CHECK(resolved("").is_auto());
   }
   {
     ScopedEnv spec("STRATA_SPEC", "tree:4k:mpi"), path("STRATA_SPEC_FILE", file.path().c_str());
-    CHECK(resolve_spec("").to_string() == "tree:4k:mpi");
-    CHECK(resolve_spec("tree").to_string() == "tree");
+    CHECK(resolved("").to_string() == "tree:4k:mpi");
+    CHECK(resolved("tree").to_string() == "tree");
   }
   {
     ScopedEnv spec("STRATA_SPEC", ""), path("STRATA_SPEC_FILE", file.path().c_str());  // empty = unset
-    CHECK(resolve_spec("").to_string() == "mpi");
-    CHECK(resolve_spec("tree").to_string() == "tree");
+    CHECK(resolved("").to_string() == "mpi");
+    CHECK(resolved("tree").to_string() == "tree");
   }
   {
     ScopedEnv spec("STRATA_SPEC", "bogus"), path("STRATA_SPEC_FILE", nullptr);
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {"bogus"});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {"bogus"});
   }
 }
 
@@ -156,15 +165,15 @@ TEST_CASE("STRATA_SPEC_FILE: comments, blank lines and indentation around one sp
       "\t\n"
       "# end\n");
   ScopedEnv path("STRATA_SPEC_FILE", file.path().c_str());
-  const Spec resolved = resolve_spec("");
-  CHECK(resolved.to_string() == "tree:4k:mpi:16M:tree#2");
-  REQUIRE(resolved.entries.size() == 3);
-  CHECK(resolved.select(4096).algorithm == "tree");
-  CHECK(resolved.select(4097).algorithm == "mpi");
-  CHECK(resolved.select((std::size_t{16} << 20) + 1).shards == 2);
+  const Spec from_file = resolved("");
+  CHECK(from_file.to_string() == "tree:4k:mpi:16M:tree#2");
+  REQUIRE(from_file.entries.size() == 3);
+  CHECK(from_file.select(4096).algorithm == "tree");
+  CHECK(from_file.select(4097).algorithm == "mpi");
+  CHECK(from_file.select((std::size_t{16} << 20) + 1).shards == 2);
   const TempFile automatic("# let the selector choose\nauto\n");
   ScopedEnv again("STRATA_SPEC_FILE", automatic.path().c_str());
-  CHECK(resolve_spec("").is_auto());
+  CHECK(resolved("").is_auto());
 }
 
 TEST_CASE("STRATA_SPEC_FILE: unreadable file or invalid spec -> InvalidArgument naming the file") {
@@ -172,29 +181,29 @@ TEST_CASE("STRATA_SPEC_FILE: unreadable file or invalid spec -> InvalidArgument 
   SUBCASE("missing file") {
     const std::string missing = "/tmp/strata-no-such-dir/spec.txt";
     ScopedEnv path("STRATA_SPEC_FILE", missing.c_str());
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {"STRATA_SPEC_FILE", missing});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {"STRATA_SPEC_FILE", missing});
   }
   SUBCASE("a directory") {
     ScopedEnv path("STRATA_SPEC_FILE", "/tmp");
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {"STRATA_SPEC_FILE", "/tmp"});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {"STRATA_SPEC_FILE", "/tmp"});
   }
   SUBCASE("unknown algorithm") {
     const TempFile file("# comment\ntree:4k:bogus\n");
     ScopedEnv path("STRATA_SPEC_FILE", file.path().c_str());
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {"STRATA_SPEC_FILE", file.path(), "bogus"});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {"STRATA_SPEC_FILE", file.path(), "bogus"});
   }
   SUBCASE("limits out of order") {
     const TempFile file("tree:16M:mpi:4k:tree\n");
     ScopedEnv path("STRATA_SPEC_FILE", file.path().c_str());
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {file.path(), "increase"});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {file.path(), "increase"});
   }
   SUBCASE("only comments") {
     const TempFile file("# nothing here\n\n");
     ScopedEnv path("STRATA_SPEC_FILE", file.path().c_str());
-    check_throws_naming<InvalidArgument>([] { resolve_spec(""); }, {file.path(), "empty"});
+    check_throws_naming<InvalidArgument>([] { resolved(""); }, {file.path(), "empty"});
   }
   SUBCASE("a configured spec does not read the file") {
     ScopedEnv path("STRATA_SPEC_FILE", "/tmp/strata-no-such-dir/spec.txt");
-    CHECK(resolve_spec("mpi").to_string() == "mpi");
+    CHECK(resolved("mpi").to_string() == "mpi");
   }
 }

@@ -1,5 +1,5 @@
 // Independent references for the 16-bit float conversions, used by the unit
-// tests of core/half.hpp and of the reduce kernel. f16 uses the compiler's
+// tests of util/half.hpp and of the reduce kernel. f16 uses the compiler's
 // _Float16 (libgcc converts with IEEE round-to-nearest-even); bf16 has no
 // arithmetic type in g++ 12, so it is rounded here by comparing distances
 // to the two neighbouring bf16 values in double precision.

@@ -1,4 +1,4 @@
-// core/half.hpp: f16 and bf16 <-> f32, checked against independent
+// util/half.hpp: f16 and bf16 <-> f32, checked against independent
 // references (half_reference.hpp). Exhaustive where the domain is 2^16;
 // for f32 -> 16-bit, every tie and its neighbours plus a dense stride over
 // all 2^32 patterns, because rounding bugs live at ties and range edges.
@@ -11,10 +11,10 @@
 #include <ios>
 #include <limits>
 
-#include "core/half.hpp"
+#include "util/half.hpp"
 #include "half_reference.hpp"
 
-namespace core = strata::core;
+namespace util = strata::util;
 namespace ref = strata::test;
 
 namespace {
@@ -36,18 +36,18 @@ TEST_CASE("f16 -> f32 is exact for all 65536 patterns, and f16 -> f32 -> f16 rou
   int mismatches = 0;
   for (std::uint32_t i = 0; i < 65536; ++i) {
     const auto h = static_cast<std::uint16_t>(i);
-    const float f = core::f16_to_f32(h);
+    const float f = util::f16_to_f32(h);
     if (f16_is_nan(h)) {
       // NaN payloads may change; NaN-ness and sign may not.
       CHECK(std::isnan(f));
       CHECK(std::signbit(f) == bool(h & 0x8000u));
-      CHECK(f16_is_nan(core::f32_to_f16(f)));
+      CHECK(f16_is_nan(util::f32_to_f16(f)));
       continue;
     }
-    if (bits(f) != bits(ref::ref_f16_to_f32(h)) || core::f32_to_f16(f) != h) {
+    if (bits(f) != bits(ref::ref_f16_to_f32(h)) || util::f32_to_f16(f) != h) {
       if (++mismatches <= 10)
         FAIL_CHECK("f16 0x" << std::hex << i << " -> f32 0x" << bits(f) << " (reference 0x"
-                            << bits(ref::ref_f16_to_f32(h)) << ") -> f16 0x" << core::f32_to_f16(f));
+                            << bits(ref::ref_f16_to_f32(h)) << ") -> f16 0x" << util::f32_to_f16(f));
     }
   }
   CHECK(mismatches == 0);
@@ -56,7 +56,7 @@ TEST_CASE("f16 -> f32 is exact for all 65536 patterns, and f16 -> f32 -> f16 rou
 TEST_CASE("f32 -> f16 rounds to nearest even at every tie and its neighbours") {
   int mismatches = 0;
   auto check_one = [&](float f) {
-    const std::uint16_t got = core::f32_to_f16(f), want = ref::ref_f32_to_f16(f);
+    const std::uint16_t got = util::f32_to_f16(f), want = ref::ref_f32_to_f16(f);
     if (got != want && ++mismatches <= 10)
       FAIL_CHECK("f32 " << f << " (0x" << std::hex << bits(f) << ") -> f16 0x" << got << ", want 0x" << want);
   };
@@ -79,7 +79,7 @@ TEST_CASE("f32 -> f16 rounds to nearest even at every tie and its neighbours") {
 TEST_CASE("f32 -> f16 agrees with the reference on a dense stride of all f32 patterns") {
   int mismatches = 0;
   f32_stride([&](float f) {
-    const std::uint16_t got = core::f32_to_f16(f);
+    const std::uint16_t got = util::f32_to_f16(f);
     if (std::isnan(f)) {
       if (!f16_is_nan(got) && ++mismatches <= 10) FAIL_CHECK("NaN 0x" << std::hex << bits(f) << " -> 0x" << got);
       return;
@@ -92,49 +92,49 @@ TEST_CASE("f32 -> f16 agrees with the reference on a dense stride of all f32 pat
 }
 
 TEST_CASE("f32 -> f16 edge values: overflow at 65520, subnormals, signed zero, inf, NaN") {
-  CHECK(core::f32_to_f16(65504.0f) == 0x7bff);                                 // largest finite
-  CHECK(core::f32_to_f16(std::nextafter(65520.0f, 0.0f)) == 0x7bff);           // just below the threshold
-  CHECK(core::f32_to_f16(65520.0f) == 0x7c00);                                 // the tie rounds to even = inf
-  CHECK(core::f32_to_f16(-65520.0f) == 0xfc00);
-  CHECK(core::f32_to_f16(1e10f) == 0x7c00);
-  CHECK(core::f32_to_f16(INFINITY) == 0x7c00);
-  CHECK(core::f32_to_f16(-INFINITY) == 0xfc00);
-  CHECK(core::f32_to_f16(0.0f) == 0x0000);
-  CHECK(core::f32_to_f16(-0.0f) == 0x8000);
-  CHECK(core::f32_to_f16(0x1p-24f) == 0x0001);                                 // smallest subnormal
-  CHECK(core::f32_to_f16(0x1p-25f) == 0x0000);                                 // tie between 0 and 2^-24: even
-  CHECK(core::f32_to_f16(std::nextafter(0x1p-25f, 1.0f)) == 0x0001);
-  CHECK(core::f32_to_f16(-std::nextafter(0x1p-25f, 1.0f)) == 0x8001);
-  CHECK(core::f32_to_f16(0x3p-25f) == 0x0002);                                 // tie between 1 and 2 ulps: even
-  CHECK(core::f32_to_f16(-0x1p-26f) == 0x8000);                                // underflow keeps the sign
-  CHECK(core::f32_to_f16(0x1p-14f) == 0x0400);                                 // smallest normal
-  CHECK(core::f32_to_f16(std::nextafter(0x1p-14f, 0.0f)) == 0x0400);           // rounds up into the normals
-  CHECK(core::f32_to_f16(0x3ffp-24f) == 0x03ff);                               // largest subnormal
-  CHECK(core::f32_to_f16(1.0f + 0x1p-11f) == 0x3c00);                          // tie: even (down)
-  CHECK(core::f32_to_f16(1.0f + 0x3p-11f) == 0x3c02);                          // tie: even (up)
-  CHECK(f16_is_nan(core::f32_to_f16(std::numeric_limits<float>::quiet_NaN())));
-  CHECK(f16_is_nan(core::f32_to_f16(from_bits(0x7f800001u))));                 // payload only in low bits
-  CHECK(f16_is_nan(core::f32_to_f16(from_bits(0xffc00000u))));
-  CHECK(core::f16_to_f32(0x8000) == 0.0f);
-  CHECK(std::signbit(core::f16_to_f32(0x8000)));
-  CHECK(core::f16_to_f32(0x0001) == 0x1p-24f);
-  CHECK(core::f16_to_f32(0x7c00) == INFINITY);
-  CHECK(core::f16_to_f32(0xfc00) == -INFINITY);
+  CHECK(util::f32_to_f16(65504.0f) == 0x7bff);                                 // largest finite
+  CHECK(util::f32_to_f16(std::nextafter(65520.0f, 0.0f)) == 0x7bff);           // just below the threshold
+  CHECK(util::f32_to_f16(65520.0f) == 0x7c00);                                 // the tie rounds to even = inf
+  CHECK(util::f32_to_f16(-65520.0f) == 0xfc00);
+  CHECK(util::f32_to_f16(1e10f) == 0x7c00);
+  CHECK(util::f32_to_f16(INFINITY) == 0x7c00);
+  CHECK(util::f32_to_f16(-INFINITY) == 0xfc00);
+  CHECK(util::f32_to_f16(0.0f) == 0x0000);
+  CHECK(util::f32_to_f16(-0.0f) == 0x8000);
+  CHECK(util::f32_to_f16(0x1p-24f) == 0x0001);                                 // smallest subnormal
+  CHECK(util::f32_to_f16(0x1p-25f) == 0x0000);                                 // tie between 0 and 2^-24: even
+  CHECK(util::f32_to_f16(std::nextafter(0x1p-25f, 1.0f)) == 0x0001);
+  CHECK(util::f32_to_f16(-std::nextafter(0x1p-25f, 1.0f)) == 0x8001);
+  CHECK(util::f32_to_f16(0x3p-25f) == 0x0002);                                 // tie between 1 and 2 ulps: even
+  CHECK(util::f32_to_f16(-0x1p-26f) == 0x8000);                                // underflow keeps the sign
+  CHECK(util::f32_to_f16(0x1p-14f) == 0x0400);                                 // smallest normal
+  CHECK(util::f32_to_f16(std::nextafter(0x1p-14f, 0.0f)) == 0x0400);           // rounds up into the normals
+  CHECK(util::f32_to_f16(0x3ffp-24f) == 0x03ff);                               // largest subnormal
+  CHECK(util::f32_to_f16(1.0f + 0x1p-11f) == 0x3c00);                          // tie: even (down)
+  CHECK(util::f32_to_f16(1.0f + 0x3p-11f) == 0x3c02);                          // tie: even (up)
+  CHECK(f16_is_nan(util::f32_to_f16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(f16_is_nan(util::f32_to_f16(from_bits(0x7f800001u))));                 // payload only in low bits
+  CHECK(f16_is_nan(util::f32_to_f16(from_bits(0xffc00000u))));
+  CHECK(util::f16_to_f32(0x8000) == 0.0f);
+  CHECK(std::signbit(util::f16_to_f32(0x8000)));
+  CHECK(util::f16_to_f32(0x0001) == 0x1p-24f);
+  CHECK(util::f16_to_f32(0x7c00) == INFINITY);
+  CHECK(util::f16_to_f32(0xfc00) == -INFINITY);
 }
 
 TEST_CASE("bf16 -> f32 -> bf16 round-trips for all 65536 patterns") {
   int mismatches = 0;
   for (std::uint32_t i = 0; i < 65536; ++i) {
     const auto h = static_cast<std::uint16_t>(i);
-    const float f = core::bf16_to_f32(h);
+    const float f = util::bf16_to_f32(h);
     if (bf16_is_nan(h)) {
       CHECK(std::isnan(f));
-      CHECK(bf16_is_nan(core::f32_to_bf16(f)));
-      CHECK(bool(core::f32_to_bf16(f) & 0x8000u) == bool(h & 0x8000u));
+      CHECK(bf16_is_nan(util::f32_to_bf16(f)));
+      CHECK(bool(util::f32_to_bf16(f) & 0x8000u) == bool(h & 0x8000u));
       continue;
     }
-    if (bits(f) != bits(ref::ref_bf16_to_f32(h)) || core::f32_to_bf16(f) != h)
-      if (++mismatches <= 10) FAIL_CHECK("bf16 0x" << std::hex << i << " -> 0x" << core::f32_to_bf16(f));
+    if (bits(f) != bits(ref::ref_bf16_to_f32(h)) || util::f32_to_bf16(f) != h)
+      if (++mismatches <= 10) FAIL_CHECK("bf16 0x" << std::hex << i << " -> 0x" << util::f32_to_bf16(f));
   }
   CHECK(mismatches == 0);
 }
@@ -143,11 +143,11 @@ TEST_CASE("f32 -> bf16 rounds to nearest even at every tie, its neighbours and a
   int mismatches = 0;
   auto check_one = [&](float f) {
     if (std::isnan(f)) {
-      if (!bf16_is_nan(core::f32_to_bf16(f)) && ++mismatches <= 10)
-        FAIL_CHECK("NaN 0x" << std::hex << bits(f) << " -> 0x" << core::f32_to_bf16(f));
+      if (!bf16_is_nan(util::f32_to_bf16(f)) && ++mismatches <= 10)
+        FAIL_CHECK("NaN 0x" << std::hex << bits(f) << " -> 0x" << util::f32_to_bf16(f));
       return;
     }
-    const std::uint16_t got = core::f32_to_bf16(f), want = ref::ref_f32_to_bf16(f);
+    const std::uint16_t got = util::f32_to_bf16(f), want = ref::ref_f32_to_bf16(f);
     if (got != want && ++mismatches <= 10)
       FAIL_CHECK("f32 0x" << std::hex << bits(f) << " -> bf16 0x" << got << ", want 0x" << want);
   };
@@ -162,19 +162,19 @@ TEST_CASE("f32 -> bf16 rounds to nearest even at every tie, its neighbours and a
 }
 
 TEST_CASE("f32 -> bf16 edge values: overflow, subnormals, signed zero, NaN with low payload") {
-  CHECK(core::f32_to_bf16(from_bits(0x7f7f7fffu)) == 0x7f7f);  // just below the overflow tie
-  CHECK(core::f32_to_bf16(from_bits(0x7f7f8000u)) == 0x7f80);  // tie above the largest finite: inf
-  CHECK(core::f32_to_bf16(std::numeric_limits<float>::max()) == 0x7f80);
-  CHECK(core::f32_to_bf16(-std::numeric_limits<float>::max()) == 0xff80);
-  CHECK(core::f32_to_bf16(INFINITY) == 0x7f80);
-  CHECK(core::f32_to_bf16(0.0f) == 0x0000);
-  CHECK(core::f32_to_bf16(-0.0f) == 0x8000);
-  CHECK(core::f32_to_bf16(from_bits(0x00008000u)) == 0x0000);  // subnormal tie: even (down)
-  CHECK(core::f32_to_bf16(from_bits(0x00018000u)) == 0x0002);  // subnormal tie: even (up)
-  CHECK(core::f32_to_bf16(from_bits(0x007fffffu)) == 0x0080);  // largest subnormal rounds up to the smallest normal
-  CHECK(core::f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);          // tie: even (down)
-  CHECK(core::f32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);          // tie: even (up)
-  CHECK(bf16_is_nan(core::f32_to_bf16(from_bits(0x7f800001u))));  // must not become inf
-  CHECK(bf16_is_nan(core::f32_to_bf16(from_bits(0xff800001u))));
-  CHECK(bf16_is_nan(core::f32_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(util::f32_to_bf16(from_bits(0x7f7f7fffu)) == 0x7f7f);  // just below the overflow tie
+  CHECK(util::f32_to_bf16(from_bits(0x7f7f8000u)) == 0x7f80);  // tie above the largest finite: inf
+  CHECK(util::f32_to_bf16(std::numeric_limits<float>::max()) == 0x7f80);
+  CHECK(util::f32_to_bf16(-std::numeric_limits<float>::max()) == 0xff80);
+  CHECK(util::f32_to_bf16(INFINITY) == 0x7f80);
+  CHECK(util::f32_to_bf16(0.0f) == 0x0000);
+  CHECK(util::f32_to_bf16(-0.0f) == 0x8000);
+  CHECK(util::f32_to_bf16(from_bits(0x00008000u)) == 0x0000);  // subnormal tie: even (down)
+  CHECK(util::f32_to_bf16(from_bits(0x00018000u)) == 0x0002);  // subnormal tie: even (up)
+  CHECK(util::f32_to_bf16(from_bits(0x007fffffu)) == 0x0080);  // largest subnormal rounds up to the smallest normal
+  CHECK(util::f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);          // tie: even (down)
+  CHECK(util::f32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);          // tie: even (up)
+  CHECK(bf16_is_nan(util::f32_to_bf16(from_bits(0x7f800001u))));  // must not become inf
+  CHECK(bf16_is_nan(util::f32_to_bf16(from_bits(0xff800001u))));
+  CHECK(bf16_is_nan(util::f32_to_bf16(std::numeric_limits<float>::quiet_NaN())));
 }

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "plan/slice.hpp"
+#include "util/slice.hpp"
 
-using strata::plan::even_slice;
-using strata::plan::Slice;
-using strata::plan::sub_slice;
+using strata::util::even_slice;
+using strata::util::Slice;
+using strata::util::sub_slice;
 
 namespace {
 // Checks the partition of `outer` into `parts` slices; returns false (after

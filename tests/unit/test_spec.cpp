@@ -1,10 +1,10 @@
 // plan/spec.hpp: the all_reduce_spec grammar (parse, to_string round trip,
 // errors naming the offending part) and size-based selection.
 //
-// The grammar tests use a predicate that knows the documented algorithm
+// The grammar tests use a made-up catalogue of the documented algorithm
 // names, so they test the parser independently of which algorithms are
 // registered today; a separate test checks the parser with the real
-// plan::is_known_algorithm for every name that is registered.
+// registry (exec::catalogue) for every name that is registered.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "check_throws.hpp"
-#include "host/algorithm.hpp"
-#include "plan/select.hpp"
+#include "exec/registry.hpp"
+#include "plan/choose.hpp"
 #include "plan/spec.hpp"
 #include "strata/errors.hpp"
 
@@ -25,15 +25,24 @@ using strata::test::check_throws_naming;
 
 namespace {
 
-// DESIGN.md's algorithm names.
+// DESIGN.md's algorithm names, as a catalogue of the plan layer's own.
 constexpr std::array<std::string_view, 7> kDocumented = {"xring", "rechd", "pscpu", "psgpu", "tree", "mpi", "nccl"};
-bool documented(std::string_view name) {
-  return std::find(kDocumented.begin(), kDocumented.end(), name) != kDocumented.end();
-}
+const std::array<Algorithm, 7> kDocumentedInfos = [] {
+  std::array<Algorithm, 7> infos{};
+  for (std::size_t i = 0; i < infos.size(); ++i) infos[i].name = kDocumented[i];
+  return infos;
+}();
+const std::array<const Algorithm*, 7> kDocumentedCatalogue = [] {
+  std::array<const Algorithm*, 7> pointers{};
+  for (std::size_t i = 0; i < pointers.size(); ++i) pointers[i] = &kDocumentedInfos[i];
+  return pointers;
+}();
+const Catalogue documented = kDocumentedCatalogue;
+bool is_documented(std::string_view name) { return find(documented, name) != nullptr; }
 
 std::vector<SpecEntry> entries_of(std::string_view text) { return parse_spec(text, documented).entries; }
 
-void check_round_trip(std::string_view text, bool (*known)(std::string_view)) {
+void check_round_trip(std::string_view text, Catalogue known) {
   CAPTURE(text);
   const Spec spec = parse_spec(text, known);
   const std::string printed = spec.to_string();
@@ -104,6 +113,10 @@ TEST_CASE("parse_spec errors: shards < 1 or not an integer") {
   check_throws_naming<InvalidArgument>([] { parse_spec("tree:4k:xring#99999999999", documented); },
                                        {"shards", "99999999999"});
   check_throws_naming<InvalidArgument>([] { make_spec({{"xring", 0, -1}}, documented); }, {"shards", "0"});
+  // More shards than any algorithm can use (and than its tags and scratch
+  // slots allow) are refused with the bound.
+  check_throws_naming<InvalidArgument>([] { parse_spec("xring#1100", documented); }, {"shards", "1100", "64"});
+  CHECK(parse_spec("xring#64", documented).entries.front().shards == 64);
 }
 
 TEST_CASE("parse_spec errors: limits must increase strictly and the last must be -1") {
@@ -162,20 +175,21 @@ TEST_CASE("Spec::select: the first entry whose limit >= bytes (limits inclusive)
   CHECK(parse_spec("mpi", documented).select(SIZE_MAX).algorithm == "mpi");
 }
 
-TEST_CASE("plan::is_known_algorithm agrees with the registry, and the parser accepts registered names") {
-  for (const strata::host::Algorithm* algorithm : strata::host::algorithms()) {
+TEST_CASE("the registry: every name documented, found by name, and the parser accepts registered names") {
+  const Catalogue registry = strata::exec::catalogue();
+  for (const Algorithm* algorithm : registry) {
     CAPTURE(algorithm->name);
-    CHECK(is_known_algorithm(algorithm->name));
-    CHECK(documented(algorithm->name));  // a new name belongs in DESIGN.md and in this list
+    CHECK(find(registry, algorithm->name) == algorithm);
+    CHECK(is_documented(algorithm->name));  // a new name belongs in DESIGN.md and in this list
   }
-  CHECK(is_known_algorithm("tree"));
-  CHECK(is_known_algorithm("mpi"));
-  CHECK(is_known_algorithm("nccl"));   // GPU names are valid in specs everywhere
-  CHECK(is_known_algorithm("psgpu"));
-  CHECK_FALSE(is_known_algorithm("bogus"));
-  CHECK_FALSE(is_known_algorithm(""));
-  CHECK_FALSE(is_known_algorithm("nccl/xring"));  // one level at a time
-  // The required strings, with the real predicate, once their names exist.
+  CHECK(find(registry, "tree"));
+  CHECK(find(registry, "mpi"));
+  CHECK(find(registry, "nccl"));  // GPU names are valid in specs everywhere
+  CHECK(find(registry, "psgpu"));
+  CHECK_FALSE(find(registry, "bogus"));
+  CHECK_FALSE(find(registry, ""));
+  CHECK_FALSE(find(registry, "nccl/xring"));  // one level at a time
+  // The required strings, with the real registry, once their names exist.
   for (const auto& [text, want] : required_specs()) {
     bool all_known = true;
     for (const SpecEntry& e : want)
@@ -183,15 +197,39 @@ TEST_CASE("plan::is_known_algorithm agrees with the registry, and the parser acc
                                      e.algorithm.find('/') == std::string::npos
                                          ? std::string_view()
                                          : std::string_view(e.algorithm).substr(e.algorithm.find('/') + 1)})
-        if (!level.empty() && !is_known_algorithm(level)) all_known = false;
+        if (!level.empty() && !find(registry, level)) all_known = false;
     CAPTURE(text);
     if (all_known) {
-      CHECK(parse_spec(text, is_known_algorithm).entries == want);
-      check_round_trip(text, is_known_algorithm);
+      CHECK(parse_spec(text, registry).entries == want);
+      check_round_trip(text, registry);
     } else {
-      CHECK_THROWS_AS(parse_spec(text, is_known_algorithm), InvalidArgument);
+      CHECK_THROWS_AS(parse_spec(text, registry), InvalidArgument);
     }
   }
-  CHECK(resolve_spec("tree:4k:mpi").to_string() == "tree:4k:mpi");
-  CHECK_THROWS_AS(resolve_spec("bogus"), InvalidArgument);
+  CHECK(resolve_spec("tree:4k:mpi", registry).to_string() == "tree:4k:mpi");
+  CHECK_THROWS_AS(resolve_spec("bogus", registry), InvalidArgument);
+}
+
+TEST_CASE("the default tables name registered algorithms that serve their collective") {
+  const Catalogue registry = strata::exec::catalogue();
+  for (const strata::Collective collective :
+       {strata::Collective::all_reduce, strata::Collective::reduce, strata::Collective::broadcast})
+    for (const strata::Memory memory : {strata::Memory::host, strata::Memory::cuda})
+      for (const int nodes : {1, 2}) {
+        const Spec& table = default_spec(collective, memory, nodes);
+        CHECK_NOTHROW(make_spec(table.entries, registry));
+      }
+}
+
+TEST_CASE("the registry's descriptors agree with their backend entry points") {
+  for (const strata::exec::Entry& entry : strata::exec::registry()) {
+    CAPTURE(entry.info->name);
+    CHECK((entry.host != nullptr) != (entry.gpu != nullptr));
+    CHECK(entry.info->memory == (entry.host ? strata::Memory::host : strata::Memory::cuda));
+    if (entry.host) {
+      CHECK(bool(entry.host->all_reduce));
+      CHECK(entry.info->reduce == bool(entry.host->reduce));
+      CHECK(entry.info->broadcast == bool(entry.host->broadcast));
+    }
+  }
 }

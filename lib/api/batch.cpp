@@ -1,0 +1,178 @@
+// The batch path: packs (plan/packing) executed one collective each, with
+// local replicas pre-reduced into a staging buffer. Staging memory is one
+// grow-only buffer of the largest pack, reused across calls.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "api/session.hpp"
+#include "exec/execute.hpp"
+#include "host/reduce_kernel.hpp"
+#include "plan/packing.hpp"
+#include "util/log.hpp"
+
+namespace strata::api {
+namespace {
+
+std::byte* element_at(const Tensor& t, std::size_t offset) {
+  return static_cast<std::byte*>(t.data) + offset * dtype_size(t.dtype);
+}
+
+std::vector<plan::TensorShape> shapes_of(const std::vector<std::vector<Tensor>>& batch) {
+  std::vector<plan::TensorShape> shapes;
+  shapes.reserve(batch.size());
+  for (const auto& replicas : batch) shapes.push_back({replicas.front().count, replicas.front().dtype});
+  return shapes;
+}
+
+}  // namespace
+
+std::size_t Session::bytes_per_pack(const BatchCall& call) const {
+  if (call.options->bytes_per_pack > 0) return static_cast<std::size_t>(call.options->bytes_per_pack);
+  const bool cuda = !call.batch->empty() && call.batch->front().front().memory == Memory::cuda;
+  // Automatic packing on GPUs: each dtype in one pack, one collective for
+  // the batch (TF's NcclAllReduce default, num_packs = 1): a kernel packs
+  // and unpacks at device bandwidth, while every NCCL call costs tens of us.
+  return cuda ? std::numeric_limits<std::size_t>::max() : plan::automatic_bytes_per_pack(split_.node_count);
+}
+
+void Session::run_batch(const BatchCall& call) {
+  ensure_usable();
+  const util::Deadline deadline(call.options->timeout_seconds);
+  if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
+    run_batch_gpu(call, deadline);
+  else
+    run_batch_host(call, deadline);
+}
+
+void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadline) {
+  const std::vector<std::vector<Tensor>>& batch = *call.batch;
+  const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
+  util::log(util::LogLevel::trace, "batch of {} tensors: {}", batch.size(), plan::describe(packs));
+
+  const std::size_t replicas = batch.empty() ? 1 : batch.front().size();
+  const bool broadcast = call.collective == Collective::broadcast;
+  const bool source = broadcast && rank_ == call.root;
+  // Broadcast: replica 0 of the root is the only input; a rank whose
+  // tensors must not change (not a destination) runs in staging.
+  const bool in_callers_memory = replicas == 1 && (call.lands_here || source || !broadcast);
+  const ReduceOp local_op = call.op == ReduceOp::mean ? ReduceOp::sum : call.op;
+  const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const plan::Pack& pack = packs[p];
+    const std::size_t element = dtype_size(pack.dtype);
+    Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec};
+    one.job.count = pack.count;
+    one.job.dtype = pack.dtype;
+    one.job.op = call.op;
+    one.job.root = call.root;
+    if (in_callers_memory && pack.pieces.size() == 1) {
+      // One contiguous piece of one tensor: run it where it lies.
+      const plan::PackPiece& piece = pack.pieces.front();
+      one.job.in = one.job.out = element_at(batch[piece.tensor][0], piece.offset);
+      run_host(one, deadline);
+    } else {
+      std::byte* stage = staging_.get(0, pack.bytes());
+      std::byte* cursor = stage;
+      for (const plan::PackPiece& piece : pack.pieces) {
+        const auto& copies = batch[piece.tensor];
+        std::memcpy(cursor, element_at(copies[0], piece.offset), piece.count * element);
+        // Replicas in a fixed order, so the result is deterministic.
+        if (!broadcast)
+          for (std::size_t r = 1; r < copies.size(); ++r)
+            host::reduce_into(cursor, cursor, element_at(copies[r], piece.offset), piece.count, pack.dtype, local_op);
+        cursor += piece.count * element;
+      }
+      one.job.in = one.job.out = stage;
+      run_host(one, deadline);
+      if (call.lands_here) {
+        cursor = stage;
+        for (const plan::PackPiece& piece : pack.pieces) {
+          for (const Tensor& copy : batch[piece.tensor])
+            std::memcpy(element_at(copy, piece.offset), cursor, piece.count * element);
+          cursor += piece.count * element;
+        }
+      }
+    }
+    if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);
+  }
+}
+
+void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadline) {
+  const std::vector<std::vector<Tensor>>& batch = *call.batch;
+  const std::size_t replicas = batch.front().size();
+  // Replica r of every tensor lives on one device (its pack is packed there).
+  std::vector<int> devices;
+  for (const Tensor& t : batch.front()) devices.push_back(t.device);
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    for (std::size_t r = 0; r < replicas; ++r)
+      if (batch[k][r].device != devices[r])
+        throw InvalidArgument(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
+                                          "device {}; each replica's tensors must share one device",
+                                          k, r, batch[k][r].device, r, devices[r]));
+
+  const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
+  util::log(util::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,
+            plan::describe(packs));
+
+  gpu::Backend& backend = gpu_backend(deadline, to_string(call.collective));
+  const bool broadcast = call.collective == Collective::broadcast;
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const plan::Pack& pack = packs[p];
+    gpu::GpuPack job;
+    job.collective = call.collective;
+    job.lands_here = call.lands_here;
+    job.replicas.resize(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      job.replicas[r].device = devices[r];
+      for (const plan::PackPiece& piece : pack.pieces)
+        job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
+    }
+    ++sequence_;
+    const plan::Choice& choice =
+        cached_choice(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
+    const std::string algorithm = choice.name();  // alive for the call
+    gpu::GpuJob proto;
+    proto.count = pack.count;
+    proto.dtype = pack.dtype;
+    proto.op = call.op;
+    proto.contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+    proto.root = call.root;
+    proto.device = devices[0];
+    proto.algorithm = algorithm;
+    proto.host_algorithm = exec::staged_level(choice);
+    proto.shards = choice.shards;
+    proto.chunk_bytes = config_.chunk_bytes;
+    proto.sequence = sequence_;
+    breaking_on_failure([&] { backend.run_pack(job, proto, deadline); });
+    if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);
+  }
+}
+
+Plan Session::plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,
+                         const CommunicationOptions& options, const plan::Spec* spec) const {
+  const std::vector<std::vector<Tensor>> batch = [&] {
+    std::vector<std::vector<Tensor>> b;
+    for (const Tensor& t : tensors) b.push_back({t});
+    return b;
+  }();
+  BatchCall call;
+  call.batch = &batch;
+  call.packing = packing;
+  call.options = &options;
+  Plan result;
+  result.memory = tensors.empty() ? Memory::host : tensors.front().memory;
+  for (const plan::Pack& pack : plan::make_packs(shapes_of(batch), packing, bytes_per_pack(call))) {
+    PlannedPack planned{pack.dtype, pack.count, pack.bytes(), {}, {}};
+    for (const plan::PackPiece& piece : pack.pieces)
+      if (planned.tensors.empty() || planned.tensors.back() != piece.tensor) planned.tensors.push_back(piece.tensor);
+    planned.algorithm =
+        choose(Collective::all_reduce, pack.bytes(), result.memory, options.implementation, spec).describe();
+    result.packs.push_back(std::move(planned));
+  }
+  return result;
+}
+
+}  // namespace strata::api

@@ -1,0 +1,113 @@
+// Communicator: the public entry points. Each validates its arguments (the
+// validate stage, api/validate.hpp) and hands the call to its Session,
+// which plans, executes and finishes it (api/session.hpp).
+#include "strata/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "api/session.hpp"
+#include "api/validate.hpp"
+#include "plan/packing.hpp"
+
+namespace strata {
+
+namespace api {
+Session& session_of(Communicator& comm) { return *comm.session_; }
+}  // namespace api
+
+Communicator::Communicator(MPI_Comm comm, Config config)
+    : session_(std::make_unique<api::Session>(comm, std::move(config))) {}
+
+Communicator::~Communicator() = default;
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+
+int Communicator::rank() const { return session_->rank(); }
+int Communicator::size() const { return session_->size(); }
+const Topology& Communicator::topology() const { return session_->topology(); }
+bool Communicator::broken() const { return session_->broken(); }
+
+std::string Communicator::algorithm_for(std::size_t bytes, Collective collective, Memory memory) const {
+  return session_->choose(collective, bytes, memory, Implementation::automatic).describe();
+}
+
+AllReduceSpec Communicator::all_reduce_spec() const {
+  return session_->spec().is_auto() ? AllReduceSpec() : AllReduceSpec(session_->spec().entries);
+}
+
+std::string Communicator::spec_map() const { return session_->spec_map(); }
+
+Plan Communicator::plan_for(std::span<const Tensor> tensors, const PackingOptions& packing,
+                            const CommunicationOptions& options) const {
+  api::validate_options(options);
+  plan::validate_packing(packing);
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i), /*data_required=*/false);
+  api::validate_same_memory(tensors, "tensors");
+  return session_->plan_batch(tensors, packing, options);
+}
+
+void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
+  api::validate_options(options);
+  api::validate_op(op);
+  api::validate_tensor(in, "in");
+  api::validate_tensor(out, "out");
+  api::validate_in_out(in, out);
+  api::Call call{Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, in.memory, in.device,
+                 static_cast<std::size_t>(size()), &options};
+  session_->run(call);
+}
+
+void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options) {
+  api::validate_options(options);
+  api::validate_op(op);
+  api::validate_root(root, size());
+  api::validate_tensor(in, "in");
+  const bool is_root = rank() == root;
+  api::validate_tensor(out, "out", /*data_required=*/is_root);
+  if (is_root || out.data != nullptr) api::validate_in_out(in, out);
+  api::Call call{Collective::reduce, {in.data, is_root ? out.data : nullptr, in.count, in.dtype, op}, in.memory,
+                 in.device, static_cast<std::size_t>(size()), &options};
+  call.job.root = root;
+  session_->run(call);
+}
+
+void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions& options) {
+  api::validate_options(options);
+  api::validate_root(root, size());
+  api::validate_tensor(buffer, "buffer");
+  api::Call call{Collective::broadcast, {buffer.data, buffer.data, buffer.count, buffer.dtype, ReduceOp::sum},
+                 buffer.memory, buffer.device, 1, &options};
+  call.job.root = root;
+  session_->run(call);
+}
+
+void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options,
+                                    std::function<void(std::size_t pack)> on_pack_done) {
+  batch_all_reduce(tensors, op, PackingOptions{}, options, std::move(on_pack_done));
+}
+
+void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing,
+                                    const CommunicationOptions& options,
+                                    std::function<void(std::size_t pack)> on_pack_done) {
+  api::validate_options(options);
+  api::validate_op(op);
+  plan::validate_packing(packing);
+  for (std::size_t i = 0; i < tensors.size(); ++i) api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
+  api::validate_same_memory(tensors, "tensors");
+  api::validate_disjoint(tensors, "tensors");
+  std::vector<std::vector<Tensor>> batch;
+  batch.reserve(tensors.size());
+  for (const Tensor& t : tensors) batch.push_back({t});
+  api::BatchCall call;
+  call.batch = &batch;
+  call.op = op;
+  call.packing = packing;
+  call.options = &options;
+  call.on_pack_done = &on_pack_done;
+  session_->run_batch(call);
+}
+
+}  // namespace strata

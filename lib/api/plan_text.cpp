@@ -1,0 +1,41 @@
+// strata::Plan's printable form.
+#include <fmt/format.h>
+
+#include "strata/plan.hpp"
+
+namespace strata {
+namespace {
+
+std::string bytes_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20)) return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", double(bytes) / 1024.0);
+  return fmt::format("{} B", bytes);
+}
+
+// "0-3,7" for ascending indexes.
+std::string ranges(const std::vector<std::size_t>& values) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size();) {
+    std::size_t j = i;
+    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
+    text += fmt::format("{}{}", text.empty() ? "" : ",", values[i]);
+    if (j > i) text += fmt::format("-{}", values[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string Plan::to_string() const {
+  std::string text = fmt::format("{} pack(s), {} memory", packs.size(), strata::to_string(memory));
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const PlannedPack& pack = packs[p];
+    text += fmt::format("\n  pack {}: {} x {} ({}), tensor{} {}: {}", p, strata::to_string(pack.dtype), pack.count,
+                        bytes_text(pack.bytes), pack.tensors.size() == 1 ? "" : "s", ranges(pack.tensors),
+                        pack.algorithm);
+  }
+  return text;
+}
+
+}  // namespace strata

@@ -1,0 +1,193 @@
+// Session: construction (duplicate, nodes, topology, shared memory), one
+// collective through plan -> execute -> finish, the GPU backend's creation,
+// and the broken state.
+#include "api/session.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "exec/execute.hpp"
+#include "exec/finish.hpp"
+#include "exec/registry.hpp"
+#include "host/shm_rounds.hpp"
+#include "host/transport.hpp"
+#include "topo/discover.hpp"
+#include "util/breaking.hpp"
+#include "util/check.hpp"
+#include "util/log.hpp"
+#include "util/where.hpp"
+
+namespace strata::api {
+namespace {
+
+// Pipeline granularity of the chunked algorithms when Config leaves it 0.
+constexpr std::size_t kDefaultChunkBytes = 256 * 1024;
+
+}  // namespace
+
+Session::Session(MPI_Comm comm, Config config) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw InvalidArgument("strata::Communicator needs MPI: call MPI_Init before constructing it");
+  if (comm == MPI_COMM_NULL) throw InvalidArgument("comm = MPI_COMM_NULL: pass a valid communicator");
+  // Parse the spec before the collective dup: a bad spec must not leave
+  // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
+  // practice, so all of them throw.)
+  spec_ = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
+  config_ = std::move(config);
+  STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  // From here on a failure must free what was made: the destructor does not
+  // run for a constructor that throws.
+  try {
+    STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+    STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    split_ = topo::split_nodes(comm_);
+    topology_ = topo::discover(comm_, split_, gpu::visible_devices());
+    if (split_.local_size > 1)
+      segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
+  } catch (...) {
+    topo::free_split(split_);
+    MPI_Comm_free(&comm_);
+    throw;
+  }
+  // Rank 0 prints the effective map once per process (not per communicator).
+  static bool printed = false;
+  if (rank_ == 0 && !printed) {
+    printed = true;
+    util::log(util::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", spec_.to_string(), size_,
+              plan::describe_map(spec_, split_.node_count));
+  }
+}
+
+Session::~Session() {
+  gpu_.reset();
+  segment_.reset();  // unmap only: the name was unlinked at creation
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI freed everything already; calling it now is erroneous
+  topo::free_split(split_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // never throw from a destructor
+}
+
+void Session::ensure_usable() const {
+  if (!broken_reason_.empty())
+    throw PeerFailure(fmt::format("strata [{}]: this communicator is broken by an earlier failure ({}); "
+                                  "create a new one (and check the peers) before calling again",
+                                  util::where(), broken_reason_));
+}
+
+void Session::mark_broken(const char* reason) {
+  broken_reason_ = reason;
+  // Operations we gave up on may still touch our buffers.
+  workspace_.abandon();
+  staging_.abandon();
+}
+
+plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
+                             const plan::Spec* spec) const {
+  return plan::choose(exec::catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory,
+                      {split_.node_count, split_.local_size});
+}
+
+const plan::Choice& Session::cached_choice(Collective collective, std::size_t bytes, Memory memory,
+                                           Implementation implementation, const plan::Spec* spec) {
+  const plan::Spec* effective = spec ? spec : &spec_;
+  LastChoice& last = last_;
+  if (!last.choice.algorithm || last.spec != effective || last.collective != collective || last.bytes != bytes ||
+      last.memory != memory || last.implementation != implementation) {
+    last = {effective, collective, bytes, memory, implementation,
+            choose(collective, bytes, memory, implementation, effective), {}};
+    last.described = last.choice.describe();
+  }
+  return last.choice;
+}
+
+void Session::run(const Call& call) {
+  ensure_usable();
+  const util::Deadline deadline(call.options->timeout_seconds);
+  if (call.memory == Memory::cuda)
+    run_gpu(call, deadline);
+  else
+    run_host(call, deadline);
+}
+
+void Session::run_host(const Call& call, const util::Deadline& deadline) {
+  ++sequence_;
+  if (call.job.count == 0) return;
+  const std::size_t bytes = call.job.bytes();
+  const plan::Choice& choice =
+      cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
+  plan::Job job = call.job;
+  if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
+  job.shards = choice.shards;
+  job.chunk_bytes = config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
+  const std::string_view collective_name = to_string(call.collective);
+  const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
+  util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);
+  const exec::HostContext context{comm_, rank_, size_, &split_, segment_.get(), &workspace_};
+  breaking_on_failure([&] { exec::run_host(call.collective, choice, job, context, deadline, info); });
+  const bool has_result = call.collective == Collective::all_reduce || rank_ == job.root;
+  exec::finish_host(call.job.op, job, has_result, call.contributors);
+}
+
+void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
+  gpu::Backend& backend = gpu_backend(deadline, to_string(call.collective));
+  ++sequence_;
+  const std::size_t bytes = call.job.bytes();
+  const plan::Choice& choice =
+      cached_choice(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
+  const std::string algorithm = choice.name();  // alive for the call
+  gpu::GpuJob g;
+  g.in = call.job.in;
+  g.out = call.job.out;
+  g.count = call.job.count;
+  g.dtype = call.job.dtype;
+  g.op = call.job.op;  // mean included: the backend divides by `contributors`
+  g.contributors = call.contributors;
+  g.root = call.job.root;
+  g.device = call.device;
+  g.algorithm = algorithm;
+  g.host_algorithm = exec::staged_level(choice);
+  g.shards = choice.shards;
+  g.chunk_bytes = config_.chunk_bytes;
+  g.sequence = sequence_;
+  util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", to_string(call.collective), sequence_, bytes,
+            last_.described);
+  breaking_on_failure([&] {
+    switch (call.collective) {
+      case Collective::all_reduce: backend.all_reduce(g, deadline); break;
+      case Collective::reduce: backend.reduce(g, deadline); break;
+      case Collective::broadcast: backend.broadcast(g, deadline); break;
+    }
+  });
+}
+
+gpu::Backend& Session::gpu_backend(const util::Deadline& deadline, std::string_view collective) {
+  ensure_usable();
+  if (gpu_) return *gpu_;
+  const GpuAssignment& mine = topology_.ranks[static_cast<std::size_t>(rank_)].gpu;
+  std::string why;  // empty: this rank can drive its GPU
+  if (gpu::device_available(&why) && mine.cuda_device < 0) why = mine.how;
+  // The lowest rank that cannot go on, and its reason, reach every rank.
+  host::Transport agree(comm_, rank_, size_, deadline, {collective, sequence_ + 1, 0, "GPU setup"}, workspace_);
+  int first_failing = why.empty() ? size_ : rank_;
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm_, &request));
+  agree.wait_collective(request);
+  if (first_failing < size_) {
+    std::array<char, 512> text{};
+    if (rank_ == first_failing) why.copy(text.data(), text.size() - 1);
+    STRATA_CHECK_MPI(MPI_Ibcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, first_failing, comm_, &request));
+    agree.wait_collective(request);
+    throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}: {}; pass host memory",
+                                  util::where(), first_failing == rank_ ? std::string("this rank")
+                                                                        : fmt::format("rank {}", first_failing),
+                                  text.data()));
+  }
+  gpu_ = gpu::make_backend(comm_, split_, mine.cuda_device);
+  return *gpu_;
+}
+
+}  // namespace strata::api

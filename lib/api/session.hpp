@@ -1,0 +1,153 @@
+// Session: the state behind one strata::Communicator and the entry the
+// public calls (communicator.cpp) and the TensorFlow-named facades
+// (cross_device_ops.cpp) funnel into after validation. It runs the plan,
+// execute and finish stages:
+//   plan     plan::choose / plan::make_packs (lib/plan), cached per shape;
+//   execute  exec::run_host (lib/exec) or the GPU backend (lib/gpu);
+//   finish   exec::finish_host (mean), pack callbacks, and marking the
+//            communicator broken after a timeout or a backend failure.
+// Internal header.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.hpp"
+#include "host/shm_segment.hpp"
+#include "plan/choose.hpp"
+#include "plan/job.hpp"
+#include "plan/spec.hpp"
+#include "strata/communicator.hpp"
+#include "strata/plan.hpp"
+#include "strata/topology.hpp"
+#include "topo/node_split.hpp"
+#include "util/breaking.hpp"
+#include "util/deadline.hpp"
+#include "util/workspace.hpp"
+
+namespace strata::api {
+
+// One validated collective on one tensor.
+struct Call {
+  Collective collective = Collective::all_reduce;
+  plan::Job job;                // op may be mean; shards and chunk_bytes are filled in by the plan
+  Memory memory = Memory::host;
+  int device = -1;              // CUDA tensors: the tensor's device (-1 = the rank's)
+  std::size_t contributors = 1; // mean's divisor: ranks x replicas
+  const CommunicationOptions* options = nullptr;
+  const plan::Spec* spec = nullptr;  // null: the communicator's spec
+};
+
+// A validated batch: batch[k][r] is logical tensor k on local replica r
+// (the same replica count on every rank). all_reduce: every replica of
+// every rank gets op over all replicas of all ranks; reduce: only `root`'s
+// replicas do; broadcast: root's replica 0 goes to every replica of every
+// rank. Ranks with lands_here = false take part without their tensors
+// changing (a facade's destination that is not them).
+struct BatchCall {
+  Collective collective = Collective::all_reduce;
+  const std::vector<std::vector<Tensor>>* batch = nullptr;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  bool lands_here = true;
+  PackingOptions packing;
+  const CommunicationOptions* options = nullptr;
+  const plan::Spec* spec = nullptr;  // null: the communicator's spec
+  const std::function<void(std::size_t)>* on_pack_done = nullptr;
+};
+
+class Session {
+ public:
+  // Collective over `comm` (see Communicator's constructor).
+  Session(MPI_Comm comm, Config config);
+  // Frees the duplicated communicator and everything built on it. Never throws.
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const Topology& topology() const { return topology_; }
+  bool broken() const { return !broken_reason_.empty(); }
+  const plan::Spec& spec() const { return spec_; }
+  std::string spec_map() const { return plan::describe_map(spec_, split_.node_count); }
+
+  // Runs one collective; throws as the public calls say.
+  void run(const Call& call);
+
+  // Runs a batch, pack by pack, calling on_pack_done(i) as pack i lands.
+  void run_batch(const BatchCall& call);
+
+  // The plan for one call of `bytes` bytes (no communication).
+  plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
+                      const plan::Spec* spec = nullptr) const;
+
+  // The plan a batch of `shapes` would run (no communication).
+  Plan plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,
+                  const CommunicationOptions& options, const plan::Spec* spec = nullptr) const;
+
+ private:
+  void ensure_usable() const;  // throws PeerFailure once broken
+  void mark_broken(const char* reason);
+  // Runs `work`; a timeout or a backend failure marks the communicator
+  // broken before the exception goes on.
+  template <typename Work>
+  void breaking_on_failure(Work&& work) {
+    util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
+  }
+
+  // The cached choice for a call (the common case in training loops repeats
+  // the same shape: a spec walk and name lookups are worth skipping).
+  const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
+                                    Implementation implementation, const plan::Spec* spec);
+  void run_host(const Call& call, const util::Deadline& deadline);
+  void run_gpu(const Call& call, const util::Deadline& deadline);
+  void run_batch_host(const BatchCall& call, const util::Deadline& deadline);
+  void run_batch_gpu(const BatchCall& call, const util::Deadline& deadline);
+  std::size_t bytes_per_pack(const BatchCall& call) const;
+
+  // The GPU backend, created on first use on the rank's assigned device
+  // (topology.ranks[rank].gpu). Collective the first time (every rank makes
+  // the same call on CUDA tensors): the ranks agree first, bounded by
+  // `deadline`, so that when any rank cannot use a GPU (host-only build, no
+  // device, bad STRATA_GPU_MAP) every rank throws Unavailable naming that
+  // rank and its reason, and none is left waiting in NCCL's setup.
+  gpu::Backend& gpu_backend(const util::Deadline& deadline, std::string_view collective);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  Config config_;
+  plan::Spec spec_;
+  util::Workspace workspace_;  // algorithm scratch
+  util::Workspace staging_;    // pack staging (batches and per-replica calls)
+  std::uint64_t sequence_ = 0;
+  std::string broken_reason_;  // non-empty once broken
+  topo::NodeSplit split_;      // nodes, from construction
+  Topology topology_;          // from construction, after split
+  // Over split_.node when it has more than one rank, from construction: its
+  // creation is collective and unbounded, so it must not happen inside a
+  // call that has a deadline.
+  std::unique_ptr<host::ShmSegment> segment_;
+  std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
+
+  struct LastChoice {
+    const plan::Spec* spec = nullptr;
+    Collective collective = Collective::all_reduce;
+    std::size_t bytes = 0;
+    Memory memory = Memory::host;
+    Implementation implementation = Implementation::automatic;
+    plan::Choice choice;
+    std::string described;  // choice.describe(), kept for CallInfo
+  } last_;
+};
+
+// The Session of a Communicator: the one door for lib/api's facades.
+Session& session_of(Communicator& comm);
+
+}  // namespace strata::api

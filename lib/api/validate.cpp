@@ -1,0 +1,102 @@
+#include "api/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "strata/errors.hpp"
+
+namespace strata::api {
+
+void validate_options(const CommunicationOptions& options) {
+  if (options.bytes_per_pack < 0)
+    throw InvalidArgument(fmt::format("options.bytes_per_pack = {} must be >= 0 (0 = automatic)", options.bytes_per_pack));
+  if (std::isnan(options.timeout_seconds))
+    throw InvalidArgument("options.timeout_seconds = NaN must be a number >= 0 (0 = no timeout)");
+  if (options.timeout_seconds < 0 || std::isinf(options.timeout_seconds))
+    throw InvalidArgument(fmt::format("options.timeout_seconds = {} must be finite and >= 0 (0 = no timeout)",
+                                      options.timeout_seconds));
+  const int impl = static_cast<int>(options.implementation);
+  if (impl < 0 || impl > static_cast<int>(Implementation::nccl))
+    throw InvalidArgument(fmt::format("options.implementation = {} is not automatic, ring or nccl", impl));
+}
+
+void validate_op(ReduceOp op) {
+  const int value = static_cast<int>(op);
+  if (value < 0 || value > static_cast<int>(ReduceOp::prod))
+    throw InvalidArgument(fmt::format("op = {} is not one of sum, mean, min, max, prod", value));
+}
+
+void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required) {
+  const int dtype = static_cast<int>(tensor.dtype);
+  if (dtype < 0 || dtype > static_cast<int>(DataType::u64))
+    throw InvalidArgument(fmt::format("{}.dtype = {} is not a strata DataType", field, dtype));
+  if (tensor.memory == Memory::cuda && tensor.device < -1)
+    throw InvalidArgument(fmt::format("{}.device = {} must be a CUDA device index (or -1: this rank's device)", field,
+                                      tensor.device));
+  if (tensor.memory != Memory::host && tensor.memory != Memory::cuda)
+    throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
+  if (tensor.count > SIZE_MAX / dtype_size(tensor.dtype))
+    throw InvalidArgument(fmt::format("{}.count = {} overflows the address space", field, tensor.count));
+  if (data_required && tensor.data == nullptr && tensor.count > 0)
+    throw InvalidArgument(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count));
+}
+
+void validate_in_out(const Tensor& in, const Tensor& out) {
+  if (in.memory != out.memory)
+    throw InvalidArgument(fmt::format("out.memory = {} differs from in.memory = {}; both must be host or both cuda",
+                                      to_string(out.memory), to_string(in.memory)));
+  if (in.count != out.count)
+    throw InvalidArgument(fmt::format("out.count = {} differs from in.count = {}", out.count, in.count));
+  if (in.dtype != out.dtype)
+    throw InvalidArgument(
+        fmt::format("out.dtype = {} differs from in.dtype = {}", to_string(out.dtype), to_string(in.dtype)));
+  if (in.data == out.data || in.data == nullptr || out.data == nullptr || in.count == 0) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(in.data), b = reinterpret_cast<std::uintptr_t>(out.data);
+  const std::size_t bytes = in.bytes();
+  if (a < b + bytes && b < a + bytes)
+    throw InvalidArgument(fmt::format(
+        "in.data = {} and out.data = {} overlap ({} bytes each) without being equal; pass the same pointer for "
+        "in place, or disjoint buffers",
+        in.data, out.data, bytes));
+}
+
+void validate_root(int root, int size) {
+  if (root < 0 || root >= size)
+    throw InvalidArgument(fmt::format("root = {} is outside [0, {}) for this communicator", root, size));
+}
+
+}  // namespace strata::api
+
+namespace strata::api {
+
+void validate_same_memory(std::span<const Tensor> tensors, std::string_view field) {
+  for (std::size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].memory != tensors[0].memory)
+      throw InvalidArgument(fmt::format("{}[{}].memory = {} but {}[0].memory = {}; a batch is all host or all cuda",
+                                        field, i, to_string(tensors[i].memory), field, to_string(tensors[0].memory)));
+}
+
+void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) {
+  struct Range {
+    std::uintptr_t begin, end;
+    std::size_t index;
+  };
+  std::vector<Range> ranges;
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].count > 0) {
+      const auto begin = reinterpret_cast<std::uintptr_t>(tensors[i].data);
+      ranges.push_back({begin, begin + tensors[i].bytes(), i});
+    }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].begin < ranges[i - 1].end)
+      throw InvalidArgument(fmt::format("{}[{}] and {}[{}] overlap in memory; each tensor of a batch needs its own buffer",
+                                        field, std::min(ranges[i - 1].index, ranges[i].index), field,
+                                        std::max(ranges[i - 1].index, ranges[i].index)));
+}
+
+}  // namespace strata::api

@@ -1,0 +1,36 @@
+// The validate stage: every public entry point checks its arguments here
+// before anything is sent, so bad input never leaves a peer waiting.
+// Each function throws InvalidArgument (or Unavailable for CUDA memory in a
+// build or run without GPU support) with a message naming field and value.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+
+namespace strata::api {
+
+void validate_options(const CommunicationOptions& options);
+void validate_op(ReduceOp op);
+
+// `field` names the argument ("in", "out", "tensors[3]"). `data_required`:
+// whether a null pointer is an error when count > 0. CUDA tensors pass here;
+// whether a GPU is usable is the GPU backend's question.
+void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required = true);
+
+// in and out of one call: same memory kind, count and dtype; either the
+// same buffer or disjoint ones.
+void validate_in_out(const Tensor& in, const Tensor& out);
+
+void validate_root(int root, int size);
+
+// All tensors of a batch in the same kind of memory.
+void validate_same_memory(std::span<const Tensor> tensors, std::string_view field);
+
+// No two tensors of a batch share memory (results would depend on order).
+// `field` names the list ("tensors").
+void validate_disjoint(std::span<const Tensor> tensors, std::string_view field);
+
+}  // namespace strata::api

@@ -1,0 +1,54 @@
+#include "exec/registry.hpp"
+
+#include <array>
+
+#include "strata/spec.hpp"
+
+#define STRATA_ALGORITHM(backend, name) \
+  namespace strata::backend {           \
+  extern const Algorithm name;          \
+  }
+#include "exec/algorithms.def"
+#undef STRATA_ALGORITHM
+
+namespace strata::exec {
+namespace {
+
+const Entry kRegistry[] = {
+#define STRATA_ALGORITHM(backend, name) Entry(backend::name),
+#include "exec/algorithms.def"
+#undef STRATA_ALGORITHM
+};
+
+constexpr std::size_t kCount = std::size(kRegistry);
+
+const std::array<const plan::Algorithm*, kCount> kCatalogue = [] {
+  std::array<const plan::Algorithm*, kCount> infos{};
+  for (std::size_t i = 0; i < kCount; ++i) infos[i] = kRegistry[i].info;
+  return infos;
+}();
+
+}  // namespace
+
+std::span<const Entry> registry() { return kRegistry; }
+
+plan::Catalogue catalogue() { return kCatalogue; }
+
+const Entry& entry_of(const plan::Algorithm& algorithm) {
+  for (const Entry& entry : kRegistry)
+    if (entry.info == &algorithm) return entry;
+  return kRegistry[0];  // unreachable for catalogue() pointers
+}
+
+}  // namespace strata::exec
+
+namespace strata {
+
+std::vector<AlgorithmInfo> registered_algorithms() {
+  std::vector<AlgorithmInfo> list;
+  for (const exec::Entry& entry : exec::registry())
+    list.push_back({std::string(entry.info->name), entry.info->memory, entry.info->reduce, entry.info->broadcast});
+  return list;
+}
+
+}  // namespace strata

@@ -1,0 +1,140 @@
+#include "plan/choose.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "strata/errors.hpp"
+#include "util/log.hpp"
+
+namespace strata::plan {
+namespace {
+
+// Defaults, from the measurements in docs/ALGORITHMS.md. Host memory, one
+// node: shared-memory pscpu was fastest at every size from 8 B to 64 MiB.
+// Several nodes: shared memory inside the node, latency-bound recursive
+// halving-doubling across nodes for small messages, slice owners for medium
+// and the pipelined ring for large ones. Reduce and broadcast: a binomial
+// tree while latency dominates, the pipelined ring above. CUDA memory: NCCL.
+// Written as tuples (not parsed text) so they need no catalogue; a unit test
+// checks that every name in them is registered.
+constexpr long long k64KiB = 64LL << 10, k16MiB = 16LL << 20;
+const Spec kOneNode{{{"pscpu", 1, -1}}};
+const Spec kMultiNode{{{"pscpu/rechd", 1, k64KiB}, {"pscpu/pscpu", 1, k16MiB}, {"pscpu/xring", 1, -1}}};
+const Spec kRooted{{{"tree", 1, k64KiB}, {"xring", 1, -1}}};
+const Spec kCuda{{{"nccl", 1, -1}}};
+
+std::string_view intra_level(std::string_view name) { return name.substr(0, name.find('/')); }
+std::string_view cross_level(std::string_view name) {
+  const auto slash = name.find('/');
+  return slash == std::string_view::npos ? std::string_view() : name.substr(slash + 1);
+}
+
+bool serves(const Algorithm& algorithm, Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return true;
+    case Collective::reduce: return algorithm.reduce;
+    case Collective::broadcast: return algorithm.broadcast;
+  }
+  return false;
+}
+
+bool runs_on(const Algorithm* algorithm, Memory memory) {
+  // Host algorithms serve CUDA tensors too (through pinned host copies).
+  return algorithm && (memory == Memory::cuda || algorithm->memory == Memory::host);
+}
+
+// The choice a spec entry names, before fallback. A cross level only
+// matters for all-reduce; one that cannot run on `memory` is dropped.
+Choice from_entry(Catalogue known, const SpecEntry& entry, Collective collective, Memory memory) {
+  Choice choice;
+  choice.algorithm = find(known, intra_level(entry.algorithm));
+  choice.shards = entry.shards;
+  const std::string_view cross = cross_level(entry.algorithm);
+  if (collective == Collective::all_reduce && !cross.empty()) {
+    const Algorithm* level = find(known, cross);
+    if (runs_on(level, memory)) choice.cross = level;
+  }
+  return choice;
+}
+
+}  // namespace
+
+std::string Choice::name() const {
+  if (!algorithm) return "none";
+  return cross ? fmt::format("{}/{}", algorithm->name, cross->name) : std::string(algorithm->name);
+}
+
+std::string Choice::describe() const { return shards > 1 ? fmt::format("{}#{}", name(), shards) : name(); }
+
+const Spec& default_spec(Collective collective, Memory memory, int node_count) {
+  if (memory == Memory::cuda) return kCuda;
+  if (collective != Collective::all_reduce) return kRooted;
+  return node_count > 1 ? kMultiNode : kOneNode;
+}
+
+Spec resolve_spec(std::string_view configured, Catalogue known) {
+  if (!configured.empty()) return parse_spec(configured, known);
+  if (const char* env = std::getenv("STRATA_SPEC"); env && *env) return parse_spec(env, known);
+  if (const char* path = std::getenv("STRATA_SPEC_FILE"); path && *path) {
+    std::ifstream file(path);
+    if (!file) throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}' cannot be read", path));
+    // The file holds one spec; blank lines and lines starting with '#' are comments.
+    std::string line, text;
+    while (std::getline(file, line)) {
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos || line[first] == '#') continue;
+      text += line.substr(first);
+    }
+    try {
+      return parse_spec(text, known);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}': {}", path, e.what()));
+    }
+  }
+  return Spec{};
+}
+
+std::string describe_map(const Spec& spec, int node_count) {
+  const Spec& effective = spec.is_auto() ? default_spec(Collective::all_reduce, Memory::host, node_count) : spec;
+  std::string text = spec.is_auto() ? "auto =" : "spec =";
+  long long lower = 0;
+  for (const SpecEntry& e : effective.entries) {
+    const std::string range = e.limit < 0 ? fmt::format("{} B and up", lower)
+                                          : fmt::format("{} .. {} B", lower, e.limit);
+    text += fmt::format(" [{}: {}{}]", range, e.algorithm, e.shards > 1 ? fmt::format("#{}", e.shards) : "");
+    lower = e.limit + 1;
+  }
+  return text;
+}
+
+Choice choose(Catalogue known, const Spec& spec, Collective collective, std::size_t bytes,
+              Implementation implementation, Memory memory, const Layout& layout) {
+  if (implementation == Implementation::nccl && memory == Memory::host)
+    throw InvalidArgument(
+        "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
+        "use automatic or ring for host tensors");
+  const Spec& defaults = default_spec(collective, memory, layout.node_count);
+  const SpecEntry& entry = implementation == Implementation::ring   ? SpecEntry{"xring", 1, -1}
+                           : implementation == Implementation::nccl ? kCuda.entries.front()
+                           : spec.is_auto()                         ? defaults.select(bytes)
+                                                                    : spec.select(bytes);
+  Choice choice = from_entry(known, entry, collective, memory);
+  if (!runs_on(choice.algorithm, memory) || !serves(*choice.algorithm, collective)) {
+    // The host table serves every collective, on CUDA tensors through
+    // pinned copies (a GPU algorithm that does not serve a rooted call).
+    const Spec& host_defaults = default_spec(collective, Memory::host, layout.node_count);
+    const Choice fallback = from_entry(known, host_defaults.select(bytes), collective, memory);
+    util::log(util::LogLevel::trace, "{} of {} bytes: {} does not serve it, running {}", to_string(collective),
+              bytes, choice.describe(), fallback.describe());
+    choice = fallback;
+  }
+  if (choice.cross && layout.node_count > 1) choice.shape = Shape::hierarchical;
+  choice.shared_memory = memory == Memory::host && choice.algorithm->shared_memory && layout.local_size > 1 &&
+                         (choice.shape == Shape::hierarchical || layout.node_count == 1);
+  return choice;
+}
+
+}  // namespace strata::plan

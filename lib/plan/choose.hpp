@@ -1,0 +1,73 @@
+// Algorithm selection: from a spec, a collective, a message size, the
+// memory it lives in and the caller's Implementation to the algorithm (and
+// shard count) that runs, and how it runs over the communicator (flat,
+// flat over the node's shared memory, or hierarchical). This is the one
+// place that decision is made; the executor (lib/exec) only carries it out.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "plan/algorithm.hpp"
+#include "plan/spec.hpp"
+#include "strata/types.hpp"
+
+namespace strata::plan {
+
+using strata::Collective;  // all_reduce, reduce, broadcast (public, types.hpp)
+
+// How the chosen algorithm runs over the communicator.
+enum class Shape {
+  flat,          // over the whole communicator
+  hierarchical,  // "a/b": `algorithm` inside each node, `cross` across nodes, then back inside the node
+};
+
+struct Choice {
+  const Algorithm* algorithm = nullptr;  // flat, or the intra-node level of "a/b"
+  const Algorithm* cross = nullptr;      // hierarchical only
+  int shards = 1;                        // flat: the algorithm's; hierarchical: the cross-node level's
+  Shape shape = Shape::flat;
+  // The flat or intra-node level runs over the node's shared-memory
+  // segment (the algorithm asks for it and the node has several ranks).
+  bool shared_memory = false;
+
+  std::string name() const;      // "xring", "pscpu/xring"
+  std::string describe() const;  // with "#shards" when > 1: "xring#2", "pscpu/xring#2"
+};
+
+// The facts about the communicator a choice depends on.
+struct Layout {
+  int node_count = 1;  // nodes (real or virtual)
+  int local_size = 1;  // ranks on this rank's node
+};
+
+// The table "auto" stands for: host memory, one node: shared-memory pscpu;
+// several nodes: hierarchical plans; reduce and broadcast: tree then xring;
+// CUDA memory: flat nccl (measurements behind them: docs/ALGORITHMS.md).
+const Spec& default_spec(Collective collective, Memory memory, int node_count);
+
+// The spec a communicator uses: `configured` if non-empty, else
+// $STRATA_SPEC, else the spec in the file named by $STRATA_SPEC_FILE, else
+// "auto". Names are checked against `known`. Throws InvalidArgument for an
+// invalid spec or an unreadable file.
+Spec resolve_spec(std::string_view configured, Catalogue known);
+
+// The effective size -> algorithm map of all-reduce on host memory, one
+// line, for STRATA_DEBUG=INFO and strata-topo:
+// "auto = [0 .. 65536 B: pscpu/rechd] [65537 .. 16777216 B: pscpu/pscpu] [16777217 B and up: pscpu/xring]".
+std::string describe_map(const Spec& spec, int node_count);
+
+// Pick the algorithm for one call of `bytes` bytes on `memory`.
+// - implementation = ring forces xring; nccl forces nccl (CUDA memory only).
+// - "a/b" runs hierarchically for all-reduce on several nodes; otherwise
+//   (one node, reduce, broadcast) `a` runs flat.
+// - An algorithm that cannot serve the call (a CUDA-only algorithm on host
+//   memory, a reduce or broadcast it does not implement) falls back to the
+//   host default table's choice (CUDA tensors run it through pinned
+//   copies); a CUDA-only cross level on host memory leaves `a` flat.
+// Throws InvalidArgument for implementation = nccl on host memory.
+Choice choose(Catalogue known, const Spec& spec, Collective collective, std::size_t bytes,
+              Implementation implementation, Memory memory, const Layout& layout);
+
+}  // namespace strata::plan

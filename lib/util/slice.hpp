@@ -1,0 +1,29 @@
+// Splitting `count` elements into `parts` contiguous slices as evenly as
+// possible: the first count % parts slices get one element more. Every
+// algorithm that divides data uses this, so all ranks agree on the split.
+#pragma once
+
+#include <cstddef>
+
+namespace strata::util {
+
+struct Slice {
+  std::size_t offset = 0;  // in elements
+  std::size_t count = 0;
+  std::size_t end() const { return offset + count; }
+};
+
+// Precondition: parts > 0 and index < parts.
+constexpr Slice even_slice(std::size_t count, std::size_t parts, std::size_t index) {
+  const std::size_t base = count / parts, extra = count % parts;
+  const std::size_t offset = index * base + (index < extra ? index : extra);
+  return {offset, base + (index < extra ? 1 : 0)};
+}
+
+// The slice `index` of `parts` inside `outer` (offsets stay absolute).
+constexpr Slice sub_slice(Slice outer, std::size_t parts, std::size_t index) {
+  const Slice inner = even_slice(outer.count, parts, index);
+  return {outer.offset + inner.offset, inner.count};
+}
+
+}  // namespace strata::util

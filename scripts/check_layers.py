@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Check that strata's layers point one way.
+
+  scripts/check_layers.py [--graph] [ROOT]
+
+The library is layered by folder (lib/meson.build and docs/DESIGN.md draw
+it). A file may include headers of its own folder and of folders in a LOWER
+layer, never of a higher one, and never of a sibling folder of its own layer.
+Public headers (include/strata/) are the contract every layer may use;
+they include only each other. Apps and tests use the public headers; tests
+may also look inside (white-box) but apps may not.
+
+Exit 0 when every #include line keeps the rule, 1 with one line per
+violation (file:line, the include, and which layers it crosses). --graph
+prints the folder-to-folder include counts as well.
+"""
+import collections
+import pathlib
+import re
+import sys
+
+# Bottom to top. Folders in one tuple are siblings of one layer: they may not
+# include each other.
+LAYERS = [
+    ("util",),
+    ("plan",),
+    ("topo",),
+    ("host", "cuda"),
+    ("nccl",),
+    ("gpu",),
+    ("exec",),
+    ("api",),
+    ("capi",),
+    ("interpose",),
+]
+RANK = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folders}
+# Apps that measure the library's internals and so may include them.
+WHITE_BOX_APPS = {"apps/gpu-kernels": "times strata's own CUDA kernels against a device copy"}
+SOURCES = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".def")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def includes(path):
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        match = INCLUDE.match(line)
+        if match:
+            yield number, match.group(1)
+
+
+def check(root):
+    problems, edges = [], collections.Counter()
+    lib = root / "lib"
+    for path in sorted(lib.rglob("*")):
+        if path.suffix not in SOURCES or not path.is_file():
+            continue
+        folder = path.relative_to(lib).parts[0]
+        if folder not in RANK:
+            problems.append(f"{path.relative_to(root)}: folder lib/{folder} is in no layer (add it to LAYERS)")
+            continue
+        for number, target in includes(path):
+            head = target.split("/")[0]
+            if head == "strata":  # public headers: the contract, allowed everywhere
+                continue
+            if head not in RANK:
+                continue  # a sibling file of the same folder, or a generated header
+            edges[(folder, head)] += 1
+            if head == folder:
+                continue
+            if RANK[head] > RANK[folder]:
+                problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
+                                f"lib/{folder} (layer {RANK[folder]}) must not include lib/{head} "
+                                f"(layer {RANK[head]}, higher)")
+            elif RANK[head] == RANK[folder]:
+                problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
+                                f"lib/{folder} and lib/{head} are siblings of one layer")
+    for path in sorted((root / "include" / "strata").glob("*")):
+        if path.suffix not in SOURCES + (".in",):
+            continue
+        for number, target in includes(path):
+            if not target.startswith("strata/"):
+                problems.append(f"{path.relative_to(root)}:{number}: public header includes internal \"{target}\"")
+    for path in sorted((root / "apps").rglob("*")):
+        if path.suffix not in SOURCES or str(path.parent.relative_to(root)) in WHITE_BOX_APPS:
+            continue
+        for number, target in includes(path):
+            if target.split("/")[0] in RANK:
+                problems.append(f"{path.relative_to(root)}:{number}: app includes library internal \"{target}\"; "
+                                f"apps use the public API (include/strata)")
+    return problems, edges
+
+
+def main(argv):
+    graph = "--graph" in argv
+    args = [a for a in argv if a != "--graph"]
+    root = pathlib.Path(args[0] if args else pathlib.Path(__file__).resolve().parent.parent)
+    problems, edges = check(root)
+    if graph:
+        for (src, dst), count in sorted(edges.items(), key=lambda e: (RANK[e[0][0]], RANK[e[0][1]])):
+            if src != dst:
+                print(f"{src:>10} -> {dst:<10} {count}")
+    for problem in problems:
+        print(problem)
+    print(f"check_layers: {len(problems)} include(s) against the layering")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
