@@ -37,8 +37,29 @@ std::size_t Session::bytes_per_pack(const BatchCall& call) const {
   return cuda ? std::numeric_limits<std::size_t>::max() : plan::automatic_bytes_per_pack(split_.node_count);
 }
 
+// At STRATA_DEBUG=INFO, prints the plan of a batch whose shape (tensors,
+// packing, bytes_per_pack) differs from the last one printed: once for a
+// training loop, again when its batch changes.
+void Session::log_batch_plan(const BatchCall& call) {
+  if (util::log_level() < util::LogLevel::info) return;
+  std::uint64_t shape = 1469598103934665603ull;  // FNV-1a over the plan's inputs
+  auto mix = [&shape](std::uint64_t v) { shape = (shape ^ v) * 1099511628211ull; };
+  for (const auto& replicas : *call.batch) mix(replicas.front().count), mix(std::uint64_t(replicas.front().dtype));
+  mix(std::uint64_t(call.packing.num_packs)), mix(std::uint64_t(call.packing.agg_small_grads_max_bytes));
+  mix(std::uint64_t(call.packing.agg_small_grads_max_group)), mix(std::uint64_t(call.options->bytes_per_pack));
+  mix(std::uint64_t(call.collective)), mix(call.batch->empty() ? 0 : call.batch->front().size());
+  if (shape == last_logged_batch_) return;
+  last_logged_batch_ = shape;
+  std::vector<Tensor> tensors;
+  for (const auto& replicas : *call.batch) tensors.push_back(replicas.front());
+  util::log(util::LogLevel::info, "{} of {} tensors x {} replica(s): {}", to_string(call.collective), tensors.size(),
+            call.batch->empty() ? 0 : call.batch->front().size(),
+            plan_batch(tensors, call.packing, *call.options, call.spec, call.collective).to_string());
+}
+
 void Session::run_batch(const BatchCall& call) {
   ensure_usable();
+  log_batch_plan(call);
   const util::Deadline deadline(call.options->timeout_seconds);
   if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
     run_batch_gpu(call, deadline);
@@ -152,7 +173,7 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
 }
 
 Plan Session::plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,
-                         const CommunicationOptions& options, const plan::Spec* spec) const {
+                         const CommunicationOptions& options, const plan::Spec* spec, Collective collective) const {
   const std::vector<std::vector<Tensor>> batch = [&] {
     std::vector<std::vector<Tensor>> b;
     for (const Tensor& t : tensors) b.push_back({t});
@@ -163,13 +184,14 @@ Plan Session::plan_batch(std::span<const Tensor> tensors, const PackingOptions& 
   call.packing = packing;
   call.options = &options;
   Plan result;
+  result.collective = collective;
   result.memory = tensors.empty() ? Memory::host : tensors.front().memory;
   for (const plan::Pack& pack : plan::make_packs(shapes_of(batch), packing, bytes_per_pack(call))) {
     PlannedPack planned{pack.dtype, pack.count, pack.bytes(), {}, {}};
     for (const plan::PackPiece& piece : pack.pieces)
       if (planned.tensors.empty() || planned.tensors.back() != piece.tensor) planned.tensors.push_back(piece.tensor);
     planned.algorithm =
-        choose(Collective::all_reduce, pack.bytes(), result.memory, options.implementation, spec).describe();
+        choose(collective, pack.bytes(), result.memory, options.implementation, spec).describe();
     result.packs.push_back(std::move(planned));
   }
   return result;

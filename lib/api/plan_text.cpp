@@ -28,7 +28,8 @@ std::string ranges(const std::vector<std::size_t>& values) {
 }  // namespace
 
 std::string Plan::to_string() const {
-  std::string text = fmt::format("{} pack(s), {} memory", packs.size(), strata::to_string(memory));
+  std::string text =
+      fmt::format("{} in {} pack(s), {} memory", strata::to_string(collective), packs.size(), strata::to_string(memory));
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const PlannedPack& pack = packs[p];
     text += fmt::format("\n  pack {}: {} x {} ({}), tensor{} {}: {}", p, strata::to_string(pack.dtype), pack.count,

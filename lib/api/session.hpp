@@ -87,9 +87,10 @@ class Session {
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
                       const plan::Spec* spec = nullptr) const;
 
-  // The plan a batch of `shapes` would run (no communication).
+  // The plan a batch of `tensors` would run as `collective` (no communication).
   Plan plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,
-                  const CommunicationOptions& options, const plan::Spec* spec = nullptr) const;
+                  const CommunicationOptions& options, const plan::Spec* spec = nullptr,
+                  Collective collective = Collective::all_reduce) const;
 
  private:
   void ensure_usable() const;  // throws PeerFailure once broken
@@ -110,6 +111,7 @@ class Session {
   void run_batch_host(const BatchCall& call, const util::Deadline& deadline);
   void run_batch_gpu(const BatchCall& call, const util::Deadline& deadline);
   std::size_t bytes_per_pack(const BatchCall& call) const;
+  void log_batch_plan(const BatchCall& call);
 
   // The GPU backend, created on first use on the rank's assigned device
   // (topology.ranks[rank].gpu). Collective the first time (every rank makes
@@ -135,6 +137,7 @@ class Session {
   // call that has a deadline.
   std::unique_ptr<host::ShmSegment> segment_;
   std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
+  std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
 
   struct LastChoice {
     const plan::Spec* spec = nullptr;

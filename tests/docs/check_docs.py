@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Docs match the code: every reference resolves, and the numbers that drift
+are the code's.
+
+  check_docs.py SOURCE_ROOT [BUILD_DIR]
+
+Checks (each printed as it passes, so the log is the list of claims checked):
+  1. every relative Markdown link and every backticked repository path
+     (`lib/...`, `docs/X.md`, `scripts/...`, ...) in README.md and docs/*.md
+     names a file or folder that exists; every "docs/X.md" or "DESIGN.md"
+     named in a source comment exists;
+  2. numbers the docs state are the constants in the code (shared-memory
+     block and one-round sizes, automatic pack sizes, ring chunk size, the
+     shard bound, the rooted default);
+  3. ALGORITHMS.md's table describes every algorithm in the registry
+     (lib/exec/algorithms.def);
+  4. with BUILD_DIR: every "auto = [...]" map the docs print is one that
+     strata-topo prints today (one node, and two virtual nodes).
+Exit 1 with one line per mismatch.
+"""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(sys.argv[1]).resolve()
+BUILD = pathlib.Path(sys.argv[2]).resolve() if len(sys.argv) > 2 else None
+DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+failures = []
+
+
+def ok(claim):
+    print(f"ok   {claim}")
+
+
+def fail(claim):
+    print(f"FAIL {claim}")
+    failures.append(claim)
+
+
+def constant(path, name):
+    """The value of `constexpr ... name = <expr>;` in a source file, evaluated."""
+    text = (ROOT / path).read_text()
+    match = re.search(rf"\b{name}\s*=\s*([^;]+);", text)
+    if not match:
+        fail(f"{path}: no constant {name}")
+        return None
+    expr = re.sub(r"std::size_t\{(\d+)\}", r"\1", match.group(1))
+    expr = re.sub(r"(\d+)(LL|ULL|u|U|L)\b", r"\1", expr)
+    return eval(expr, {"__builtins__": {}})  # constants only: digits, *, <<
+
+
+def size_text(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+# 1. References resolve.
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+PATH = re.compile(r"`((?:lib|include|apps|tests|scripts|docs)/[A-Za-z0-9_./-]+)`")
+for doc in DOCS:
+    text = doc.read_text()
+    for target in LINK.findall(text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        where = (doc.parent / target).resolve()
+        (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: link {target} resolves")
+    for target in set(PATH.findall(text)):
+        where = ROOT / target.rstrip("/.")
+        (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: path `{target}` exists")
+for source in sorted(ROOT.glob("lib/**/*")) + sorted(ROOT.glob("include/**/*")) + sorted(ROOT.glob("scripts/*")):
+    if not source.is_file():
+        continue
+    for target in set(re.findall(r"\b(docs/[A-Z_]+\.md|DESIGN\.md)\b", source.read_text(errors="replace"))):
+        path = ROOT / (target if target.startswith("docs/") else "docs/" + target)
+        (ok if path.exists() else fail)(f"{source.relative_to(ROOT)} names {target}: exists")
+
+# 2. Numbers.
+algorithms_md = " ".join((ROOT / "docs/ALGORITHMS.md").read_text().split())  # whitespace-insensitive
+claims = [
+    ("lib/host/shm_rounds.hpp", "kBlockBytes", lambda n: f"{size_text(n)} block per slice"),
+    ("lib/host/shm_rounds.hpp", "kSmallBytes", lambda n: f"Messages up to {size_text(n)} take a one-round path"),
+    ("lib/plan/packing.cpp", "kAutoPackOneNode", lambda n: f"b = {size_text(n)} on one node"),
+    ("lib/plan/packing.cpp", "kAutoPackMultiNode", lambda n: f"{size_text(n)} across nodes"),
+    ("lib/api/session.cpp", "kDefaultChunkBytes", lambda n: f"pipelined in {size_text(n)} chunks"),
+    ("lib/plan/spec.cpp", "kMaxShards", lambda n: f"shards outside 1..{n}"),
+]
+for path, name, phrase in claims:
+    value = constant(path, name)
+    if value is None:
+        continue
+    want = phrase(value)
+    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md says \"{want}\" ({path}: {name} = {value})")
+rooted = re.search(r'const Spec kRooted\{\{\{"(\w+)", 1, k64KiB\}, \{"(\w+)", 1, -1\}\}\};',
+                   (ROOT / "lib/plan/choose.cpp").read_text())
+if rooted:
+    want = f"`{rooted.group(1)}:64k:{rooted.group(2)}`"
+    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast is {want}")
+else:
+    fail("lib/plan/choose.cpp: kRooted not found")
+
+# 3. The registry is documented.
+registry = re.findall(r"^STRATA_ALGORITHM\(\w+, (\w+)\)", (ROOT / "lib/exec/algorithms.def").read_text(), re.M)
+table = [line for line in (ROOT / "docs/ALGORITHMS.md").read_text().splitlines() if line.startswith("| `")]
+for name in registry:
+    (ok if any(f"`{name}`" in line for line in table) else fail)(f"ALGORITHMS.md's table describes `{name}`")
+
+# 4. The printed maps are today's.
+if BUILD:
+    topo = BUILD / "apps/strata-topo/strata-topo"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", STRATA_SPEC="")
+    maps = []
+    for ranks, extra in ((1, {}), (2, {"STRATA_RANKS_PER_NODE": "1"})):
+        run = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", str(topo), "--json"],
+                             env=dict(env, **extra), capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            fail(f"strata-topo at {ranks} rank(s) failed: {run.stderr.strip()[:300]}")
+            continue
+        maps.append(json.loads(run.stdout)["spec_map"])
+    for doc in DOCS:
+        for printed in re.findall(r"auto = \[[^\]]*\](?: \[[^\]]*\])*", " ".join(doc.read_text().split())):
+            (ok if printed in maps else fail)(f"{doc.relative_to(ROOT)} prints '{printed}' as strata-topo does")
+
+print(f"check_docs: {len(failures)} mismatch(es)")
+sys.exit(1 if failures else 0)
