@@ -60,15 +60,18 @@ void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype
   }
 }
 
+// "MPI_FLOAT MPI_SUM -> strata (f32 sum, pscpu)": the call in MPI's terms,
+// as in the PMPI lines, then what strata ran.
 void log_to_strata(const char* call, MPI_Comm comm, CommEntry& entry, const Decision& d, Collective collective,
-                   MPI_Datatype type) noexcept {
+                   MPI_Datatype type, const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
   try {
-    const std::string what = collective == Collective::broadcast
-                                 ? (d.packed ? describe_args(type, nullptr) + " (packed)" : describe_args(type, nullptr))
-                                 : fmt::format("{} {}", to_string(d.dtype), to_string(d.op));
     const std::string algorithm = entry.strata->algorithm_for(d.count * dtype_size(d.dtype), collective);
-    log_decision(entry.logged, fmt::format("{} on comm {} {} -> strata ({})", call, comm_label(comm), what, algorithm));
+    const std::string how = collective == Collective::broadcast
+                                ? (d.packed ? "packed, " + algorithm : algorithm)
+                                : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
+    log_decision(entry.logged, fmt::format("{} on comm {} {} -> strata ({})", call, comm_label(comm),
+                                           describe_args(type, op), how));
   } catch (...) {
   }
 }
@@ -123,7 +126,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type);
+  log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type, &op);
   const Tensor out{recvbuf, d.count, d.dtype};
   const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
   if (auto error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); }))
@@ -144,7 +147,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::reduce, type);
+  log_to_strata(kCall, comm, *entry, d, Collective::reduce, type, &op);
   // recvbuf is significant only at the root; strata ignores `out` elsewhere.
   const bool is_root = entry->strata->rank() == root;
   const Tensor out{is_root ? recvbuf : nullptr, d.count, d.dtype};
@@ -167,7 +170,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
     log_to_mpi(kCall, comm, d, type, nullptr);
     return PMPI_Bcast(buffer, count, type, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type);
+  log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type, nullptr);
   if (!d.packed) {
     const Tensor bytes{buffer, d.count, DataType::u8};
     if (auto error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); }))

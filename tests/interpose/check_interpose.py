@@ -112,18 +112,28 @@ def check_mpi4py(mpirun, preload, np, mode):
         status, out = run(mpirun, np, mpi4py_env(preload), collectives + ["--strata-semantics"])
         c = Checks(out, np)
         c.collectives_passed(status)
-        for dtype in ("f32", "f64", "i32", "i64"):
+        # Routed lines say the call in MPI's terms, then what strata ran.
+        numpy_types = {"f32": "MPI_FLOAT", "f64": "MPI_DOUBLE", "i32": "MPI_INT", "i64": "MPI_LONG"}
+        for dtype, mpi_type in numpy_types.items():
             for op in ("sum", "prod", "min", "max"):
-                c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {dtype} {op} -> strata \(\w+\)$")
-        for dtype_op in ("i8 sum", "i8 max", "u8 min", "u32 sum", "u64 max"):
-            c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {dtype_op} -> strata ")
-        c.every_rank_logs(rf"^MPI_Reduce on comm {world} (f32 sum|f64 max|i32 min|i64 prod) -> strata ", 4)
-        c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata ", 4)
-        c.every_rank_logs(rf"^MPI_Bcast on comm {world} derived datatype \(packed\) -> strata ")
+                c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {mpi_type} MPI_{op.upper()} -> strata "
+                                  rf"\({dtype} {op}, \w+\)$")
+        explicit = {"MPI_INT8_T": "i8", "MPI_UINT8_T": "u8", "MPI_INT32_T": "i32", "MPI_UINT32_T": "u32",
+                    "MPI_INT64_T": "i64", "MPI_UINT64_T": "u64", "MPI_LONG_LONG_INT": "i64",
+                    "MPI_UNSIGNED_LONG_LONG": "u64", "MPI_SIGNED_CHAR": "i8", "MPI_UNSIGNED_CHAR": "u8",
+                    "MPI_UNSIGNED": "u32", "MPI_UNSIGNED_LONG": "u64"}
+        for mpi_type, dtype in explicit.items():
+            c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {mpi_type} MPI_MAX -> strata \({dtype} max, ")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SIGNED_CHAR MPI_SUM -> strata \(i8 sum, ")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_UNSIGNED MPI_SUM -> strata \(u32 sum, ")
+        c.every_rank_logs(rf"^MPI_Reduce on comm {world} \S+ \S+ -> strata \((f32 sum|f64 max|i32 min|i64 prod), \w+\)$", 4)
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata \(\w+\)$", 4)
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} derived datatype -> strata \(packed, \w+\)$")
         c.every_rank_logs(r"^MPI_(Allreduce|Reduce|Bcast) on comm split-by-parity \([12] ranks\) .* -> strata ", 3)
-        c.every_rank_logs(rf"^MPI_Allreduce on comm 0x[0-9a-f]+ \({np} ranks\) i64 sum -> strata ", 3)  # 3 dups
+        c.every_rank_logs(rf"^MPI_Allreduce on comm 0x[0-9a-f]+ \({np} ranks\) MPI_LONG MPI_SUM -> strata \(i64 sum, ",
+                          3)  # 3 dups, each its own communicator
         # Once per communicator and kind, not per call (16 calls made this one).
-        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} f32 sum -> strata ", 1)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata ", 1)
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_2INT MPI_MAXLOC -> PMPI \(MPI_2INT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
@@ -133,7 +143,7 @@ def check_mpi4py(mpirun, preload, np, mode):
         status, out = run(mpirun, np, mpi4py_env(preload, STRATA_SPEC="mpi"), collectives)
         c = Checks(out, np)
         c.collectives_passed(status)
-        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} f32 sum -> strata \(mpi\)$")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata \(f32 sum, mpi\)$")
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} MPI_DOUBLE -> strata \(mpi\)$")
         c.no_line(r"strata WARN .*strata-mpi:")
     elif mode == "off":
@@ -193,7 +203,7 @@ def check_bench(mpirun, preload, np, bench, collective, args):
     # The baseline's calls (on strata-bench's own duplicate of MPI_COMM_WORLD)
     # and the bench's result check (a u64 sum on MPI_COMM_WORLD) were routed.
     c.every_rank_logs(rf"^{call} on comm 0x[0-9a-f]+ \({np} ranks\) .* -> strata \(")
-    c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) u64 sum -> strata \(")
+    c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) \S+ MPI_SUM -> strata \(u64 sum, ")
     c.no_line(r"strata WARN .*strata-mpi:")
     c.done()
 

@@ -95,6 +95,18 @@ for dtype, op in ((np.int8, "max"), (np.uint8, "min"), (np.uint32, "sum"), (np.u
     comm.Allreduce(data(rank, 333, dtype, op, t), recv, op=OPS[op][0])
     check(f"Allreduce {np.dtype(dtype).name} {op}", recv, reference(range(size), 333, dtype, op, t))
 
+# Every predefined datatype the interposer maps, named explicitly (numpy
+# arrays alone only reach MPI_FLOAT, MPI_DOUBLE, MPI_INT, MPI_LONG, ...).
+EXPLICIT = (("INT8_T", np.int8), ("UINT8_T", np.uint8), ("INT32_T", np.int32), ("UINT32_T", np.uint32),
+            ("INT64_T", np.int64), ("UINT64_T", np.uint64), ("LONG_LONG", np.int64), ("UNSIGNED_LONG_LONG", np.uint64),
+            ("SIGNED_CHAR", np.int8), ("UNSIGNED_CHAR", np.uint8), ("INT", np.int32), ("UNSIGNED", np.uint32),
+            ("LONG", np.int64), ("UNSIGNED_LONG", np.uint64), ("FLOAT", np.float32), ("DOUBLE", np.float64))
+for name, dtype in EXPLICIT:
+    t = next_tag()
+    recv = np.empty(100, dtype=dtype)
+    comm.Allreduce([data(rank, 100, dtype, "max", t), getattr(MPI, name)], [recv, getattr(MPI, name)], op=MPI.MAX)
+    check(f"Allreduce MPI_{name} max", recv, reference(range(size), 100, dtype, "max", t))
+
 # --- MPI_Reduce: to the last rank and to rank 0, in place at the root ---------
 for root in sorted({size - 1, 0}):
     for dtype, op in ((np.float32, "sum"), (np.float64, "max"), (np.int32, "min"), (np.int64, "prod")):
