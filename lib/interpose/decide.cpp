@@ -83,10 +83,13 @@ Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int 
   // because MPI requires matching type signatures.
   MPI_Count type_size = 0;
   if (PMPI_Type_size_x(type, &type_size) != MPI_SUCCESS || type_size < 0) return refuse(Why::datatype);
-  const long long bytes = static_cast<long long>(count) * type_size;
-  if (bytes == 0) return refuse(Why::empty);
+  if (type_size == 0) return refuse(Why::empty);
   // MPI_Pack's sizes are int; keeping the whole message under INT_MAX lets
-  // any rank pack in one call, whatever datatype it describes it with.
+  // any rank pack in one call, whatever datatype it describes it with. (A
+  // single element over INT_MAX means a message over INT_MAX on every rank;
+  // checking it first keeps the product below from overflowing.)
+  if (type_size > INT_MAX) return refuse(Why::too_large);
+  const long long bytes = static_cast<long long>(count) * type_size;
   if (bytes > INT_MAX) return refuse(Why::too_large);
   if (root < 0 || root >= size) return refuse(Why::root);
 

@@ -138,6 +138,8 @@ def check_mpi4py(mpirun, preload, np, mode):
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_2INT MPI_MAXLOC -> PMPI \(MPI_2INT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT user-defined op -> PMPI ")
+        c.every_rank_logs(r"^MPI_Allreduce on comm 0x[0-9a-f]+ \(\d ranks\) MPI_DOUBLE MPI_SUM -> PMPI "
+                          r"\(intercommunicators are not served\)$")
         c.no_line(r"strata WARN .*strata-mpi:")
     elif mode == "spec-mpi":
         status, out = run(mpirun, np, mpi4py_env(preload, STRATA_SPEC="mpi"), collectives)

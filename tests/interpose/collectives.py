@@ -207,6 +207,17 @@ def absmax(inbuf, inoutbuf, datatype):
     b[:] = np.maximum(np.abs(a), np.abs(b))
 
 
+# An intercommunicator between the even and the odd ranks: each group gets
+# the sum over the other group (MPI's intercommunicator Allreduce).
+local = comm.Split(color=rank % 2, key=rank)
+inter = local.Create_intercomm(0, comm, 1 - rank % 2)
+t = next_tag()
+recv = np.empty(40, dtype=np.float64)
+inter.Allreduce(data(rank, 40, np.float64, "sum", t), recv, op=MPI.SUM)
+check("intercommunicator Allreduce", recv, reference([r for r in range(size) if r % 2 != rank % 2], 40, np.float64, "sum", t))
+inter.Free()
+local.Free()
+
 user_op = MPI.Op.Create(absmax, commute=True)
 t = next_tag()
 recv = np.empty(64, dtype=np.int32)
