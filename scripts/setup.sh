@@ -9,7 +9,9 @@ STRATA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages strata needs to build, test and benchmark.
 STRATA_PACKAGES=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin libhwloc-dev doctest-dev
-  libboost-program-options-dev libfmt-dev nlohmann-json3-dev python3 python3-matplotlib iproute2)
+  libboost-program-options-dev libfmt-dev nlohmann-json3-dev python3 python3-matplotlib iproute2
+  python3-mpi4py python3-numpy
+  gfortran patchelf)
 
 strata_install_missing() {
   local missing=()

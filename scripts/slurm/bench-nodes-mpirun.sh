@@ -4,7 +4,8 @@
 #   scripts/slurm/bench-nodes-mpirun.sh HOSTFILE [strata-bench args...]
 # Environment: NODE_COUNTS ("1 2 4", default powers of two up to the
 # hostfile's nodes), PER_NODE (ranks per node, default 1), ALGORITHMS
-# ("auto"), STRATA_BUILD (build), RESULTS (results/mpirun-<date>). The build
+# ("auto"), STRATA_BUILD (build), RESULTS (results/mpirun-<date>), MINBYTES
+# and MAXBYTES (the sweep's -b/-e, default 8 and 256M). The build
 # directory must be at the same path on every node (shared file system).
 set -euo pipefail
 
@@ -35,7 +36,7 @@ for n in $NODE_COUNTS; do
     # -x forwards strata's variables (STRATA_SPEC, STRATA_DEBUG, ...) to remote ranks.
     mpirun -np $((n * PER_NODE)) --host "$(echo "$hosts" | sed "s/\([^,]*\)/\1:$PER_NODE/g")" --map-by ppr:"$PER_NODE":node \
       $(env | awk -F= '/^STRATA_/ { printf "-x %s ", $1 }') \
-      "$BENCH" -b 8 -e 256M -f 2 --baseline mpi -a "$a" --no-progress \
+      "$BENCH" -b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" -f 2 --baseline mpi -a "$a" --no-progress \
       -J "$RESULTS/strata-bench-$tag.json" "$@" | tee "$RESULTS/strata-bench-$tag.txt" || status=$?
   done
 done

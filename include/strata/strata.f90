@@ -1,0 +1,227 @@
+! Fortran module `strata`: ISO_C_BINDING interfaces to strata's C API
+! (include/strata/strata.h), plus three helpers that return C strings as
+! Fortran strings. Installed as source next to strata.h: compile it with
+! your own Fortran compiler (so the .mod file matches it) together with
+! your program, e.g.
+!   mpifort $(pkg-config --variable=includedir strata)/strata/strata.f90 prog.f90 \
+!     $(pkg-config --libs strata) -o prog
+! See docs/C_API.md, "From Fortran".
+!
+! Conventions (the C API's, see strata.h for each function's contract):
+! - Every function returns an integer(c_int) status, STRATA_OK on success;
+!   strata_last_error_f() is the failing call's message.
+! - Communicators are type(c_ptr) handles from strata_comm_create_f, which
+!   takes an `integer` MPI communicator (`use mpi`; with `use mpi_f08` pass
+!   comm%MPI_VAL). Release them with strata_comm_free before MPI_Finalize.
+! - Buffers are type(c_ptr): c_loc(x) of an array declared with `target`;
+!   counts are integer(c_size_t) element counts.
+! - Option arguments (config, options, packing) are optional: leave them out
+!   for the defaults. The derived types start out with the defaults.
+module strata
+  use, intrinsic :: iso_c_binding, only: c_int, c_long_long, c_size_t, c_double, c_char, c_ptr, c_null_ptr, &
+                                         c_f_pointer, c_associated
+  implicit none
+  private
+
+  ! strata_status
+  enum, bind(c)
+    enumerator :: STRATA_OK = 0, STRATA_ERR_INVALID_ARGUMENT = 1, STRATA_ERR_DEADLINE_EXCEEDED = 2, &
+                  STRATA_ERR_MISMATCH = 3, STRATA_ERR_PEER_FAILURE = 4, STRATA_ERR_UNAVAILABLE = 5, &
+                  STRATA_ERR_BACKEND = 6, STRATA_ERR_INTERNAL = 7
+  end enum
+  ! strata_dtype (real(c_float) = STRATA_F32, real(c_double) = STRATA_F64,
+  ! integer(c_int32_t) = STRATA_I32, integer(c_int64_t) = STRATA_I64, ...)
+  enum, bind(c)
+    enumerator :: STRATA_F32 = 0, STRATA_F64 = 1, STRATA_F16 = 2, STRATA_BF16 = 3, STRATA_I8 = 4, STRATA_U8 = 5, &
+                  STRATA_I32 = 6, STRATA_U32 = 7, STRATA_I64 = 8, STRATA_U64 = 9
+  end enum
+  ! strata_op
+  enum, bind(c)
+    enumerator :: STRATA_SUM = 0, STRATA_MEAN = 1, STRATA_MIN = 2, STRATA_MAX = 3, STRATA_PROD = 4
+  end enum
+  ! strata_implementation
+  enum, bind(c)
+    enumerator :: STRATA_IMPL_AUTO = 0, STRATA_IMPL_RING = 1, STRATA_IMPL_NCCL = 2
+  end enum
+  ! strata_memory
+  enum, bind(c)
+    enumerator :: STRATA_MEMORY_HOST = 0, STRATA_MEMORY_CUDA = 1
+  end enum
+  public :: STRATA_OK, STRATA_ERR_INVALID_ARGUMENT, STRATA_ERR_DEADLINE_EXCEEDED, STRATA_ERR_MISMATCH, &
+            STRATA_ERR_PEER_FAILURE, STRATA_ERR_UNAVAILABLE, STRATA_ERR_BACKEND, STRATA_ERR_INTERNAL
+  public :: STRATA_F32, STRATA_F64, STRATA_F16, STRATA_BF16, STRATA_I8, STRATA_U8, STRATA_I32, STRATA_U32, &
+            STRATA_I64, STRATA_U64
+  public :: STRATA_SUM, STRATA_MEAN, STRATA_MIN, STRATA_MAX, STRATA_PROD
+  public :: STRATA_IMPL_AUTO, STRATA_IMPL_RING, STRATA_IMPL_NCCL, STRATA_MEMORY_HOST, STRATA_MEMORY_CUDA
+
+  ! strata_config: all_reduce_spec is c_null_ptr (default spec) or c_loc of
+  ! a `character(kind=c_char), target` string ending in c_null_char.
+  type, bind(c), public :: strata_config
+    type(c_ptr) :: all_reduce_spec = c_null_ptr
+    integer(c_size_t) :: chunk_bytes = 0
+  end type
+
+  ! strata_options: per-call options and where the call's buffers live.
+  type, bind(c), public :: strata_options
+    integer(c_long_long) :: bytes_per_pack = 0
+    real(c_double) :: timeout_seconds = 0
+    integer(c_int) :: implementation = STRATA_IMPL_AUTO
+    integer(c_int) :: memory = STRATA_MEMORY_HOST
+    integer(c_int) :: device = -1
+  end type
+
+  ! strata_packing: how strata_batch_all_reduce packs buffers.
+  type, bind(c), public :: strata_packing
+    integer(c_int) :: num_packs = 0
+    integer(c_long_long) :: agg_small_grads_max_bytes = 0
+    integer(c_int) :: agg_small_grads_max_group = 10
+  end type
+
+  public :: strata_comm_create_f, strata_comm_free, strata_comm_rank, strata_comm_size, strata_comm_broken
+  public :: strata_all_reduce, strata_reduce, strata_broadcast, strata_batch_all_reduce
+  public :: strata_version, strata_last_error, strata_status_name, strata_version_string
+  public :: strata_last_error_f, strata_status_name_f, strata_version_string_f
+
+  interface
+    ! handle = new communicator over the Fortran communicator `comm`.
+    integer(c_int) function strata_comm_create_f(comm, config, handle) bind(c, name='strata_comm_create_f')
+      import :: c_int, c_ptr, strata_config
+      integer(c_int), value :: comm
+      type(strata_config), intent(in), optional :: config
+      type(c_ptr), intent(out) :: handle
+    end function
+
+    ! Releases handle and sets it to c_null_ptr.
+    integer(c_int) function strata_comm_free(handle) bind(c, name='strata_comm_free')
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: handle
+    end function
+
+    integer(c_int) function strata_comm_rank(handle, rank) bind(c, name='strata_comm_rank')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), intent(out) :: rank
+    end function
+
+    integer(c_int) function strata_comm_size(handle, size) bind(c, name='strata_comm_size')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), intent(out) :: size
+    end function
+
+    ! broken = 1 once a timeout or peer failure broke the communicator.
+    integer(c_int) function strata_comm_broken(handle, broken) bind(c, name='strata_comm_broken')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), intent(out) :: broken
+    end function
+
+    ! In place when in and out are the same c_loc.
+    integer(c_int) function strata_all_reduce(handle, in, out, count, dtype, op, options) &
+        bind(c, name='strata_all_reduce')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    ! Root is a 0-based rank; out may be c_null_ptr on the other ranks.
+    integer(c_int) function strata_reduce(handle, in, out, count, dtype, op, root, options) &
+        bind(c, name='strata_reduce')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    integer(c_int) function strata_broadcast(handle, buffer, count, dtype, root, options) &
+        bind(c, name='strata_broadcast')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    ! n buffers reduced in place: buffers(i) = c_loc(array i), counts(i) its
+    ! element count, dtypes(i) its dtype.
+    integer(c_int) function strata_batch_all_reduce(handle, buffers, counts, dtypes, n, op, packing, options) &
+        bind(c, name='strata_batch_all_reduce')
+      import :: c_int, c_ptr, c_size_t, strata_packing, strata_options
+      type(c_ptr), value :: handle
+      type(c_ptr), intent(in) :: buffers(*)
+      integer(c_size_t), intent(in) :: counts(*)
+      integer(c_int), intent(in) :: dtypes(*)
+      integer(c_size_t), value :: n
+      integer(c_int), value :: op
+      type(strata_packing), intent(in), optional :: packing
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    subroutine strata_version(major, minor, patch) bind(c, name='strata_version')
+      import :: c_int
+      integer(c_int), intent(out) :: major, minor, patch
+    end subroutine
+
+    ! The C strings; strata_last_error_f() and friends below convert them.
+    type(c_ptr) function strata_last_error() bind(c, name='strata_last_error')
+      import :: c_ptr
+    end function
+
+    type(c_ptr) function strata_status_name(status) bind(c, name='strata_status_name')
+      import :: c_ptr, c_int
+      integer(c_int), value :: status
+    end function
+
+    type(c_ptr) function strata_version_string() bind(c, name='strata_version_string')
+      import :: c_ptr
+    end function
+
+    integer(c_size_t) function c_strlen(text) bind(c, name='strlen')
+      import :: c_size_t, c_ptr
+      type(c_ptr), value :: text
+    end function
+  end interface
+
+contains
+
+  ! The message of this thread's last failing strata call ('' if none).
+  function strata_last_error_f() result(text)
+    character(len=:), allocatable :: text
+    text = from_c(strata_last_error())
+  end function
+
+  ! 'STRATA_OK', 'STRATA_ERR_INVALID_ARGUMENT', ... for a status value.
+  function strata_status_name_f(status) result(text)
+    integer(c_int), intent(in) :: status
+    character(len=:), allocatable :: text
+    text = from_c(strata_status_name(status))
+  end function
+
+  ! The loaded library's version, 'MAJOR.MINOR.PATCH'.
+  function strata_version_string_f() result(text)
+    character(len=:), allocatable :: text
+    text = from_c(strata_version_string())
+  end function
+
+  ! A copy of the NUL-terminated C string at `p` ('' for a null pointer).
+  function from_c(p) result(text)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: text
+    character(kind=c_char), pointer :: chars(:)
+    integer :: n, i
+    if (.not. c_associated(p)) then
+      text = ''
+      return
+    end if
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate (character(len=n) :: text)
+    do i = 1, n
+      text(i:i) = chars(i)
+    end do
+  end function
+
+end module strata

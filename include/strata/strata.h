@@ -1,0 +1,212 @@
+/* strata's C API: the collectives of strata::Communicator for C programs
+ * (and, through include/strata/strata.f90, for Fortran programs).
+ *
+ * C99, no C++: compiles with `gcc -std=c99 -pedantic -Wall -Werror`. Every
+ * function returns a strata_status (or a plain value that cannot fail); no
+ * C++ exception ever crosses this boundary. On failure the message of the
+ * C++ exception, naming where and why, is kept per thread and read with
+ * strata_last_error(). See docs/C_API.md for error codes, ownership rules and
+ * the Fortran module.
+ *
+ * Ownership: strata never keeps a pointer passed to a call after the call
+ * returns (buffers, options, config, spec strings); the only object strata
+ * allocates for the caller is the strata_comm, released by strata_comm_free.
+ */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes --------------------------------------------------------
+ * One code per strata::Error subclass of the C++ API. Values are stable. */
+typedef enum strata_status {
+  STRATA_OK = 0,
+  STRATA_ERR_INVALID_ARGUMENT = 1, /* bad input, detected before anything was sent */
+  STRATA_ERR_DEADLINE_EXCEEDED = 2, /* timeout_seconds expired; the communicator is now broken */
+  STRATA_ERR_MISMATCH = 3,          /* ranks disagreed about a call */
+  STRATA_ERR_PEER_FAILURE = 4,      /* a peer failed, or an earlier failure broke the communicator */
+  STRATA_ERR_UNAVAILABLE = 5,       /* not available here (no GPU, built without CUDA, ...) */
+  STRATA_ERR_BACKEND = 6,           /* MPI, CUDA or NCCL returned an error */
+  STRATA_ERR_INTERNAL = 7           /* anything else: out of memory, a bug in strata */
+} strata_status;
+
+/* ---- vocabulary (same order and values as the C++ enums) ------------------ */
+typedef enum strata_dtype {
+  STRATA_F32 = 0,
+  STRATA_F64 = 1,
+  STRATA_F16 = 2,  /* IEEE half, reduced in f32 */
+  STRATA_BF16 = 3, /* bfloat16, reduced in f32 */
+  STRATA_I8 = 4,
+  STRATA_U8 = 5,
+  STRATA_I32 = 6,
+  STRATA_U32 = 7,
+  STRATA_I64 = 8,
+  STRATA_U64 = 9
+} strata_dtype;
+
+/* mean = sum / number of ranks, in the buffer's own dtype (integers truncate
+ * toward zero). */
+typedef enum strata_op { STRATA_SUM = 0, STRATA_MEAN = 1, STRATA_MIN = 2, STRATA_MAX = 3, STRATA_PROD = 4 } strata_op;
+
+/* automatic follows the communicator's all_reduce_spec; ring forces xring;
+ * nccl forces NCCL (CUDA memory only). */
+typedef enum strata_implementation {
+  STRATA_IMPL_AUTO = 0,
+  STRATA_IMPL_RING = 1,
+  STRATA_IMPL_NCCL = 2
+} strata_implementation;
+
+/* Where a call's buffers live. */
+typedef enum strata_memory { STRATA_MEMORY_HOST = 0, STRATA_MEMORY_CUDA = 1 } strata_memory;
+
+/* ---- option structs ------------------------------------------------------
+ * Plain values, read during the call only. Start from the INIT macro or the
+ * _init function so that fields added later get their defaults. */
+
+/* Per-communicator configuration (strata::Config), fixed at creation. */
+typedef struct strata_config {
+  /* The all_reduce_spec ("auto", "xring", "tree:4k:xring#2", ...; see
+   * docs/ALGORITHMS.md). NULL or "" = the STRATA_SPEC environment variable
+   * if set, else "auto". */
+  const char* all_reduce_spec;
+  /* Pipeline chunk of the ring algorithms in bytes; 0 = built-in default. */
+  size_t chunk_bytes;
+} strata_config;
+#define STRATA_CONFIG_INIT {NULL, 0}
+
+/* Per-call options (strata::CommunicationOptions), plus where the call's
+ * buffers live (strata::Tensor's memory and device: in C they describe every
+ * buffer of the call). */
+typedef struct strata_options {
+  long long bytes_per_pack;              /* batch pack size; 0 = automatic; < 0 invalid */
+  double timeout_seconds;                /* bound on the whole call; 0 = none; < 0 or NaN invalid */
+  strata_implementation implementation;  /* default STRATA_IMPL_AUTO */
+  strata_memory memory;                  /* default STRATA_MEMORY_HOST */
+  int device;                            /* CUDA device of CUDA buffers; -1 = this rank's device */
+} strata_options;
+#define STRATA_OPTIONS_INIT {0, 0.0, STRATA_IMPL_AUTO, STRATA_MEMORY_HOST, -1}
+
+/* How strata_batch_all_reduce packs buffers (strata::PackingOptions).
+ * num_packs > 0 wins; else small-buffer aggregation when both agg_* > 0;
+ * else options->bytes_per_pack. Negative values are invalid. */
+typedef struct strata_packing {
+  int num_packs;
+  long long agg_small_grads_max_bytes;
+  int agg_small_grads_max_group; /* default 10 */
+} strata_packing;
+#define STRATA_PACKING_INIT {0, 0, 10}
+
+/* Set *config / *options / *packing to the defaults above (for callers that
+ * cannot use the INIT macros, such as Fortran). A NULL pointer is ignored. */
+void strata_config_init(strata_config* config);
+void strata_options_init(strata_options* options);
+void strata_packing_init(strata_packing* packing);
+
+/* ---- communicators -------------------------------------------------------- */
+
+/* Opaque handle to a strata::Communicator. */
+typedef struct strata_comm strata_comm;
+
+/* Collective over `comm`: every rank of `comm` must call it, with the same
+ * config. Duplicates `comm` (strata's traffic never mixes with the caller's),
+ * groups ranks into nodes, reads the topology and maps the node's shared
+ * memory. `config` may be NULL (defaults). On success *out is a new handle
+ * owned by the caller (release it with strata_comm_free before
+ * MPI_Finalize); on failure *out is NULL. Returns INVALID_ARGUMENT (NULL
+ * out, MPI not initialised, MPI_COMM_NULL, an unknown algorithm in the spec,
+ * a bad STRATA_RANKS_PER_NODE), UNAVAILABLE (hwloc cannot read the node),
+ * BACKEND (MPI or shared memory failed), INTERNAL. */
+strata_status strata_comm_create(MPI_Comm comm, const strata_config* config, strata_comm** out);
+
+/* strata_comm_create for a Fortran communicator handle (an `integer` from
+ * Fortran's `mpi` module, or `MPI_Comm%MPI_VAL` from `mpi_f08`), converted
+ * with MPI_Comm_f2c. Same contract as strata_comm_create. */
+strata_status strata_comm_create_f(MPI_Fint comm, const strata_config* config, strata_comm** out);
+
+/* Releases *comm (frees strata's duplicate of the MPI communicator and the
+ * shared memory mapping) and sets *comm to NULL. Call it on every rank, after
+ * the last call on the handle and before MPI_Finalize. NULL or *comm == NULL
+ * is a no-op. Never fails: returns STRATA_OK. */
+strata_status strata_comm_free(strata_comm** comm);
+
+/* This rank's rank / the number of ranks in the communicator, into *rank /
+ * *size. INVALID_ARGUMENT if comm or the out pointer is NULL. */
+strata_status strata_comm_rank(const strata_comm* comm, int* rank);
+strata_status strata_comm_size(const strata_comm* comm, int* size);
+
+/* *broken = 1 once a timeout or a peer failure broke the communicator (every
+ * later collective on it returns STRATA_ERR_PEER_FAILURE), else 0.
+ * INVALID_ARGUMENT if comm or broken is NULL. */
+strata_status strata_comm_broken(const strata_comm* comm, int* broken);
+
+/* ---- collectives -----------------------------------------------------------
+ * All collectives: every rank of the communicator calls them in the same
+ * order with the same count, dtype, op and root. `options` may be NULL
+ * (defaults: host memory, no timeout, automatic packing and algorithm).
+ * Bad arguments return STRATA_ERR_INVALID_ARGUMENT before anything is sent,
+ * so when every rank passes the same bad argument every rank gets it and
+ * the communicator stays usable. Other failures: DEADLINE_EXCEEDED (the
+ * timeout expired; the message names the ranks still awaited),
+ * PEER_FAILURE (the communicator was already broken), UNAVAILABLE (CUDA
+ * memory without a usable GPU), BACKEND, INTERNAL. */
+
+/* Every rank's `out` receives op over all ranks' `in` (count elements of
+ * dtype each). In place when in == out; otherwise the buffers must not
+ * overlap. count 0 is legal (the pointers may then be NULL). Every rank gets
+ * identical bits, and the same bits run to run. */
+strata_status strata_all_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                strata_op op, const strata_options* options);
+
+/* Like strata_all_reduce, but only rank `root` receives the result in
+ * `out`; on other ranks `out` is ignored (may be NULL) and left unchanged.
+ * INVALID_ARGUMENT for a root outside [0, size). */
+strata_status strata_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                            strata_op op, int root, const strata_options* options);
+
+/* Copies rank `root`'s `count` elements at `buffer` into every other rank's
+ * `buffer`. INVALID_ARGUMENT for a root outside [0, size). */
+strata_status strata_broadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                               const strata_options* options);
+
+/* All-reduces n buffers in place: buffers[i] holds counts[i] elements of
+ * dtypes[i]. Buffers must not overlap; several small buffers travel packed
+ * (per `packing`, NULL = automatic, and options->bytes_per_pack). Results
+ * land in the caller's buffers whatever the packing; floating-point results
+ * may differ in the last bits from one strata_all_reduce per buffer (still
+ * identical on every rank and deterministic). The timeout bounds the whole
+ * batch. n == 0 is legal (the arrays may then be NULL). */
+strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
+                                      const strata_dtype* dtypes, size_t n, strata_op op,
+                                      const strata_packing* packing, const strata_options* options);
+
+/* ---- errors and version ---------------------------------------------------- */
+
+/* The message of the last call on this thread that did not return STRATA_OK
+ * ("" if none has failed yet). Successful calls leave it unchanged, so read
+ * it right after the failing call. The pointer stays valid until the next
+ * failing strata call on this thread; copy the text to keep it. Never NULL. */
+const char* strata_last_error(void);
+
+/* The enumerator's name ("STRATA_OK", "STRATA_ERR_MISMATCH", ...), or
+ * "STRATA_ERR_UNKNOWN" for a value that is not a strata_status. Static
+ * storage; never NULL. */
+const char* strata_status_name(strata_status status);
+
+/* The library's version (of the libstrata actually loaded, not of this
+ * header). Any of the pointers may be NULL. */
+void strata_version(int* major, int* minor, int* patch);
+
+/* The same as text, "MAJOR.MINOR.PATCH". Static storage; never NULL. */
+const char* strata_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_STRATA_H */

@@ -1,0 +1,209 @@
+// The C API (include/strata/strata.h): thin wrappers over the public C++
+// API. Each entry point converts its C arguments to strata's C++ types and
+// calls strata::Communicator inside capi::guarded, which turns any
+// exception into a strata_status and this thread's last error message.
+#include "strata/strata.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "capi/status.hpp"
+#include "strata/strata.hpp"
+
+// The handle behind the opaque strata_comm*.
+struct strata_comm {
+  strata::Communicator comm;
+};
+
+namespace strata::capi {
+namespace {
+
+// The C enumerators are the C++ enumerators' values, so conversions are casts.
+static_assert(STRATA_F32 == int(DataType::f32) && STRATA_F64 == int(DataType::f64) &&
+              STRATA_F16 == int(DataType::f16) && STRATA_BF16 == int(DataType::bf16) &&
+              STRATA_I8 == int(DataType::i8) && STRATA_U8 == int(DataType::u8) && STRATA_I32 == int(DataType::i32) &&
+              STRATA_U32 == int(DataType::u32) && STRATA_I64 == int(DataType::i64) && STRATA_U64 == int(DataType::u64));
+static_assert(STRATA_SUM == int(ReduceOp::sum) && STRATA_MEAN == int(ReduceOp::mean) &&
+              STRATA_MIN == int(ReduceOp::min) && STRATA_MAX == int(ReduceOp::max) &&
+              STRATA_PROD == int(ReduceOp::prod));
+static_assert(STRATA_IMPL_AUTO == int(Implementation::automatic) && STRATA_IMPL_RING == int(Implementation::ring) &&
+              STRATA_IMPL_NCCL == int(Implementation::nccl));
+static_assert(STRATA_MEMORY_HOST == int(Memory::host) && STRATA_MEMORY_CUDA == int(Memory::cuda));
+
+// Out-of-range values pass through unchanged (as ints): the C++ API's own
+// validation rejects them with InvalidArgument naming the field.
+DataType dtype_of(strata_dtype dtype) { return static_cast<DataType>(static_cast<int>(dtype)); }
+ReduceOp op_of(strata_op op) { return static_cast<ReduceOp>(static_cast<int>(op)); }
+
+Communicator& comm_of(strata_comm* comm) {
+  if (comm == nullptr) throw InvalidArgument("comm is NULL; create one with strata_comm_create");
+  return comm->comm;
+}
+
+// One call's options in C++ terms: the CommunicationOptions plus where all
+// of the call's buffers live.
+struct Call {
+  CommunicationOptions options;
+  Memory memory = Memory::host;
+  int device = -1;
+};
+
+Call call_of(const strata_options* options) {
+  strata_options c = STRATA_OPTIONS_INIT;
+  if (options != nullptr) c = *options;
+  return {{c.bytes_per_pack, c.timeout_seconds, static_cast<Implementation>(static_cast<int>(c.implementation))},
+          static_cast<Memory>(static_cast<int>(c.memory)),
+          c.device};
+}
+
+// strata only reads `in` buffers; the const_cast is for Tensor's one pointer type.
+Tensor tensor(const void* data, std::size_t count, strata_dtype dtype, const Call& call) {
+  return {const_cast<void*>(data), count, dtype_of(dtype), call.memory, call.device};
+}
+
+Config config_of(const strata_config* config) {
+  strata_config c = STRATA_CONFIG_INIT;
+  if (config != nullptr) c = *config;
+  return {c.all_reduce_spec ? c.all_reduce_spec : "", c.chunk_bytes};
+}
+
+PackingOptions packing_of(const strata_packing* packing) {
+  strata_packing p = STRATA_PACKING_INIT;
+  if (packing != nullptr) p = *packing;
+  return {p.num_packs, p.agg_small_grads_max_bytes, p.agg_small_grads_max_group};
+}
+
+template <typename T>
+void require_out(const T* out, const char* name) {
+  if (out == nullptr) throw InvalidArgument(fmt::format("{} is NULL; pass the address of a variable to receive it", name));
+}
+
+strata_status create(const char* function, MPI_Comm comm, const strata_config* config, strata_comm** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded(function, [&] {
+    require_out(out, "out");
+    *out = new strata_comm{Communicator(comm, config_of(config))};
+  });
+}
+
+struct Version {
+  int major = 0, minor = 0, patch = 0;
+};
+
+// Parsed once from strata::version ("MAJOR.MINOR.PATCH", from meson.build).
+const Version& parsed_version() {
+  static const Version parsed = [] {
+    Version v;
+    std::sscanf(strata::version, "%d.%d.%d", &v.major, &v.minor, &v.patch);
+    return v;
+  }();
+  return parsed;
+}
+
+}  // namespace
+}  // namespace strata::capi
+
+using namespace strata;
+using namespace strata::capi;
+
+void strata_config_init(strata_config* config) {
+  if (config != nullptr) *config = STRATA_CONFIG_INIT;
+}
+void strata_options_init(strata_options* options) {
+  if (options != nullptr) *options = STRATA_OPTIONS_INIT;
+}
+void strata_packing_init(strata_packing* packing) {
+  if (packing != nullptr) *packing = STRATA_PACKING_INIT;
+}
+
+strata_status strata_comm_create(MPI_Comm comm, const strata_config* config, strata_comm** out) {
+  return create("strata_comm_create", comm, config, out);
+}
+
+strata_status strata_comm_create_f(MPI_Fint comm, const strata_config* config, strata_comm** out) {
+  return create("strata_comm_create_f", MPI_Comm_f2c(comm), config, out);
+}
+
+strata_status strata_comm_free(strata_comm** comm) {
+  if (comm != nullptr) {
+    delete *comm;  // ~Communicator never throws
+    *comm = nullptr;
+  }
+  return STRATA_OK;
+}
+
+strata_status strata_comm_rank(const strata_comm* comm, int* rank) {
+  return guarded("strata_comm_rank", [&] {
+    require_out(rank, "rank");
+    *rank = comm_of(const_cast<strata_comm*>(comm)).rank();
+  });
+}
+
+strata_status strata_comm_size(const strata_comm* comm, int* size) {
+  return guarded("strata_comm_size", [&] {
+    require_out(size, "size");
+    *size = comm_of(const_cast<strata_comm*>(comm)).size();
+  });
+}
+
+strata_status strata_comm_broken(const strata_comm* comm, int* broken) {
+  return guarded("strata_comm_broken", [&] {
+    require_out(broken, "broken");
+    *broken = comm_of(const_cast<strata_comm*>(comm)).broken() ? 1 : 0;
+  });
+}
+
+strata_status strata_all_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                strata_op op, const strata_options* options) {
+  return guarded("strata_all_reduce", [&] {
+    const Call call = call_of(options);
+    comm_of(comm).all_reduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
+                             call.options);
+  });
+}
+
+strata_status strata_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                            strata_op op, int root, const strata_options* options) {
+  return guarded("strata_reduce", [&] {
+    const Call call = call_of(options);
+    comm_of(comm).reduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op), root,
+                         call.options);
+  });
+}
+
+strata_status strata_broadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                               const strata_options* options) {
+  return guarded("strata_broadcast", [&] {
+    const Call call = call_of(options);
+    comm_of(comm).broadcast(tensor(buffer, count, dtype, call), root, call.options);
+  });
+}
+
+strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
+                                      const strata_dtype* dtypes, size_t n, strata_op op,
+                                      const strata_packing* packing, const strata_options* options) {
+  return guarded("strata_batch_all_reduce", [&] {
+    Communicator& c = comm_of(comm);
+    if (n > 0 && (buffers == nullptr || counts == nullptr || dtypes == nullptr))
+      throw InvalidArgument(fmt::format("n = {} but {} NULL; pass n entries in each of buffers, counts and dtypes", n,
+                                        buffers == nullptr  ? "buffers is"
+                                        : counts == nullptr ? "counts is"
+                                                            : "dtypes is"));
+    const Call call = call_of(options);
+    std::vector<Tensor> tensors;
+    tensors.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) tensors.push_back(tensor(buffers[i], counts[i], dtypes[i], call));
+    c.batch_all_reduce(tensors, op_of(op), packing_of(packing), call.options);
+  });
+}
+
+void strata_version(int* major, int* minor, int* patch) {
+  const Version& v = parsed_version();
+  if (major != nullptr) *major = v.major;
+  if (minor != nullptr) *minor = v.minor;
+  if (patch != nullptr) *patch = v.patch;
+}
+
+const char* strata_version_string(void) { return strata::version; }

@@ -1,0 +1,201 @@
+#include "collectives.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm_cache.hpp"
+#include "decide.hpp"
+#include "errors.hpp"
+#include "guard.hpp"
+#include "log.hpp"
+#include "mpi_types.hpp"
+#include "settings.hpp"
+
+namespace strata::interpose {
+namespace {
+
+// What a log line says about the call's data: "MPI_INT MPI_LAND",
+// "MPI_FLOAT".
+std::string describe_args(MPI_Datatype type, const MPI_Op* op) {
+  return op ? type_name(type) + " " + op_name(*op) : type_name(type);
+}
+
+std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
+  switch (d.why) {
+    case Why::none: return "";
+    case Why::process: return d.detail;
+    case Why::comm_null: return "MPI_COMM_NULL: MPI reports the error";
+    case Why::intercomm: return "intercommunicators are not served";
+    case Why::negative_count: return "count < 0: MPI reports the error";
+    case Why::empty: return "0 bytes: nothing to move";
+    case Why::datatype: return type_name(type) + " not served";
+    case Why::op: return (op ? op_name(*op) : std::string("op")) + " not served";
+    case Why::root: return "root outside the communicator: MPI reports the error";
+    case Why::buffers: return fmt::format("{}: MPI decides what that means", d.detail);
+    case Why::too_large: return "more than INT_MAX bytes";
+    case Why::unavailable: return fmt::format("strata could not start on this communicator: {}", d.detail);
+  }
+  return "";
+}
+
+// Decisions about communicators that carry no entry share one set.
+std::set<std::string>& unrouted_logged() {
+  static auto* seen = new std::set<std::string>;
+  return *seen;
+}
+
+void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
+  if (!logging(Level::info)) return;
+  try {
+    const std::string label = comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : comm_label(comm);
+    const std::string message =
+        fmt::format("{} on comm {} {} -> PMPI ({})", call, label, describe_args(type, op), why_text(d, type, op));
+    CommEntry* entry = comm == MPI_COMM_NULL ? nullptr : find_entry(comm);
+    log_decision(entry ? entry->logged : unrouted_logged(), message);
+  } catch (...) {
+  }
+}
+
+// "MPI_FLOAT MPI_SUM -> strata (f32 sum, pscpu)": the call in MPI's terms,
+// as in the PMPI lines, then what strata ran.
+void log_to_strata(const char* call, MPI_Comm comm, CommEntry& entry, const Decision& d, Collective collective,
+                   MPI_Datatype type, const MPI_Op* op) noexcept {
+  if (!logging(Level::info)) return;
+  try {
+    const std::string algorithm = entry.strata->algorithm_for(d.count * dtype_size(d.dtype), collective);
+    const std::string how = collective == Collective::broadcast
+                                ? (d.packed ? "packed, " + algorithm : algorithm)
+                                : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
+    log_decision(entry.logged, fmt::format("{} on comm {} {} -> strata ({})", call, comm_label(comm),
+                                           describe_args(type, op), how));
+  } catch (...) {
+  }
+}
+
+CommunicationOptions call_options() {
+  CommunicationOptions options;
+  options.timeout_seconds = call_timeout_seconds();
+  return options;
+}
+
+// The entry for a call decided for strata, or nullptr with `d` changed to
+// say why the call goes to MPI after all. `error` receives a failure to
+// create the entry.
+CommEntry* strata_entry(MPI_Comm comm, Decision& d, std::exception_ptr& error) {
+  try {
+    CommEntry& entry = entry_for(comm);
+    if (entry.strata) return &entry;
+    d.why = Why::unavailable;
+    d.detail = entry.unavailable.c_str();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  return nullptr;
+}
+
+// Runs `work` inside strata; returns the exception it raised, if any. The
+// guard ends before the caller reports the error, so that an error handler
+// calling MPI is treated like the application.
+template <typename Work>
+std::exception_ptr run_in_strata(Work work) {
+  InsideStrata inside;
+  try {
+    work();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  constexpr const char* kCall = "MPI_Allreduce";
+  Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
+  CommEntry* entry = nullptr;
+  if (d.to_strata()) {
+    std::exception_ptr error;
+    entry = strata_entry(comm, d, error);
+    if (error) return report_error(kCall, comm, error);
+  }
+  if (!entry) {
+    log_to_mpi(kCall, comm, d, type, &op);
+    return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+  }
+  log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type, &op);
+  const Tensor out{recvbuf, d.count, d.dtype};
+  const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
+  if (auto error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); }))
+    return report_error(kCall, comm, error);
+  return MPI_SUCCESS;
+}
+
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  constexpr const char* kCall = "MPI_Reduce";
+  Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
+  CommEntry* entry = nullptr;
+  if (d.to_strata()) {
+    std::exception_ptr error;
+    entry = strata_entry(comm, d, error);
+    if (error) return report_error(kCall, comm, error);
+  }
+  if (!entry) {
+    log_to_mpi(kCall, comm, d, type, &op);
+    return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+  }
+  log_to_strata(kCall, comm, *entry, d, Collective::reduce, type, &op);
+  // recvbuf is significant only at the root; strata ignores `out` elsewhere.
+  const bool is_root = entry->strata->rank() == root;
+  const Tensor out{is_root ? recvbuf : nullptr, d.count, d.dtype};
+  const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
+  if (auto error = run_in_strata([&] { entry->strata->reduce(in, out, d.op, root, call_options()); }))
+    return report_error(kCall, comm, error);
+  return MPI_SUCCESS;
+}
+
+int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  constexpr const char* kCall = "MPI_Bcast";
+  Decision d = decide_broadcast(buffer, count, type, root, comm);
+  CommEntry* entry = nullptr;
+  if (d.to_strata()) {
+    std::exception_ptr error;
+    entry = strata_entry(comm, d, error);
+    if (error) return report_error(kCall, comm, error);
+  }
+  if (!entry) {
+    log_to_mpi(kCall, comm, d, type, nullptr);
+    return PMPI_Bcast(buffer, count, type, root, comm);
+  }
+  log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type, nullptr);
+  if (!d.packed) {
+    const Tensor bytes{buffer, d.count, DataType::u8};
+    if (auto error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); }))
+      return report_error(kCall, comm, error);
+    return MPI_SUCCESS;
+  }
+  // A datatype that is not plain bytes on this rank: the root packs it, every
+  // rank receives the packed bytes, the others unpack them (MPI_Pack's format
+  // on one machine is the data's bytes in type-signature order, which is what
+  // a rank using a predefined datatype holds).
+  const bool is_root = entry->strata->rank() == root;
+  std::vector<unsigned char> staging;
+  int rc = MPI_SUCCESS;
+  auto error = run_in_strata([&] {
+    staging.resize(d.count);
+    int position = 0;
+    if (is_root) {
+      rc = PMPI_Pack(buffer, count, type, staging.data(), static_cast<int>(d.count), &position, comm);
+      if (rc != MPI_SUCCESS) return;
+    }
+    entry->strata->broadcast(Tensor{staging.data(), d.count, DataType::u8}, root, call_options());
+    if (!is_root) rc = PMPI_Unpack(staging.data(), static_cast<int>(d.count), &position, buffer, count, type, comm);
+  });
+  if (error) return report_error(kCall, comm, error);
+  return rc;  // a failed PMPI_Pack/PMPI_Unpack already called the error handler
+}
+
+}  // namespace strata::interpose

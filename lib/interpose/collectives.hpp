@@ -1,0 +1,16 @@
+// The intercepted collectives, after the re-entrancy check: decide
+// (decide.hpp), log the decision, then run the call in strata or hand it to
+// PMPI_*. Each has exactly the contract of the MPI function it replaces:
+// same arguments, same buffers written, MPI_SUCCESS or an MPI error code
+// passed through the communicator's error handler (errors.hpp).
+#pragma once
+
+#include <mpi.h>
+
+namespace strata::interpose {
+
+int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
+int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
+
+}  // namespace strata::interpose

@@ -1,0 +1,133 @@
+#include "comm_cache.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <vector>
+
+#include "guard.hpp"
+#include "log.hpp"
+#include "settings.hpp"
+
+namespace strata::interpose {
+namespace {
+
+int entry_keyval = MPI_KEYVAL_INVALID;
+int finalize_keyval = MPI_KEYVAL_INVALID;
+
+// Entries whose Communicator may still be alive, oldest first. Touched only
+// by routed calls and MPI callbacks, which the thread levels we route under
+// (SINGLE, FUNNELED, SERIALIZED) never run concurrently. Never destroyed:
+// callbacks may run during exit.
+std::vector<CommEntry*>& live_entries() {
+  static auto* entries = new std::vector<CommEntry*>;
+  return *entries;
+}
+
+void destroy_communicator(CommEntry& entry) noexcept {
+  if (!entry.strata) return;
+  InsideStrata inside;  // its MPI_Comm_free calls go to MPI, not to us
+  try {
+    entry.strata.reset();
+  } catch (...) {
+    // A destructor does not throw; if it ever did, MPI is past caring.
+  }
+}
+
+// MPI_Comm_free (or MPI_Finalize for the predefined communicators) of a
+// communicator that carries an entry.
+int delete_entry(MPI_Comm comm, int, void* value, void*) {
+  auto* entry = static_cast<CommEntry*>(value);
+  auto& live = live_entries();
+  live.erase(std::remove(live.begin(), live.end(), entry), live.end());
+  // (After the finalize hook the Communicator is gone and MPI may be half
+  // shut down: then no log line, which would query MPI.)
+  if (entry->strata && logging(Level::trace))
+    log_line(Level::trace, fmt::format("comm {} freed: destroying its strata communicator", comm_label(comm)));
+  destroy_communicator(*entry);
+  delete entry;
+  return MPI_SUCCESS;
+}
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first, while every MPI
+// call still works: destroy every Communicator still alive, newest first.
+// Their entries stay attached (MPI may still run their delete callbacks
+// later, which then only free memory).
+int finalize_hook(MPI_Comm, int, void*, void*) {
+  mark_finalizing();
+  auto& live = live_entries();
+  log_line(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
+  for (auto it = live.rbegin(); it != live.rend(); ++it) destroy_communicator(**it);
+  live.clear();
+  return MPI_SUCCESS;
+}
+
+// Keyvals and the finalize hook, created on the first routed call.
+bool ensure_keyvals() {
+  if (entry_keyval != MPI_KEYVAL_INVALID) return true;
+  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_entry, &entry_keyval, nullptr) != MPI_SUCCESS) return false;
+  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &finalize_keyval, nullptr) != MPI_SUCCESS ||
+      PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr) != MPI_SUCCESS) {
+    PMPI_Comm_free_keyval(&entry_keyval);
+    entry_keyval = MPI_KEYVAL_INVALID;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+CommEntry* find_entry(MPI_Comm comm) noexcept {
+  if (entry_keyval == MPI_KEYVAL_INVALID) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, entry_keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  return static_cast<CommEntry*>(value);
+}
+
+CommEntry& entry_for(MPI_Comm comm) {
+  if (CommEntry* entry = find_entry(comm)) return *entry;
+  if (!ensure_keyvals()) throw std::bad_alloc();  // before anything collective
+  auto entry = std::make_unique<CommEntry>();
+  std::string failure;
+  {
+    InsideStrata inside;
+    try {
+      entry->strata = std::make_unique<Communicator>(comm);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  // Some ranks may have failed where others did not: agree, so that every
+  // rank takes the same road from here on.
+  int all_ok = failure.empty() ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
+  if (!all_ok) {
+    destroy_communicator(*entry);
+    entry->unavailable = failure.empty() ? "another rank could not start strata on this communicator" : failure;
+    log_line(Level::warn, fmt::format("strata could not start on comm {}; its calls go to MPI: {}", comm_label(comm),
+                                      entry->unavailable));
+  }
+  // Setting an attribute with a valid key on a valid communicator fails only
+  // when MPI is out of memory.
+  if (PMPI_Comm_set_attr(comm, entry_keyval, entry.get()) != MPI_SUCCESS) {
+    destroy_communicator(*entry);
+    throw std::bad_alloc();
+  }
+  CommEntry* kept = entry.release();
+  if (kept->strata) live_entries().push_back(kept);
+  return *kept;
+}
+
+std::string comm_label(MPI_Comm comm) {
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int length = 0, size = 0;
+  if (PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS) length = 0;
+  PMPI_Comm_size(comm, &size);
+  const std::string id = length > 0 ? std::string(name, length) : fmt::format("{}", static_cast<const void*>(comm));
+  return fmt::format("{} ({} ranks)", id, size);
+}
+
+}  // namespace strata::interpose

@@ -1,0 +1,46 @@
+// One strata::Communicator per MPI communicator, created on the first call
+// routed to strata and cached as an MPI attribute on that communicator.
+//
+// Lifetime: the attribute's delete callback destroys the Communicator when
+// the program frees the MPI communicator (MPI_Comm_free, MPI_Comm_disconnect)
+// and its copy callback is MPI_COMM_NULL_COPY_FN, so a duplicate gets its
+// own on first use. At MPI_Finalize, MPI deletes MPI_COMM_SELF's attributes
+// before anything else; a hook attribute there destroys every Communicator
+// still alive (MPI_COMM_WORLD's, and those of communicators never freed)
+// while MPI still works, because strata's destructor calls MPI_Comm_free.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "strata/communicator.hpp"
+
+namespace strata::interpose {
+
+struct CommEntry {
+  std::unique_ptr<Communicator> strata;  // null once destroyed, or if it could not be created
+  std::string unavailable;               // why strata could not start here ("" = it did)
+  std::set<std::string> logged;          // decisions already printed at INFO
+};
+
+// The entry cached on `comm`, or nullptr. Local (no communication); never
+// throws.
+CommEntry* find_entry(MPI_Comm comm) noexcept;
+
+// The entry cached on `comm`, creating it on first use. Collective over
+// `comm`: every rank must be inside the same collective call, which holds
+// because the caller routes a call to strata on every rank or on none.
+// Construction failures do not escape: the ranks agree (one PMPI_Allreduce)
+// whether every rank constructed its Communicator; if not, all of them drop
+// theirs, the entry records why in `unavailable` (reported once at WARN) and
+// calls on this communicator keep going to MPI. Throws std::bad_alloc when
+// MPI cannot store the attribute (out of memory).
+CommEntry& entry_for(MPI_Comm comm);
+
+// "MPI_COMM_WORLD (4 ranks)" or "0x55d0c8a3b2c0 (2 ranks)", for log lines.
+std::string comm_label(MPI_Comm comm);
+
+}  // namespace strata::interpose

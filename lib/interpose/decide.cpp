@@ -1,0 +1,110 @@
+#include "decide.hpp"
+
+#include <climits>
+#include <cstdint>
+
+#include "comm_cache.hpp"
+#include "mpi_types.hpp"
+#include "settings.hpp"
+
+namespace strata::interpose {
+namespace {
+
+Decision refuse(Why why, const char* detail = nullptr) {
+  Decision d;
+  d.why = why;
+  d.detail = detail;
+  return d;
+}
+
+// Checks shared by the three calls: the process, the communicator, count.
+// Returns Why::none when they pass; `size` receives the communicator's size.
+Decision check_common(int count, MPI_Comm comm, int& size) {
+  if (const char* refusal = process_refusal()) return refuse(Why::process, refusal);
+  if (comm == MPI_COMM_NULL) return refuse(Why::comm_null);
+  if (const CommEntry* entry = find_entry(comm); entry && entry->strata) {
+    size = entry->strata->size();  // cached entries are intracommunicators
+  } else {
+    int inter = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return refuse(Why::intercomm);
+    PMPI_Comm_size(comm, &size);
+  }
+  if (count < 0) return refuse(Why::negative_count);
+  if (count == 0) return refuse(Why::empty);
+  return {};
+}
+
+bool overlap(const void* a, const void* b, std::size_t bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                          MPI_Comm comm) noexcept {
+  int size = 0;
+  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
+  const auto dtype = reduction_dtype(type);
+  if (!dtype) return refuse(Why::datatype);
+  const auto rop = reduction_op(op);
+  if (!rop) return refuse(Why::op);
+  if (root != kAllRanks && (root < 0 || root >= size)) return refuse(Why::root);
+
+  // Buffers, as MPI defines them. Only erroneous calls fail these checks.
+  int rank = 0;
+  if (root != kAllRanks) PMPI_Comm_rank(comm, &rank);
+  const bool receives = root == kAllRanks || rank == root;
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(*dtype);
+  if (receives) {
+    if (recvbuf == MPI_IN_PLACE) return refuse(Why::buffers, "recvbuf is MPI_IN_PLACE");
+    if (recvbuf == nullptr) return refuse(Why::buffers, "recvbuf is null");
+    if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
+    if (sendbuf != MPI_IN_PLACE) {
+      if (sendbuf == recvbuf) return refuse(Why::buffers, "sendbuf == recvbuf without MPI_IN_PLACE");
+      if (overlap(sendbuf, recvbuf, bytes)) return refuse(Why::buffers, "sendbuf and recvbuf overlap");
+    }
+  } else {
+    if (sendbuf == MPI_IN_PLACE) return refuse(Why::buffers, "MPI_IN_PLACE on a rank that is not the root");
+    if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
+  }
+  Decision d;
+  d.dtype = *dtype;
+  d.op = *rop;
+  d.count = static_cast<std::size_t>(count);
+  return d;
+}
+
+Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept {
+  int size = 0;
+  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
+  if (type == MPI_DATATYPE_NULL) return refuse(Why::datatype);
+  // The message size: count x the type's size, identical on every rank
+  // because MPI requires matching type signatures.
+  MPI_Count type_size = 0;
+  if (PMPI_Type_size_x(type, &type_size) != MPI_SUCCESS || type_size < 0) return refuse(Why::datatype);
+  if (type_size == 0) return refuse(Why::empty);
+  // MPI_Pack's sizes are int; keeping the whole message under INT_MAX lets
+  // any rank pack in one call, whatever datatype it describes it with. (A
+  // single element over INT_MAX means a message over INT_MAX on every rank;
+  // checking it first keeps the product below from overflowing.)
+  if (type_size > INT_MAX) return refuse(Why::too_large);
+  const long long bytes = static_cast<long long>(count) * type_size;
+  if (bytes > INT_MAX) return refuse(Why::too_large);
+  if (root < 0 || root >= size) return refuse(Why::root);
+
+  // This rank's layout (local; does not change the decision): a predefined
+  // datatype without padding is the bytes themselves; anything else
+  // (derived types, MPI_DOUBLE_INT and its padding) is packed.
+  MPI_Count lb = 0, extent = 0;
+  const bool contiguous = is_named(type) && PMPI_Type_get_extent_x(type, &lb, &extent) == MPI_SUCCESS && lb == 0 &&
+                          extent == type_size;
+  if (contiguous && buffer == nullptr) return refuse(Why::buffers, "buffer is null");
+  Decision d;
+  d.dtype = DataType::u8;
+  d.count = static_cast<std::size_t>(bytes);
+  d.packed = !contiguous;
+  return d;
+}
+
+}  // namespace strata::interpose

@@ -1,0 +1,78 @@
+#include "mpi_types.hpp"
+
+#include <climits>
+
+namespace strata::interpose {
+namespace {
+
+// C types whose size the mapping depends on. A platform where one of these
+// differs fails to compile here rather than reducing the wrong width.
+static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE binary32/binary64 expected");
+static_assert(sizeof(int) == 4 && sizeof(unsigned) == 4, "32-bit int expected");
+static_assert(sizeof(long long) == 8, "64-bit long long expected");
+static_assert(CHAR_BIT == 8, "8-bit bytes expected");
+
+constexpr DataType kLong = sizeof(long) == 8 ? DataType::i64 : DataType::i32;
+constexpr DataType kUnsignedLong = sizeof(long) == 8 ? DataType::u64 : DataType::u32;
+
+}  // namespace
+
+std::optional<DataType> reduction_dtype(MPI_Datatype type) noexcept {
+  // Floating point (MPI's "Floating point" group, C types only).
+  if (type == MPI_FLOAT) return DataType::f32;
+  if (type == MPI_DOUBLE) return DataType::f64;
+  // Integers (MPI's "C integer" group). MPI_CHAR is not in it: MPI does not
+  // reduce characters, so it goes to MPI, which reports the error.
+  if (type == MPI_INT8_T || type == MPI_SIGNED_CHAR) return DataType::i8;
+  if (type == MPI_UINT8_T || type == MPI_UNSIGNED_CHAR) return DataType::u8;
+  if (type == MPI_INT32_T || type == MPI_INT) return DataType::i32;
+  if (type == MPI_UINT32_T || type == MPI_UNSIGNED) return DataType::u32;
+  if (type == MPI_INT64_T || type == MPI_LONG_LONG_INT || type == MPI_LONG_LONG) return DataType::i64;
+  if (type == MPI_UINT64_T || type == MPI_UNSIGNED_LONG_LONG) return DataType::u64;
+  if (type == MPI_LONG) return kLong;
+  if (type == MPI_UNSIGNED_LONG) return kUnsignedLong;
+  return std::nullopt;
+}
+
+std::optional<ReduceOp> reduction_op(MPI_Op op) noexcept {
+  if (op == MPI_SUM) return ReduceOp::sum;
+  if (op == MPI_PROD) return ReduceOp::prod;
+  if (op == MPI_MIN) return ReduceOp::min;
+  if (op == MPI_MAX) return ReduceOp::max;
+  return std::nullopt;
+}
+
+bool is_named(MPI_Datatype type) noexcept {
+  if (type == MPI_DATATYPE_NULL) return false;
+  int integers = 0, addresses = 0, datatypes = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(type, &integers, &addresses, &datatypes, &combiner) != MPI_SUCCESS) return false;
+  return combiner == MPI_COMBINER_NAMED;
+}
+
+std::string type_name(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) return "MPI_DATATYPE_NULL";
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int length = 0;
+  if (PMPI_Type_get_name(type, name, &length) != MPI_SUCCESS) length = 0;
+  const bool named = is_named(type);
+  if (length == 0) return named ? "predefined datatype" : "derived datatype";
+  return named ? std::string(name, length) : "derived datatype '" + std::string(name, length) + "'";
+}
+
+std::string op_name(MPI_Op op) {
+  struct Named {
+    MPI_Op op;
+    const char* name;
+  };
+  const Named predefined[] = {
+      {MPI_MAX, "MPI_MAX"},       {MPI_MIN, "MPI_MIN"},       {MPI_SUM, "MPI_SUM"},         {MPI_PROD, "MPI_PROD"},
+      {MPI_LAND, "MPI_LAND"},     {MPI_BAND, "MPI_BAND"},     {MPI_LOR, "MPI_LOR"},         {MPI_BOR, "MPI_BOR"},
+      {MPI_LXOR, "MPI_LXOR"},     {MPI_BXOR, "MPI_BXOR"},     {MPI_MAXLOC, "MPI_MAXLOC"},   {MPI_MINLOC, "MPI_MINLOC"},
+      {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"}, {MPI_OP_NULL, "MPI_OP_NULL"},
+  };
+  for (const Named& n : predefined)
+    if (n.op == op) return n.name;
+  return "user-defined op";
+}
+
+}  // namespace strata::interpose

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Proves that a strata GPU bundle (scripts/gpu-bundle.sh) runs on its own,
+# on this machine without a GPU:
+#   tests/bundle/check_bundle.sh --from-build BUILD_DIR   assemble one from a GPU build into a temporary folder, check it, remove it
+#   tests/bundle/check_bundle.sh BUNDLE_DIR               check an existing bundle
+# Checks, in a private mount namespace where every system file the bundle
+# was copied from is hidden (files bound over with /dev/null, folders of
+# components and help files with empty tmpfs), and ssh too, as on the GPU
+# machine, and from an empty environment (env -i):
+#   - the bundle is under 60 MiB;
+#   - strata-topo runs; mpirun -np 2 strata-bench on host memory passes its
+#     result check; Open MPI takes its components from the bundle;
+#   - ldd resolves every ELF file's libraries inside the bundle, except
+#     glibc's, the C++ runtime's, the CUDA driver's and NCCL;
+#   - gpu-check.sh passes its host steps and reports every GPU step
+#     skipped (exit 77 without a device), none failed.
+# Exit status: 0 all checks passed, 1 a check failed, 77 the build has no
+# GPU backend. Registered with meson as 'gpu-bundle' (suite bundle).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+MAX_BYTES=$((60 * 1024 * 1024))
+# Libraries that may resolve outside the bundle.
+OUTSIDE_OK='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libutil|libresolv|libstdc\+\+|libgcc_s|libcuda|libnccl)\.so'
+
+if [ "${1:-}" = --from-build ]; then
+  build=${2:?--from-build needs a build directory}
+  if ! grep -q '#define STRATA_HAVE_CUDA 1' "$build/strata_config.h"; then
+    echo "check_bundle: SKIP: $build has no GPU backend (configure with -Dcuda=enabled)"
+    exit 77
+  fi
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-bundle-test.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  "$ROOT/scripts/gpu-bundle.sh" --from-build "$build" "$tmp/gpu-bundle"
+  bash "$0" "$tmp/gpu-bundle"  # not exec: the trap removes the bundle afterwards
+  exit $?
+fi
+
+if [ "${1:-}" != --inside ]; then
+  bundle=$(cd "${1:?usage: check_bundle.sh --from-build BUILD_DIR | BUNDLE_DIR}" && pwd)
+  [ -f "$bundle/manifest.json" ] || { echo "check_bundle: $bundle is not a bundle (no manifest.json)" >&2; exit 1; }
+  if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+    exec unshare -m --propagation private bash "$0" --inside "$bundle" hide
+  fi
+  echo "check_bundle: NOTE: no private mount namespace here (needs root): the system's copies stay visible," \
+    "so only ldd and Open MPI's reported paths show that the bundle's own are used"
+  exec bash "$0" --inside "$bundle" keep
+fi
+
+bundle=$2
+failures=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "check_bundle: ok: $*"; }
+bad() { echo "check_bundle: FAIL: $*"; failures=$((failures + 1)); }
+
+if [ "$3" = hide ]; then
+  # Hide what the bundle copied, as the GPU machine lacks it. Folders of
+  # plugins, help files and configuration get an empty tmpfs (the outermost
+  # only); library and program files get /dev/null bound over them.
+  # Libraries this machine's own python3 and bash load stay visible: the
+  # checks below need those two programs (the GPU machine has its own).
+  python3 - "$bundle/manifest.json" "$(env -i bash -c 'command -v python3')" "$(command -v bash)" >"$tmp/hide" <<'PY'
+import json, os, re, subprocess, sys
+sources = json.load(open(sys.argv[1]))["sources"]
+needed = set()
+for program in sys.argv[2:]:
+    text = subprocess.run(["ldd", program], stdout=subprocess.PIPE, text=True).stdout
+    needed.update(os.path.realpath(m) for m in re.findall(r"=> (/\S+)", text))
+dirs, files = set(), set()
+for rel, src in sources.items():
+    if rel.startswith(("lib/openmpi/", "pmix/", "share/", "etc/")):
+        dirs.add(os.path.dirname(src))
+    elif not rel.startswith(("scripts/", "env.sh", "run.sh", "gpu-check.sh")) and src.startswith(("/usr/", "/etc/", "/lib")):
+        files.add(os.path.realpath(src))
+if os.path.isdir("/usr/lib/x86_64-linux-gnu/hwloc"):
+    dirs.add("/usr/lib/x86_64-linux-gnu/hwloc")
+for program in ("ssh", "rsh"):  # the GPU machine has no ssh: mpirun must not need it
+    for d in ("/usr/bin", "/bin", "/usr/local/bin"):
+        if os.path.exists(os.path.join(d, program)):
+            files.add(os.path.realpath(os.path.join(d, program)))
+kept = []
+for d in sorted(dirs, key=len):
+    if not any(d == k or d.startswith(k + "/") for k in kept):
+        kept.append(d)
+for d in kept:
+    print("dir", d)
+for f in sorted(files):
+    if f in needed:
+        print("keep", f)
+    elif not any(f.startswith(k + "/") for k in kept):
+        print("file", f)
+PY
+  hidden=0
+  kept=()
+  while read -r kind path; do
+    case $kind in
+      dir) mount -t tmpfs -o size=1m none "$path" ;;
+      file) mount --bind /dev/null "$path" ;;
+      keep) kept+=("$(basename "$path")"); continue ;;
+    esac
+    hidden=$((hidden + 1))
+  done <"$tmp/hide"
+  ok "hid $hidden system files and folders that the bundle has copies of" \
+    "(e.g. $(ldconfig -p | awk '$1 == "libmpi.so.40" {print $NF; exit}') is now empty);" \
+    "left visible for python3 and bash: ${kept[*]:-none}"
+fi
+
+size=$(python3 -c 'import json, os, sys; b = sys.argv[1]; print(sum(os.path.getsize(os.path.join(b, r)) for r in json.load(open(os.path.join(b, "manifest.json")))["sources"]))' "$bundle")
+if [ "$size" -lt "$MAX_BYTES" ]; then ok "size $((size / 1024)) KiB (< 60 MiB)"; else bad "size $size bytes, over 60 MiB"; fi
+
+if out=$(env -i bash "$bundle/run.sh" strata-topo 2>&1) && grep -q '^strata-topo ' <<<"$out"; then
+  ok "env -i run.sh strata-topo"
+else
+  bad "env -i run.sh strata-topo: $out"
+fi
+
+if out=$(env -i bash "$bundle/run.sh" mpirun -np 2 strata-bench -b 8 -e 64k -c 1 --no-progress -J "$tmp/host.json" 2>&1) &&
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not (d["ranks"] == 2 and d["check"] and d["summary"]["wrong_total"] == 0))' "$tmp/host.json"; then
+  ok "env -i run.sh mpirun -np 2 strata-bench -b 8 -e 64k -c 1: 2 ranks, every value checked, none wrong"
+else
+  bad "env -i run.sh mpirun -np 2 strata-bench: $out"
+fi
+
+pkglibdir=$(env -i bash "$bundle/run.sh" ompi_info --parsable --path pkglibdir 2>&1 | sed -n 's/^path:pkglibdir://p')
+btls=$(env -i bash "$bundle/run.sh" ompi_info --parsable 2>&1 | sed -n 's/^mca:btl:\([a-z]*\):version:"mca:.*/\1/p' | sort -u | tr '\n' ' ')
+if [ "$pkglibdir" = "$bundle/lib/openmpi" ] && grep -q vader <<<"$btls"; then
+  ok "Open MPI's components come from the bundle ($pkglibdir; btl: $btls)"
+else
+  bad "Open MPI's component folder is '$pkglibdir' (btl components found: '$btls'), expected $bundle/lib/openmpi"
+fi
+
+# ldd from an empty environment: RUNPATHs alone must find the bundle's
+# libraries (run.sh above linked NCCL into nccl/).
+elves=0
+outside=()
+while IFS= read -r -d '' f; do
+  head -c 4 "$f" | grep -q 'ELF' || continue
+  elves=$((elves + 1))
+  while read -r name arrow where _; do
+    [ "$arrow" = "=>" ] || continue
+    if [ "$where" = not ]; then
+      outside+=("${f#"$bundle"/}: $name not found")
+    elif ! [[ $name =~ $OUTSIDE_OK ]] && [[ $(readlink -f "$where") != "$bundle"/* ]]; then
+      outside+=("${f#"$bundle"/}: $name => $where")
+    fi
+  done < <(env -i ldd "$f" 2>&1)
+done < <(find "$bundle/bin" "$bundle/tests" "$bundle/lib" "$bundle/pmix" -type f -print0)
+if [ ${#outside[@]} -eq 0 ]; then
+  ok "ldd over $elves ELF files: every library inside the bundle except glibc, libstdc++, libgcc_s, libcuda, libnccl"
+else
+  bad "ldd: ${#outside[@]} libraries missing or outside the bundle:"
+  printf '    %s\n' "${outside[@]}"
+fi
+
+rc=0
+env -i bash "$bundle/gpu-check.sh" --out "$tmp/check" --budget 300 >"$tmp/check.txt" 2>&1 || rc=$?
+if verdict=$(python3 - "$tmp/check/gpu-check.json" <<'PY'
+import json, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+wrong = [f"{s['name']}: {s['status']} ({s['reason']})" for s in steps
+         if s["status"] != ("skip" if s["device"] else "pass")]
+print(f"{sum(s['device'] for s in steps)} GPU steps skipped, {sum(not s['device'] for s in steps)} host steps passed"
+      if not wrong else "; ".join(wrong))
+sys.exit(1 if wrong else 0)
+PY
+) && [ $rc -eq 0 ]; then
+  ok "env -i gpu-check.sh: $verdict"
+else
+  bad "env -i gpu-check.sh (exit $rc): $verdict"
+  cat "$tmp/check.txt"
+fi
+
+if [ $failures -eq 0 ]; then echo "check_bundle: OK"; else echo "check_bundle: $failures checks failed"; exit 1; fi

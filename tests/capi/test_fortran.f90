@@ -1,0 +1,143 @@
+! The Fortran module `strata` end to end, at any rank count: all_reduce of
+! real(4) (sum out of place, mean in place) and integer (max) arrays,
+! broadcast and reduce with a 0-based root, a batch, options, and an
+! invalid root giving STRATA_ERR_INVALID_ARGUMENT with a message, each
+! checked against values computed here from known inputs. Prints one
+! line per failure and exits 1 if any rank failed, 0 otherwise.
+program test_fortran
+  use, intrinsic :: iso_c_binding
+  use mpi
+  use strata
+  implicit none
+  integer, parameter :: n = 1000
+  real(c_float), target :: x(n), y(n), expected(n)
+  integer(c_int), target :: k(n), kexpected(n)
+  real(c_double), target :: d(n)
+  type(c_ptr) :: comm, buffers(2)
+  integer(c_size_t) :: counts(2)
+  integer(c_int) :: dtypes(2), status, value, major, minor, patch
+  type(strata_options) :: options
+  type(strata_packing) :: packing
+  type(strata_config) :: config
+  character(kind=c_char, len=6), target :: spec = c_char_'xring' // c_null_char
+  integer :: ierr, rank, nranks, i, r, failures, total
+  character(len=32) :: version
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  failures = 0
+
+  call strata_version(major, minor, patch)
+  write (version, '(i0,".",i0,".",i0)') major, minor, patch
+  call check(trim(version) == strata_version_string_f(), 'version: ' // strata_version_string_f())
+  call check(strata_status_name_f(STRATA_ERR_PEER_FAILURE) == 'STRATA_ERR_PEER_FAILURE', 'status name')
+
+  status = strata_comm_create_f(MPI_COMM_WORLD, handle=comm)
+  call expect_ok(status, 'strata_comm_create_f')
+  status = strata_comm_rank(comm, value)
+  call check(status == STRATA_OK .and. value == rank, 'strata_comm_rank')
+  status = strata_comm_size(comm, value)
+  call check(status == STRATA_OK .and. value == nranks, 'strata_comm_size')
+
+  ! real(4) sum, out of place: x(i) = (rank+1)/2 + mod(i,17), exact in f32.
+  do i = 1, n
+    x(i) = 0.5 * (rank + 1) + mod(i, 17)
+    expected(i) = 0
+    do r = 0, nranks - 1
+      expected(i) = expected(i) + (0.5 * (r + 1) + mod(i, 17))
+    end do
+  end do
+  status = strata_all_reduce(comm, c_loc(x), c_loc(y), int(n, c_size_t), STRATA_F32, STRATA_SUM)
+  call expect_ok(status, 'strata_all_reduce real(4) sum')
+  call check(all(y == expected), 'real(4) sum values')
+  call check(all(x == 0.5 * (rank + 1) + mod([(i, i = 1, n)], 17)), 'real(4) sum left the input alone')
+
+  ! real(4) mean in place, with options.
+  options%timeout_seconds = 30
+  options%implementation = STRATA_IMPL_RING
+  status = strata_all_reduce(comm, c_loc(x), c_loc(x), int(n, c_size_t), STRATA_F32, STRATA_MEAN, options)
+  call expect_ok(status, 'strata_all_reduce real(4) mean')
+  call check(all(x == expected / real(nranks, c_float)), 'real(4) mean values')
+
+  ! integer max, in place.
+  do i = 1, n
+    k(i) = mod(rank * 7919 + i * 104729, 2001) - 1000
+    kexpected(i) = -huge(0)
+    do r = 0, nranks - 1
+      kexpected(i) = max(kexpected(i), mod(r * 7919 + i * 104729, 2001) - 1000)
+    end do
+  end do
+  status = strata_all_reduce(comm, c_loc(k), c_loc(k), int(n, c_size_t), STRATA_I32, STRATA_MAX)
+  call expect_ok(status, 'strata_all_reduce integer max')
+  call check(all(k == kexpected), 'integer max values')
+
+  ! broadcast of real(8) from the last rank (0-based), on an xring communicator.
+  config%all_reduce_spec = c_loc(spec)
+  status = strata_comm_free(comm)
+  call check(status == STRATA_OK .and. .not. c_associated(comm), 'strata_comm_free')
+  status = strata_comm_create_f(MPI_COMM_WORLD, config, comm)
+  call expect_ok(status, 'strata_comm_create_f with config')
+  d = -1
+  if (rank == nranks - 1) d = [(1.0d0 / i, i = 1, n)]
+  status = strata_broadcast(comm, c_loc(d), int(n, c_size_t), STRATA_F64, nranks - 1)
+  call expect_ok(status, 'strata_broadcast')
+  call check(all(d == [(1.0d0 / i, i = 1, n)]), 'broadcast values')
+
+  ! reduce (integer sum) to rank 0; the others pass no output buffer.
+  k = rank + 1
+  status = strata_reduce(comm, c_loc(k), merge(c_loc(kexpected), c_null_ptr, rank == 0), int(n, c_size_t), &
+                         STRATA_I32, STRATA_SUM, 0)
+  call expect_ok(status, 'strata_reduce')
+  if (rank == 0) call check(all(kexpected == nranks * (nranks + 1) / 2), 'reduce values')
+
+  ! a batch of a real(4) and an integer array, two packs.
+  x = rank
+  k = 2 * rank
+  buffers = [c_loc(x), c_loc(k)]
+  counts = int(n, c_size_t)
+  dtypes = [STRATA_F32, STRATA_I32]
+  packing%num_packs = 2
+  status = strata_batch_all_reduce(comm, buffers, counts, dtypes, 2_c_size_t, STRATA_SUM, packing)
+  call expect_ok(status, 'strata_batch_all_reduce')
+  call check(all(x == real(nranks * (nranks - 1) / 2, c_float)) .and. all(k == nranks * (nranks - 1)), &
+             'batch values')
+
+  ! an invalid root, on every rank: INVALID_ARGUMENT with a message.
+  status = strata_broadcast(comm, c_loc(d), int(n, c_size_t), STRATA_F64, nranks)
+  call check(status == STRATA_ERR_INVALID_ARGUMENT, 'bad root gave ' // strata_status_name_f(status))
+  call check(index(strata_last_error_f(), 'strata_broadcast: root') == 1, &
+             'bad root message: ' // strata_last_error_f())
+
+  status = strata_comm_free(comm)
+  call check(status == STRATA_OK .and. .not. c_associated(comm), 'strata_comm_free')
+
+  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (rank == 0) then
+    if (total == 0) then
+      write (*, '(a,i0,a)') 'fortran test: all checks passed on ', nranks, ' ranks'
+    else
+      write (*, '(a,i0,a)') 'fortran test: ', total, ' checks FAILED'
+    end if
+  end if
+  call MPI_Finalize(ierr)
+  if (total /= 0) error stop 1
+
+contains
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      failures = failures + 1
+      write (0, '(a,i0,a,a)') 'fortran test: rank ', rank, ': FAILED: ', what
+    end if
+  end subroutine
+
+  subroutine expect_ok(got, what)
+    integer(c_int), intent(in) :: got
+    character(len=*), intent(in) :: what
+    call check(got == STRATA_OK, what // ' returned ' // strata_status_name_f(got) // ': ' // strata_last_error_f())
+  end subroutine
+
+end program test_fortran

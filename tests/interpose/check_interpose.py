@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Runs a program under mpirun with libstrata_mpi.so preloaded and checks
+its results and the interposer's log (STRATA_DEBUG=INFO).
+
+    check_interpose.py MPIRUN PRELOAD NP MODE [ARGS...]
+
+MODE (the programs are not ours: mpi4py scripts calling comm.Allreduce and
+friends, or strata's own apps, which do not know about the interposer):
+  mpi4py            collectives.py: every result right, and the log shows
+                    which calls went to strata and which to MPI
+  spec-mpi          the same with STRATA_SPEC=mpi: strata's `mpi` algorithm
+                    calls MPI_Allreduce itself, which must reach MPI
+  off               STRATA_INTERPOSE=off: same results, nothing routed
+  multiple          mpi4py's default MPI_THREAD_MULTIPLE: nothing routed
+  errors-return     errors.py: a timeout comes back as MPI_ERR_OTHER
+  errors-fatal      errors.py under MPI_ERRORS_ARE_FATAL: the job aborts
+  bench BENCH COLLECTIVE [bench args]
+                    strata-bench --baseline mpi: its MPI_Allreduce /
+                    MPI_Reduce / MPI_Bcast column runs through strata
+  hello HELLO       the README example (uses strata directly): strata's own
+                    MPI calls must not be routed back into strata
+Exits 0 when everything holds, 1 with "check_interpose: FAIL: ..." lines
+otherwise, 77 when /usr/bin/python3 lacks mpi4py or numpy.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Debian's mpi4py and numpy belong to Debian's Python, not to whatever
+# python3 comes first on PATH.
+PYTHON = "/usr/bin/python3"
+TIMEOUT_S = 150
+
+
+def fail(messages):
+    for m in messages:
+        print(f"check_interpose: FAIL: {m}", file=sys.stderr)
+    sys.exit(1)
+
+
+def run(mpirun, np, env, argv, timeout=TIMEOUT_S):
+    command = [mpirun, "-np", str(np), "--oversubscribe", "--bind-to", "none"]
+    for key, value in env.items():
+        command += ["-x", f"{key}={value}"]  # to the ranks only, not to mpirun itself
+    command += argv
+    print("+", " ".join(command), flush=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        print(out)
+        fail([f"no result after {timeout} s (hung?)"])
+    print(out)
+    return proc.returncode, out
+
+
+def info_lines(out, rank):
+    prefix = re.compile(rf"^strata INFO \[[^\]]*:{rank}\] strata-mpi: (.*)$", re.M)
+    return prefix.findall(out)
+
+
+class Checks:
+    def __init__(self, out, np):
+        self.out, self.np, self.errors = out, np, []
+
+    def require(self, condition, message):
+        if not condition:
+            self.errors.append(message)
+
+    def every_rank_logs(self, pattern, count=None):
+        """Each rank's INFO lines include `pattern` (exactly `count` times)."""
+        for r in range(self.np):
+            n = sum(1 for line in info_lines(self.out, r) if re.search(pattern, line))
+            ok = n == count if count is not None else n > 0
+            self.require(ok, f"rank {r}: {n} log lines match '{pattern}'" + (f", expected {count}" if count else ""))
+
+    def no_line(self, pattern):
+        lines = [l for l in self.out.splitlines() if re.search(pattern, l)]
+        self.require(not lines, f"unexpected output matching '{pattern}': {lines[:3]}")
+
+    def collectives_passed(self, status):
+        self.require(status == 0, f"mpirun exited {status}")
+        passed = re.findall(r"^collectives: rank (\d+): (\d+) of (\d+) checks passed$", self.out, re.M)
+        self.require(sorted(int(r) for r, _, _ in passed) == list(range(self.np)),
+                     f"{len(passed)} of {self.np} ranks reported their checks")
+        self.require(all(a == b and int(b) > 100 for _, a, b in passed), f"not every check passed: {passed}")
+
+    def done(self):
+        if self.errors:
+            fail(self.errors)
+        print("check_interpose: OK")
+
+
+def mpi4py_env(preload, **extra):
+    env = {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO", "MPI4PY_RC_THREAD_LEVEL": "serialized"}
+    env.update(extra)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def check_mpi4py(mpirun, preload, np, mode):
+    collectives = [PYTHON, os.path.join(HERE, "collectives.py")]
+    world = rf"MPI_COMM_WORLD \({np} ranks\)"
+    if mode == "mpi4py":
+        status, out = run(mpirun, np, mpi4py_env(preload), collectives + ["--strata-semantics"])
+        c = Checks(out, np)
+        c.collectives_passed(status)
+        # Routed lines say the call in MPI's terms, then what strata ran.
+        numpy_types = {"f32": "MPI_FLOAT", "f64": "MPI_DOUBLE", "i32": "MPI_INT", "i64": "MPI_LONG"}
+        for dtype, mpi_type in numpy_types.items():
+            for op in ("sum", "prod", "min", "max"):
+                c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {mpi_type} MPI_{op.upper()} -> strata "
+                                  rf"\({dtype} {op}, \w+\)$")
+        explicit = {"MPI_INT8_T": "i8", "MPI_UINT8_T": "u8", "MPI_INT32_T": "i32", "MPI_UINT32_T": "u32",
+                    "MPI_INT64_T": "i64", "MPI_UINT64_T": "u64", "MPI_LONG_LONG_INT": "i64",
+                    "MPI_UNSIGNED_LONG_LONG": "u64", "MPI_SIGNED_CHAR": "i8", "MPI_UNSIGNED_CHAR": "u8",
+                    "MPI_UNSIGNED": "u32", "MPI_UNSIGNED_LONG": "u64"}
+        for mpi_type, dtype in explicit.items():
+            c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {mpi_type} MPI_MAX -> strata \({dtype} max, ")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SIGNED_CHAR MPI_SUM -> strata \(i8 sum, ")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_UNSIGNED MPI_SUM -> strata \(u32 sum, ")
+        c.every_rank_logs(rf"^MPI_Reduce on comm {world} \S+ \S+ -> strata \((f32 sum|f64 max|i32 min|i64 prod), \w+\)$", 4)
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata \(\w+\)$", 4)
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} derived datatype -> strata \(packed, \w+\)$")
+        c.every_rank_logs(r"^MPI_(Allreduce|Reduce|Bcast) on comm split-by-parity \([12] ranks\) .* -> strata ", 3)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm 0x[0-9a-f]+ \({np} ranks\) MPI_LONG MPI_SUM -> strata \(i64 sum, ",
+                          3)  # 3 dups, each its own communicator
+        # Once per communicator and kind, not per call (16 calls made this one).
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata ", 1)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_2INT MPI_MAXLOC -> PMPI \(MPI_2INT not served\)$")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT user-defined op -> PMPI ")
+        c.every_rank_logs(r"^MPI_Allreduce on comm 0x[0-9a-f]+ \(\d ranks\) MPI_DOUBLE MPI_SUM -> PMPI "
+                          r"\(intercommunicators are not served\)$")
+        c.no_line(r"strata WARN .*strata-mpi:")
+    elif mode == "spec-mpi":
+        status, out = run(mpirun, np, mpi4py_env(preload, STRATA_SPEC="mpi"), collectives)
+        c = Checks(out, np)
+        c.collectives_passed(status)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata \(f32 sum, mpi\)$")
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} MPI_DOUBLE -> strata \(mpi\)$")
+        c.no_line(r"strata WARN .*strata-mpi:")
+    elif mode == "off":
+        status, out = run(mpirun, np, mpi4py_env(preload, STRATA_INTERPOSE="off"), collectives)
+        c = Checks(out, np)
+        c.collectives_passed(status)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> PMPI \(STRATA_INTERPOSE=off\)$", 1)
+        c.every_rank_logs(rf"^MPI_Bcast on comm {world} MPI_DOUBLE -> PMPI \(STRATA_INTERPOSE=off\)$", 1)
+        c.no_line(r"-> strata")
+        c.no_line(r"all_reduce_spec")  # no strata communicator was even created
+    else:  # multiple
+        status, out = run(mpirun, np, mpi4py_env(preload, MPI4PY_RC_THREAD_LEVEL=None), collectives)
+        c = Checks(out, np)
+        c.collectives_passed(status)
+        c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> PMPI \(MPI_THREAD_MULTIPLE\)$", 1)
+        c.no_line(r"-> strata")
+    c.done()
+
+
+def check_errors(mpirun, preload, np, mode):
+    env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1")
+    if mode == "errors-fatal":
+        env["MPI4PY_RC_ERRORS"] = "fatal"
+    status, out = run(mpirun, np, env, [PYTHON, os.path.join(HERE, "errors.py")], timeout=90)
+    c = Checks(out, np)
+    c.require(re.search(r"strata WARN \[[^\]]*:0\] strata-mpi: MPI_Allreduce on comm MPI_COMM_WORLD .* failed in "
+                        r"strata: .*exceeded its timeout of 1 s.* \(reported to MPI as MPI_ERR_OTHER", out),
+              "rank 0 did not report strata's DeadlineExceeded as MPI_ERR_OTHER")
+    if mode == "errors-return":
+        c.require(status == 0, f"mpirun exited {status}")
+        c.require("errors: rank 0: raised MPI_ERR_OTHER" in out, "rank 0's MPI_Allreduce did not raise MPI_ERR_OTHER")
+    else:
+        c.require(status != 0, "the job survived MPI_ERRORS_ARE_FATAL")
+        c.require("errors: rank 0: returned" not in out and "errors: rank 0: raised" not in out,
+                  "rank 0's MPI_Allreduce returned under MPI_ERRORS_ARE_FATAL")
+        c.require("MPI_ERRORS_ARE_FATAL" in out and "MPI_ERR_OTHER" in out, "MPI did not say why it aborted")
+    c.done()
+
+
+def check_bench(mpirun, preload, np, bench, collective, args):
+    call = {"all_reduce": "MPI_Allreduce", "reduce": "MPI_Reduce", "broadcast": "MPI_Bcast"}[collective]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.json")
+        status, out = run(mpirun, np, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"},
+                          [bench, "--no-progress", "--collective", collective, "--baseline", "mpi", "-J", path] + args)
+        c = Checks(out, np)
+        c.require(status == 0, f"strata-bench exited {status}")
+        if os.path.exists(path):
+            with open(path) as f:
+                doc = json.load(f)
+            c.require(doc["summary"]["wrong_total"] == 0, f"{doc['summary']['wrong_total']} wrong values")
+            c.require(doc["rows"] and all(row["wrong"] == 0 for row in doc["rows"]), "a row has wrong values")
+            c.require(all(row.get("baseline", {}).get("time_us", 0) > 0 for row in doc["rows"]),
+                      "a row lacks its baseline time")
+        else:
+            c.require(False, "no JSON written")
+    # The baseline's calls (on strata-bench's own duplicate of MPI_COMM_WORLD)
+    # and the bench's result check (a u64 sum on MPI_COMM_WORLD) were routed.
+    c.every_rank_logs(rf"^{call} on comm 0x[0-9a-f]+ \({np} ranks\) .* -> strata \(")
+    c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) \S+ MPI_SUM -> strata \(u64 sum, ")
+    c.no_line(r"strata WARN .*strata-mpi:")
+    c.done()
+
+
+def check_hello(mpirun, preload, np, hello):
+    status, out = run(mpirun, np, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}, [hello])
+    c = Checks(out, np)
+    c.require(status == 0, f"hello exited {status}")
+    c.require(f"mean of ranks = {(np - 1) / 2:g}" in out, "hello did not print the right mean")
+    c.no_line(r"strata-mpi:")  # strata's own MPI calls went to MPI, not back into strata
+    c.done()
+
+
+def main():
+    if len(sys.argv) < 5:
+        fail([__doc__])
+    mpirun, preload, np, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    rest = sys.argv[5:]
+    if mode in ("mpi4py", "spec-mpi", "off", "multiple", "errors-return", "errors-fatal"):
+        probe = subprocess.run([PYTHON, "-c", "import mpi4py, numpy"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"check_interpose: skipped: {PYTHON} cannot import mpi4py and numpy "
+                  "(Debian packages python3-mpi4py python3-numpy; scripts/setup.sh installs them)")
+            sys.exit(77)
+    if mode in ("mpi4py", "spec-mpi", "off", "multiple"):
+        check_mpi4py(mpirun, preload, np, mode)
+    elif mode in ("errors-return", "errors-fatal"):
+        check_errors(mpirun, preload, np, mode)
+    elif mode == "bench":
+        check_bench(mpirun, preload, np, rest[0], rest[1], rest[2:])
+    elif mode == "hello":
+        check_hello(mpirun, preload, np, rest[0])
+    else:
+        fail([f"unknown mode {mode}"])
+
+
+if __name__ == "__main__":
+    main()
