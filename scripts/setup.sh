@@ -11,6 +11,7 @@ STRATA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STRATA_PACKAGES=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin libhwloc-dev doctest-dev
   libboost-program-options-dev libfmt-dev nlohmann-json3-dev python3 python3-matplotlib iproute2
   python3-mpi4py python3-numpy
+  python3-dev pybind11-dev libdlpack-dev python3-pytest
   gfortran patchelf)
 
 strata_install_missing() {

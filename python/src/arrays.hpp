@@ -1,0 +1,72 @@
+// Python arrays as strata::Tensor views for the length of one call. Three
+// ways in, tried in this order:
+//   1. __cuda_array_interface__ (CuPy, Numba, PyTorch CUDA tensors): CUDA
+//      memory;
+//   2. the buffer protocol (numpy, memoryview, bytearray, array.array): host
+//      memory; numpy bfloat16 arrays (ml_dtypes, TensorFlow, JAX name their
+//      dtype "bfloat16") are viewed as uint16 and reduced as bf16;
+//   3. DLPack (__dlpack__ / __dlpack_device__): CPU or CUDA memory.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "strata/types.hpp"
+
+namespace strata_py {
+
+namespace py = pybind11;
+
+// Whether strata writes into the array (results, in-place calls, broadcast
+// targets) or only reads it (the input of an out-of-place call).
+enum class Access { read, write };
+
+// Holds what keeps one array's memory valid while a collective runs with the
+// GIL released (a Py_buffer, a DLPack managed tensor). Construct and destroy
+// it with the GIL held; tensor() and wait_for_producer() need no GIL.
+// Neither copyable nor movable: keep several in a std::deque.
+class ArrayView {
+ public:
+  // Views `obj` as one contiguous tensor of all its elements. `field` names
+  // the argument in messages ("x", "arrays[2]"). Throws
+  // strata::InvalidArgument (Python ValueError) for arrays that are not
+  // C-contiguous, read-only where `access` is write, of an unsupported dtype,
+  // big-endian, masked, or on a DLPack device other than CPU or CUDA; and
+  // py::type_error for an object that is no array by any of the three ways.
+  ArrayView(py::handle obj, std::string field, Access access);
+  ~ArrayView();
+  ArrayView(const ArrayView&) = delete;
+  ArrayView& operator=(const ArrayView&) = delete;
+
+  const strata::Tensor& tensor() const { return tensor_; }
+
+  // For a CUDA array whose producer named a stream: blocks until that stream's
+  // queued work is done, so strata reads finished data. No-op otherwise.
+  // Throws strata::BackendError if CUDA fails. Call without the GIL.
+  void wait_for_producer() const;
+
+ private:
+  void view_buffer(py::handle obj, Access access, bool as_bfloat16);
+  void view_cuda_array_interface(py::handle obj, Access access);
+  void view_dlpack(py::handle obj);
+  void release();  // gives the buffer and the DLPack tensor back; idempotent
+
+  std::string field_;
+  strata::Tensor tensor_;
+  Py_buffer buffer_{};
+  bool has_buffer_ = false;
+  void* dlpack_ = nullptr;               // DLManagedTensor*, released by its deleter
+  std::optional<std::uintptr_t> stream_;  // CUDA stream to wait for
+};
+
+// Views of every array of one call; destroy it with the GIL held.
+using ArrayViews = std::deque<ArrayView>;
+
+// Waits for the producer streams of all `views` (see wait_for_producer).
+void wait_for_producers(const ArrayViews& views);
+
+}  // namespace strata_py

@@ -1,0 +1,196 @@
+#include "communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "arrays.hpp"
+#include "convert.hpp"
+
+namespace strata_py {
+
+PyCommunicator::PyCommunicator(MPI_Comm comm, strata::Config config)
+    : comm_(std::make_unique<strata::Communicator>(comm, std::move(config))),
+      rank_(comm_->rank()),
+      size_(comm_->size()) {}
+
+void PyCommunicator::close() {
+  std::unique_ptr<strata::Communicator> doomed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    doomed = std::move(comm_);
+  }
+}
+
+bool PyCommunicator::closed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !comm_;
+}
+
+std::shared_ptr<PyCommunicator> communicator_of(py::handle comm) {
+  if (py::isinstance<PyCommunicator>(comm)) return comm.cast<std::shared_ptr<PyCommunicator>>();
+  const MPI_Comm mpi = mpi_comm_of(comm);
+  py::gil_scoped_release release;
+  return std::make_shared<PyCommunicator>(mpi, strata::Config{});
+}
+
+namespace {
+
+using strata::InvalidArgument;
+
+py::object all_reduce(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
+  const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  const bool in_place = out.is_none() || out.is(x);
+  ArrayViews views;
+  const ArrayView& in = views.emplace_back(x, "x", in_place ? Access::write : Access::read);
+  const ArrayView& result = in_place ? in : views.emplace_back(out, "out", Access::write);
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.all_reduce(in.tensor(), result.tensor(), reduce_op, opts); });
+  }
+  return in_place ? x : out;
+}
+
+py::object reduce(PyCommunicator& self, py::object x, int root, py::object out, py::handle op, py::handle options) {
+  const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  const bool in_place = out.is_none() || out.is(x);
+  ArrayViews views;
+  const ArrayView& in = views.emplace_back(x, "x", in_place ? Access::write : Access::read);
+  const ArrayView& result = in_place ? in : views.emplace_back(out, "out", Access::write);
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.reduce(in.tensor(), result.tensor(), reduce_op, root, opts); });
+  }
+  return in_place ? x : out;
+}
+
+py::object broadcast(PyCommunicator& self, py::object x, int root, py::handle options) {
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  ArrayViews views;
+  const ArrayView& buffer = views.emplace_back(x, "x", Access::write);
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.broadcast(buffer.tensor(), root, opts); });
+  }
+  return x;
+}
+
+py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle op, py::handle options, int num_packs,
+                            long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
+  if (!py::isinstance<py::list>(arrays) && !py::isinstance<py::tuple>(arrays))
+    throw py::type_error(fmt::format("arrays is a {}: pass a list (or tuple) of arrays",
+                                     Py_TYPE(arrays.ptr())->tp_name));
+  const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::PackingOptions packing{num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group};
+  ArrayViews views;
+  std::vector<strata::Tensor> tensors;
+  std::size_t i = 0;
+  for (py::handle array : arrays) {
+    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), Access::write).tensor());
+  }
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.batch_all_reduce(tensors, reduce_op, packing, opts); });
+  }
+  return arrays;
+}
+
+std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle collective) {
+  if (nbytes < 0) throw InvalidArgument(fmt::format("nbytes = {} must be >= 0", nbytes));
+  const strata::Collective which = to_collective(collective, "collective");
+  return self.call([&](strata::Communicator& c) { return c.algorithm_for(static_cast<std::size_t>(nbytes), which); });
+}
+
+}  // namespace
+
+void bind_communicator(py::module_& m) {
+  py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
+Collectives over an mpi4py communicator.
+
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0) is collective over
+`comm` (every rank must construct it) and duplicates it, so strata's traffic
+never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
+"auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
+tuple form ("xring", 2, -1) / [("tree", 1, 4096), ("xring", 2, -1)] (limits in
+bytes, the last -1). chunk_bytes: pipeline chunk of the ring algorithms
+(0 = default). Raises ValueError (strata.InvalidArgument) for a bad spec.
+Close it (close(), or a `with` block) before MPI is finalized if you keep it
+in a long-lived structure.)doc")
+      .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes) {
+             if (chunk_bytes < 0)
+               throw InvalidArgument(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes));
+             const MPI_Comm mpi = mpi_comm_of(comm);
+             strata::Config config{spec_text(all_reduce_spec, "all_reduce_spec"),
+                                   static_cast<std::size_t>(chunk_bytes)};
+             py::gil_scoped_release release;
+             return std::make_shared<PyCommunicator>(mpi, std::move(config));
+           }),
+           py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0)
+      .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
+      .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
+      .def_property_readonly(
+          "broken", [](PyCommunicator& self) { return self.call([](strata::Communicator& c) { return c.broken(); }); },
+          "True once a timeout or a peer failure broke the communicator; every later call raises "
+          "strata.PeerFailure.")
+      .def_property_readonly("closed", &PyCommunicator::closed, "True after close().")
+      .def("all_reduce", &all_reduce, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
+           py::arg("options") = py::none(), R"doc(
+Every rank's `out` receives op over every rank's `x`; in place (into `x`)
+when out is None or out is x. Returns the array holding the result.
+All ranks pass the same size, dtype and op. Identical bits on every rank;
+float16/bfloat16 reduced in float32; "mean" keeps the dtype (integers
+truncate). Arrays must be C-contiguous (ValueError otherwise); numpy arrays
+and buffers are host memory, __cuda_array_interface__ / DLPack CUDA arrays
+CUDA memory. Raises ValueError (strata.InvalidArgument, before anything is
+sent), strata.DeadlineExceeded (a TimeoutError; options.timeout_seconds),
+strata.PeerFailure, strata.Unavailable (CUDA arrays without a GPU backend),
+strata.BackendError. Runs without the GIL.)doc")
+      .def("reduce", &reduce, py::arg("x"), py::arg("root"), py::arg("out") = py::none(), py::arg("op") = "sum",
+           py::arg("options") = py::none(), R"doc(
+Like all_reduce, but only rank `root` receives the result (in `out`, or in
+`x` when out is None or out is x); other ranks' buffers are not written.
+Returns `out` (or `x`) on every rank. ValueError for a root outside
+[0, size).)doc")
+      .def("broadcast", &broadcast, py::arg("x"), py::arg("root"), py::arg("options") = py::none(), R"doc(
+Copies rank `root`'s `x` into every other rank's `x` (same size and dtype
+everywhere; writable everywhere). Returns `x`.)doc")
+      .def("batch_all_reduce", &batch_all_reduce, py::arg("arrays"), py::arg("op") = "sum",
+           py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
+           py::arg("agg_small_grads_max_group") = 10, R"doc(
+All-reduces each array of the list in place, packed into few transfers:
+num_packs > 0 cuts each dtype's arrays into that many packs; else small-
+gradient aggregation when agg_small_grads_max_bytes and
+agg_small_grads_max_group are > 0; else options.bytes_per_pack (0 =
+automatic). Arrays must not overlap. Returns `arrays`. Packed floating-point
+results may differ in the last bits from per-array all_reduce (still
+identical on every rank).)doc")
+      .def("algorithm_for", &algorithm_for, py::arg("nbytes"), py::arg("collective") = "all_reduce",
+           "The algorithm this communicator's spec runs for a host-memory call of `nbytes` bytes (\"pscpu\", "
+           "\"xring#2\", \"pscpu/rechd\"); collective is \"all_reduce\", \"reduce\" or \"broadcast\".")
+      .def(
+          "close",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            self.close();
+          },
+          "Frees the communicator now (local, not collective); later calls raise ValueError. Idempotent.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](PyCommunicator& self, py::handle, py::handle, py::handle) {
+             py::gil_scoped_release release;
+             self.close();
+           })
+      .def("__repr__", [](PyCommunicator& self) {
+        return fmt::format("<strata.Communicator rank {} of {}{}>", self.rank(), self.size(),
+                           self.closed() ? ", closed" : "");
+      });
+}
+
+}  // namespace strata_py

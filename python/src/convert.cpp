@@ -1,0 +1,128 @@
+#include "convert.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "strata/errors.hpp"
+
+namespace strata_py {
+
+namespace {
+
+using strata::InvalidArgument;
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+std::string repr_of(py::handle value) { return py::repr(value).cast<std::string>(); }
+
+// The name a string or a string-valued enum (TensorFlow's) carries, lower
+// case; empty when `value` is neither.
+std::string name_of(py::handle value) {
+  if (py::isinstance<py::str>(value)) return lower(value.cast<std::string>());
+  if (py::hasattr(value, "value")) {
+    py::object inner = value.attr("value");
+    if (py::isinstance<py::str>(inner)) return lower(inner.cast<std::string>());
+  }
+  return {};
+}
+
+bool is_int(py::handle value) { return py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value); }
+
+}  // namespace
+
+strata::ReduceOp to_reduce_op(py::handle value, const char* field) {
+  if (py::isinstance<strata::ReduceOp>(value)) return value.cast<strata::ReduceOp>();
+  const std::string name = name_of(value);
+  if (name.empty())
+    throw py::type_error(fmt::format("{} = {}: pass a name (\"sum\", \"mean\", \"min\", \"max\", \"prod\") or a "
+                                     "strata.ReduceOp",
+                                     field, repr_of(value)));
+  return strata::parse_reduce_op(name, field);  // InvalidArgument naming the field for unknown names
+}
+
+strata::Implementation to_implementation(py::handle value, const char* field) {
+  const std::string name = name_of(value);
+  if (name == "auto" || name == "automatic") return strata::Implementation::automatic;
+  if (name == "ring") return strata::Implementation::ring;
+  if (name == "nccl") return strata::Implementation::nccl;
+  if (name.empty() && !py::isinstance<py::str>(value))
+    throw py::type_error(fmt::format("{} = {}: pass \"auto\", \"ring\" or \"nccl\"", field, repr_of(value)));
+  throw InvalidArgument(fmt::format("{} = {} is not one of \"auto\", \"ring\", \"nccl\"", field, repr_of(value)));
+}
+
+std::string implementation_name(strata::Implementation implementation) {
+  return implementation == strata::Implementation::automatic ? "auto" : std::string(strata::to_string(implementation));
+}
+
+strata::Collective to_collective(py::handle value, const char* field) {
+  const std::string name = name_of(value);
+  if (name == "all_reduce") return strata::Collective::all_reduce;
+  if (name == "reduce") return strata::Collective::reduce;
+  if (name == "broadcast") return strata::Collective::broadcast;
+  throw InvalidArgument(
+      fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\"", field, repr_of(value)));
+}
+
+strata::CommunicationOptions to_options(py::handle value, const char* field) {
+  if (value.is_none()) return {};
+  if (!py::isinstance<strata::CommunicationOptions>(value))
+    throw py::type_error(
+        fmt::format("{} = {}: pass None or a strata.CommunicationOptions", field, repr_of(value)));
+  return value.cast<strata::CommunicationOptions>();
+}
+
+std::string spec_text(py::handle spec, const char* field) {
+  if (spec.is_none()) return {};
+  if (py::isinstance<py::str>(spec)) return spec.cast<std::string>();
+  if (!py::isinstance<py::tuple>(spec) && !py::isinstance<py::list>(spec))
+    throw py::type_error(fmt::format("{} = {}: pass a string (\"pscpu/pscpu#2\"), a tuple (alg, shards, limit) or a "
+                                     "list of such tuples",
+                                     field, repr_of(spec)));
+  const auto outer = py::reinterpret_borrow<py::sequence>(spec);
+  // One tuple (its first item is the algorithm's name) or a list of them.
+  std::vector<py::object> entries;
+  if (py::len(outer) > 0 && py::isinstance<py::str>(outer[0])) {
+    entries.push_back(py::reinterpret_borrow<py::object>(spec));
+  } else {
+    for (py::handle entry : outer) entries.push_back(py::reinterpret_borrow<py::object>(entry));
+  }
+  if (entries.empty()) throw InvalidArgument(fmt::format("{} is empty; give at least one (alg, shards, limit)", field));
+
+  std::string text;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const py::object& entry = entries[i];
+    const std::string where = fmt::format("{}[{}] = {}", field, i, repr_of(entry));
+    if ((!py::isinstance<py::tuple>(entry) && !py::isinstance<py::list>(entry)) || py::len(entry) != 3)
+      throw InvalidArgument(fmt::format("{} is not a tuple (alg, shards, limit)", where));
+    const auto tuple = py::reinterpret_borrow<py::sequence>(entry);
+    const py::object alg = tuple[0], shards = tuple[1], limit = tuple[2];
+    if (!py::isinstance<py::str>(alg) || py::len(alg) == 0)
+      throw InvalidArgument(fmt::format("{}: alg must be a non-empty string such as \"xring\"", where));
+    const auto name = alg.cast<std::string>();
+    if (name.find_first_of(":# \t") != std::string::npos)
+      throw InvalidArgument(fmt::format("{}: alg must be one name (\"pscpu/pscpu\"), without ':', '#' or spaces", where));
+    if (!is_int(shards) || shards.cast<long long>() < 1)
+      throw InvalidArgument(fmt::format("{}: shards must be an int >= 1", where));
+    if (!is_int(limit)) throw InvalidArgument(fmt::format("{}: limit must be an int (bytes; -1 = no limit)", where));
+    const bool last = i + 1 == entries.size();
+    const auto bytes = limit.cast<long long>();
+    if (last && bytes != -1)
+      throw InvalidArgument(fmt::format("{}: the last limit must be -1 (no limit), so that every size has an "
+                                        "algorithm",
+                                        where));
+    if (!last && bytes < 0)
+      throw InvalidArgument(fmt::format("{}: only the last limit may be -1; limits are byte counts >= 0", where));
+    text += name;
+    if (shards.cast<long long>() != 1) text += fmt::format("#{}", shards.cast<long long>());
+    if (!last) text += fmt::format(":{}:", bytes);
+  }
+  return text;
+}
+
+}  // namespace strata_py
