@@ -51,7 +51,7 @@ class ArrayView {
 
  private:
   void view_buffer(py::handle obj, Access access, bool as_bfloat16);
-  void view_cuda_array_interface(py::handle obj, Access access);
+  void view_cuda_array_interface(py::handle interface, Access access);  // the __cuda_array_interface__ dict
   void view_dlpack(py::handle obj);
   void release();  // gives the buffer and the DLPack tensor back; idempotent
 
