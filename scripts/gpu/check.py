@@ -330,12 +330,15 @@ def build_steps(manifest, tmp):
 def machine_info():
     info = {"hostname": platform.node(), "kernel": platform.release(), "glibc": "-".join(platform.libc_ver()),
             "python": platform.python_version()}
+    info["gpus"] = []
     if shutil.which("nvidia-smi"):
-        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,pci.bus_id",
-                            "--format=csv,noheader"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        info["gpus"] = [line.strip() for line in q.stdout.splitlines() if line.strip()]
-    else:
-        info["gpus"] = []
+        try:
+            q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,pci.bus_id,compute_cap",
+                                "--format=csv,noheader"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=30)
+            info["gpus"] = [line.strip() for line in q.stdout.splitlines() if line.strip()]
+        except subprocess.TimeoutExpired:
+            info["gpus"] = ["nvidia-smi did not answer within 30 s"]
     return info
 
 
