@@ -119,7 +119,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {
@@ -140,7 +140,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {
@@ -163,7 +163,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {
