@@ -38,6 +38,17 @@ namespace {
 
 using strata::InvalidArgument;
 
+// By member, not position, so that a reordered or grown struct cannot
+// silently swap the values.
+strata::PackingOptions packing_options(int num_packs, long long agg_small_grads_max_bytes,
+                                       int agg_small_grads_max_group) {
+  strata::PackingOptions packing;
+  packing.num_packs = num_packs;
+  packing.agg_small_grads_max_bytes = agg_small_grads_max_bytes;
+  packing.agg_small_grads_max_group = agg_small_grads_max_group;
+  return packing;
+}
+
 py::object all_reduce(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
@@ -87,7 +98,7 @@ py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle 
                                      Py_TYPE(arrays.ptr())->tp_name));
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
-  const strata::PackingOptions packing{num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group};
+  const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
   std::vector<strata::Tensor> tensors;
   std::size_t i = 0;
@@ -117,7 +128,7 @@ py::list plan_for(PyCommunicator& self, py::handle arrays, py::handle options, i
     throw py::type_error(fmt::format("arrays is a {}: pass a list (or tuple) of arrays",
                                      Py_TYPE(arrays.ptr())->tp_name));
   const strata::CommunicationOptions opts = to_options(options, "options");
-  const strata::PackingOptions packing{num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group};
+  const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
   std::vector<strata::Tensor> tensors;
   std::size_t i = 0;
@@ -162,8 +173,9 @@ in a long-lived structure.)doc")
              if (chunk_bytes < 0)
                throw InvalidArgument(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes));
              const MPI_Comm mpi = mpi_comm_of(comm);
-             strata::Config config{spec_text(all_reduce_spec, "all_reduce_spec"),
-                                   static_cast<std::size_t>(chunk_bytes)};
+             strata::Config config;  // by member, not position: Config may grow fields
+             config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
+             config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
