@@ -50,6 +50,7 @@ std::set<std::string>& unrouted_logged() {
 
 void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
+  if (d.why == Why::process && d.detail == kMpiNotRunning) return;  // naming the comm would need MPI
   try {
     const std::string label = comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : comm_label(comm);
     const std::string message =
