@@ -36,12 +36,12 @@ void exchange_slices(Transport& t, void* out, std::size_t count, DataType dtype,
 
 void hierarchical_all_reduce(const Job& job, const host::Algorithm& intra, const host::Algorithm& cross,
                              const topo::NodeSplit& split, host::ShmSegment* segment, const util::Deadline& deadline,
-                             const plan::CallInfo& info, util::Workspace& workspace) {
+                             const plan::CallInfo& info, util::Workspace& workspace, util::Arena* landing) {
   const int owners = split.min_local_size;
   const bool shm = segment != nullptr;
 
   // 1. Reduce-scatter inside the node.
-  Transport local(split.node, deadline, info, workspace);
+  Transport local(split.node, deadline, info, workspace, landing);
   if (split.local_size == 1) {
     if (job.out != job.in) std::memcpy(job.out, job.in, job.count * job.element_bytes());
   } else if (shm) {
@@ -57,7 +57,7 @@ void hierarchical_all_reduce(const Job& job, const host::Algorithm& intra, const
     const util::Slice mine = util::even_slice(job.count, static_cast<std::size_t>(owners),
                                               static_cast<std::size_t>(split.local_rank));
     if (mine.count > 0) {
-      Transport across(split.cross, deadline, info, workspace);
+      Transport across(split.cross, deadline, info, workspace, landing);
       Job slice = job;
       slice.in = slice.out = static_cast<std::byte*>(job.out) + mine.offset * job.element_bytes();
       slice.count = mine.count;

@@ -14,6 +14,7 @@
 #include "host/shm_segment.hpp"
 #include "plan/job.hpp"
 #include "topo/node_split.hpp"
+#include "util/arena.hpp"
 #include "util/deadline.hpp"
 #include "util/workspace.hpp"
 
@@ -24,6 +25,6 @@ namespace strata::exec {
 // null). `info` names the call in timeout messages.
 void hierarchical_all_reduce(const plan::Job& job, const host::Algorithm& intra, const host::Algorithm& cross,
                              const topo::NodeSplit& split, host::ShmSegment* segment, const util::Deadline& deadline,
-                             const plan::CallInfo& info, util::Workspace& workspace);
+                             const plan::CallInfo& info, util::Workspace& workspace, util::Arena* landing = nullptr);
 
 }  // namespace strata::exec
