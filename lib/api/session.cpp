@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "api/validate.hpp"
@@ -257,19 +258,24 @@ gpu::Backend& Session::gpu_backend(const util::Deadline& deadline, std::string_v
   if (gpu::device_available(&why) && mine.cuda_device < 0) why = mine.how;
   // The lowest rank that cannot go on, and its reason, reach every rank.
   host::Transport agree(comm_, rank_, size_, deadline, {collective, sequence_, 0, "GPU setup"}, workspace_);
-  int first_failing = why.empty() ? size_ : rank_;
+  // The buffers of these bounded collectives live in the landing arena (never
+  // the stack): given up at the deadline, they may still complete later.
+  constexpr std::size_t kText = 512;
+  int& first_failing = *reinterpret_cast<int*>(landing_.allocate(sizeof(int)));
+  first_failing = why.empty() ? size_ : rank_;
   MPI_Request request = MPI_REQUEST_NULL;
   STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm_, &request));
   agree.wait_collective(request);
   if (first_failing < size_) {
-    std::array<char, 512> text{};
-    if (rank_ == first_failing) why.copy(text.data(), text.size() - 1);
-    STRATA_CHECK_MPI(MPI_Ibcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, first_failing, comm_, &request));
+    char* text = reinterpret_cast<char*>(landing_.allocate(kText));
+    std::memset(text, 0, kText);
+    if (rank_ == first_failing) why.copy(text, kText - 1);
+    STRATA_CHECK_MPI(MPI_Ibcast(text, static_cast<int>(kText), MPI_CHAR, first_failing, comm_, &request));
     agree.wait_collective(request);
     throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}: {}; pass host memory",
                                   util::where(), first_failing == rank_ ? std::string("this rank")
                                                                         : fmt::format("rank {}", first_failing),
-                                  text.data()));
+                                  text));
   }
   gpu_ = gpu::make_backend(comm_, split_, mine.cuda_device);
   return *gpu_;
