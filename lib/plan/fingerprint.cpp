@@ -7,23 +7,11 @@
 #include <vector>
 
 #include "strata/errors.hpp"
+#include "util/ranges.hpp"
 #include "util/where.hpp"
 
 namespace strata::plan {
 namespace {
-
-// "0-2,5" for ascending ranks.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    text += fmt::format("{}{}", text.empty() ? "" : ",", ranks[i]);
-    if (j > i) text += fmt::format("-{}", ranks[j]);
-    i = j + 1;
-  }
-  return text;
-}
 
 std::string_view operation_name(std::int64_t value) {
   static constexpr std::string_view kNames[] = {"all_reduce",       "reduce",       "broadcast",
@@ -103,7 +91,7 @@ std::string describe_disagreement(std::span<const Fingerprint> all) {
     bool first = true;
     for (const auto& [value, ranks] : holders) {
       clause += fmt::format("{}{} on rank{} {}", first ? "" : ", ", field.show(value), ranks.size() > 1 ? "s" : "",
-                            rank_list(ranks));
+                            util::ranges(ranks));
       first = false;
     }
     text += (text.empty() ? "" : "; ") + clause;
