@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
@@ -52,6 +53,14 @@ const std::vector<Field>& fields() {
 }
 
 }  // namespace
+
+std::uint64_t digest(const Fingerprint& fingerprint) {
+  std::uint64_t words[sizeof(Fingerprint) / 8];
+  std::memcpy(words, &fingerprint, sizeof words);
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (const std::uint64_t w : words) h = (h ^ w) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+  return h;
+}
 
 std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
