@@ -32,7 +32,8 @@ flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$w
 # shellcheck disable=SC2086 # flags are a list
 mpicxx.mpich -std=c++20 "$example" $flags -o "$work/hello"
 libdir=$(dirname "$(dirname "$pc")")
-LD_LIBRARY_PATH=$libdir ldd "$work/hello" | grep -q "libmpich" || { echo "mpich test: hello does not link MPICH"; exit 1; }
+linked=$(LD_LIBRARY_PATH=$libdir ldd "$work/hello")  # (not piped into grep -q: pipefail and SIGPIPE)
+grep -q "libmpich" <<<"$linked" || { echo "mpich test: hello does not link MPICH:"; echo "$linked"; exit 1; }
 out=$(LD_LIBRARY_PATH=$libdir timeout 120 mpirun.mpich -np 4 "$work/hello" 2>/dev/null)
 echo "$out"
 [ "$out" = "mean of ranks = 1.5" ] || { echo "mpich test: the README example printed '$out'"; exit 1; }
