@@ -11,14 +11,13 @@
 # count: 3 ranks where the test has them (odd and not a power of two:
 # recursive halving's extra ranks, uneven slices, a root that is neither
 # first nor last), else its smallest. Tests with their own environment
-# (virtual nodes, -rpnK) count as tests of their own. Named below, each with
-# its reason: tests left out for time, and tests run with leak detection off
-# for a library finding. Not covered here: the other rank counts (1, 2, 4,
-# 5, 8 ranks run in the main pass only), the other suites (cluster, topo,
-# packing, bench, install, interpose, python, slurm, bundle) and the GPU
-# backend (-Dcuda=disabled). The list comes from `meson introspect`, so
-# tests added to the unit or mpi suite are picked up without touching this
-# script.
+# (virtual nodes, -rpnK) count as tests of their own. Tests that run with
+# leak detection off, each for a library finding, are named below with the
+# finding. Not covered here: the other rank counts (1, 2, 4, 5, 8 ranks run
+# in the main pass only), the other suites (cluster, topo, packing, capi,
+# bench, install, interpose, python, slurm, bundle) and the GPU backend
+# (-Dcuda=disabled). The list comes from `meson introspect`, so tests added
+# to the unit or mpi suite are picked up without touching this script.
 #
 # The build: -O1 -g1 (line tables) rather than debugoptimized's -O2 -g: less
 # than half the compile time, and file:line still in every report; asserts
@@ -63,17 +62,13 @@ STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
 #     and Workspace::get (rechd.cpp, tree.cpp). Kept reachable (a static
 #     list of abandoned blocks), they would no longer count as leaks.
 no_leak_check="test_stopped"
-# Tests left out for time, with what covers them instead.
-#   test_lifetime-np2: 1000 move assignments take about 100 s under the
-#     sanitizers; test_lifetime-np3-rpn2 runs 200 of the same here.
-skip="test_lifetime-np2"
 
 # The selected tests' names (first line: with leak detection; second line:
 # without) and the ninja targets they run (third line).
-selection=$(python3 - "$build" "$no_leak_check" "$skip" <<'PY'
+selection=$(python3 - "$build" "$no_leak_check" <<'PY'
 import json, os, re, subprocess, sys
 
-build, no_leak_check, skip = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+build, no_leak_check = sys.argv[1], sys.argv[2].split()
 def introspect(what):
     return json.loads(subprocess.check_output(["meson", "introspect", build, what]))
 
@@ -91,7 +86,6 @@ for test in introspect("--tests"):
         variants.setdefault((m.group(1), m.group(3)), {})[int(m.group(2))] = test
 for ranks in variants.values():
     chosen.append(ranks[3] if 3 in ranks else ranks[min(ranks)])
-chosen = [test for test in chosen if test["name"] not in skip]
 files = {os.path.relpath(f, build) for test in chosen for d in test["depends"] for f in targets[d]["filename"]}
 unchecked = lambda test: any(targets[d]["name"] in no_leak_check for d in test["depends"])
 print(" ".join(test["name"] for test in chosen if not unchecked(test)))
