@@ -33,8 +33,14 @@ typedef enum strata_status {
   STRATA_ERR_PEER_FAILURE = 4,      /* a peer failed, or an earlier failure broke the communicator */
   STRATA_ERR_UNAVAILABLE = 5,       /* not available here (no GPU, built without CUDA, ...) */
   STRATA_ERR_BACKEND = 6,           /* MPI, CUDA or NCCL returned an error */
-  STRATA_ERR_INTERNAL = 7           /* anything else: out of memory, a bug in strata */
+  STRATA_ERR_INTERNAL = 7,          /* anything else: out of memory, a bug in strata */
+  STRATA_STATUS_MAX_ENUM = 0x7fffffff
 } strata_status;
+
+/* Every enum below ends in a _MAX_ENUM value: it makes the enum as wide as
+ * an int, so an out-of-range value a program passes (e.g. read from a file)
+ * is a value strata can check and refuse with STRATA_ERR_INVALID_ARGUMENT,
+ * not undefined behaviour in the C++ behind this header. Never pass it. */
 
 /* ---- vocabulary (same order and values as the C++ enums) ------------------ */
 typedef enum strata_dtype {
@@ -47,23 +53,36 @@ typedef enum strata_dtype {
   STRATA_I32 = 6,
   STRATA_U32 = 7,
   STRATA_I64 = 8,
-  STRATA_U64 = 9
+  STRATA_U64 = 9,
+  STRATA_DTYPE_MAX_ENUM = 0x7fffffff
 } strata_dtype;
 
 /* mean = sum / number of ranks, in the buffer's own dtype (integers truncate
  * toward zero). */
-typedef enum strata_op { STRATA_SUM = 0, STRATA_MEAN = 1, STRATA_MIN = 2, STRATA_MAX = 3, STRATA_PROD = 4 } strata_op;
+typedef enum strata_op {
+  STRATA_SUM = 0,
+  STRATA_MEAN = 1,
+  STRATA_MIN = 2,
+  STRATA_MAX = 3,
+  STRATA_PROD = 4,
+  STRATA_OP_MAX_ENUM = 0x7fffffff
+} strata_op;
 
 /* automatic follows the communicator's all_reduce_spec; ring forces xring;
  * nccl forces NCCL (CUDA memory only). */
 typedef enum strata_implementation {
   STRATA_IMPL_AUTO = 0,
   STRATA_IMPL_RING = 1,
-  STRATA_IMPL_NCCL = 2
+  STRATA_IMPL_NCCL = 2,
+  STRATA_IMPL_MAX_ENUM = 0x7fffffff
 } strata_implementation;
 
 /* Where a call's buffers live. */
-typedef enum strata_memory { STRATA_MEMORY_HOST = 0, STRATA_MEMORY_CUDA = 1 } strata_memory;
+typedef enum strata_memory {
+  STRATA_MEMORY_HOST = 0,
+  STRATA_MEMORY_CUDA = 1,
+  STRATA_MEMORY_MAX_ENUM = 0x7fffffff
+} strata_memory;
 
 /* ---- option structs ------------------------------------------------------
  * Plain values, read during the call only. Start from the INIT macro or the

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "util/abandoned.hpp"
+
 namespace strata::util {
 namespace {
 
@@ -43,7 +45,9 @@ void Arena::reset() {
 }
 
 void Arena::abandon() {
-  blocks_.clear();  // deliberately leaked: a cancelled-too-late receive may still land there
+  // A receive given up too late may still land there: kept forever.
+  for (Block& block : blocks_) keep_forever(block.data);
+  blocks_.clear();
   used_ = 0;
   total_ = 0;
 }

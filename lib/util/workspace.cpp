@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "util/abandoned.hpp"
+
 namespace strata::util {
 
 std::byte* Workspace::get(std::size_t slot, std::size_t bytes) {
@@ -12,7 +14,7 @@ std::byte* Workspace::get(std::size_t slot, std::size_t bytes) {
     const std::size_t rounded = (bytes + 63) / 64 * 64;
     void* fresh = std::aligned_alloc(64, rounded);
     if (!fresh) throw std::bad_alloc();
-    if (!abandoned_) std::free(buffer.data);  // an abandoned buffer may still be in MPI's hands
+    std::free(buffer.data);
     buffer = {static_cast<std::byte*>(fresh), rounded};
   }
   return buffer.data;
@@ -27,11 +29,12 @@ bool Workspace::owns(const void* data, std::size_t bytes) const {
 }
 
 void Workspace::abandon() {
-  abandoned_ = true;
+  // MPI may still write into any of them: kept for the life of the process.
+  for (Buffer& buffer : buffers_) keep_forever(buffer.data);
+  buffers_.clear();
 }
 
 Workspace::~Workspace() {
-  if (abandoned_) return;  // deliberately leaked, see abandon()
   for (Buffer& buffer : buffers_) std::free(buffer.data);
 }
 

@@ -17,8 +17,8 @@ class Workspace {
   // Whether [data, data + bytes) lies inside one of this workspace's buffers.
   bool owns(const void* data, std::size_t bytes) const;
 
-  // After a timeout MPI may still write into our buffers: keep them alive
-  // for the life of the process instead of freeing them.
+  // After a timeout MPI may still write into our buffers: hand them to
+  // util::keep_forever (never freed) and start afresh.
   void abandon();
   ~Workspace();
 
@@ -28,7 +28,6 @@ class Workspace {
     std::size_t bytes = 0;
   };
   std::vector<Buffer> buffers_;
-  bool abandoned_ = false;
 };
 
 }  // namespace strata::util
