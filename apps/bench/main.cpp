@@ -22,6 +22,7 @@
 #include "models.hpp"
 #include "nccl_baseline.hpp"
 #include "options.hpp"
+#include "output.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -32,7 +33,8 @@ namespace bench {
 namespace {
 
 // Exit statuses (also in --help and docs/BENCHMARKING.md). 77 is automake's
-// (and meson's) "skipped": the run cannot happen on this machine.
+// (and meson's) "skipped": the run cannot happen on this machine. 3 is also
+// an output (stdout, -J, --csv) that could not be written.
 constexpr int kExitWrong = 1, kExitUsage = 2, kExitError = 3, kExitSkip = 77;
 
 struct World {
@@ -187,6 +189,17 @@ int run(const Options& o, const World& w) {
     cuda::set_device(cuda_run.device);
     cuda_run.memory = cuda::device_memory(cuda_run.device);
   }
+  // Rank 0's outputs, opened now that the run will happen (past the usage
+  // checks and the CUDA skips), so that a file that cannot be created fails
+  // the run in seconds rather than after the sweep.
+  Output table, json, csv;
+  if (w.rank == 0) {
+    table = Output::standard_output();
+    if (!o.json_path.empty()) json = Output::file("--json", o.json_path);
+    if (!o.csv_path.empty()) csv = Output::file("--csv", o.csv_path);
+  }
+  if (!outputs_ok(MPI_COMM_WORLD, {&json, &csv})) return kExitError;
+
   MPI_Comm mpi_comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm);  // the baseline's traffic stays apart from strata's
 
@@ -241,7 +254,7 @@ int run(const Options& o, const World& w) {
   if (o.baseline == Baseline::mpi) baseline = [&] { c.run_baseline(ctx, buffers); };
   if (o.baseline == Baseline::nccl) baseline = [&] { nccl->run(o.collective, ctx, buffers); };
 
-  if (w.rank == 0) print_header(stdout, info);
+  if (w.rank == 0) print_header(table, info);
   std::vector<std::size_t> row_bytes;
   for (std::size_t n : sweep ? counts : std::vector<std::size_t>{buffers.total_count()})
     row_bytes.push_back(n * strata::dtype_size(o.dtype));
@@ -254,7 +267,7 @@ int run(const Options& o, const World& w) {
     rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, baseline));
     if (w.rank == 0) {
       progress.finish();
-      print_row(stdout, info, rows.back());
+      print_row(table, info, rows.back());
     }
     progress.done(k);
   }
@@ -276,12 +289,19 @@ int run(const Options& o, const World& w) {
     MPI_Barrier(MPI_COMM_WORLD);
   }
   if (w.rank == 0) {
-    print_footer(stdout, info, rows, summary);
-    if (!o.json_path.empty()) write_json(o.json_path, info, rows, summary);
-    if (!o.csv_path.empty()) write_csv(o.csv_path, info, rows);
+    print_footer(table, info, rows, summary);
+    if (!o.json_path.empty()) json.write(json_text(info, rows, summary));
+    if (!o.csv_path.empty()) csv.write(csv_text(info, rows));
   }
+  table.close();
+  json.close();
+  csv.close();
+  // Results that were measured but not all written are an error, even when
+  // some value was wrong: the record of the run is incomplete.
+  const bool written = outputs_ok(MPI_COMM_WORLD, {&table, &json, &csv});
   nccl.reset();  // NCCL's communicator goes before the MPI one it was bootstrapped over
   MPI_Comm_free(&mpi_comm);
+  if (!written) return kExitError;
   return summary.wrong_total ? kExitWrong : 0;
 }
 
@@ -298,7 +318,11 @@ int main(int argc, char** argv) {
     std::string help;
     const auto options = bench::parse_options(argc, argv, &help);
     if (!options) {
-      if (w.rank == 0) fmt::print("{}", help);
+      bench::Output out;
+      if (w.rank == 0) out = bench::Output::standard_output();
+      out.write(help);
+      out.close();
+      if (!bench::outputs_ok(MPI_COMM_WORLD, {&out})) status = bench::kExitError;
     } else if (options->root >= w.size) {
       throw bench::UsageError(fmt::format("--root = {}: must be below the number of ranks ({})", options->root, w.size));
     } else {

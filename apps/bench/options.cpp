@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <set>
@@ -98,12 +100,58 @@ Baseline parse_baseline(const std::string& text, strata::Memory memory) {
   throw UsageError(fmt::format("--baseline = '{}' is not one of: mpi, nccl", text));
 }
 
+// The largest message size -b/-e accept: 64 TiB. An out-of-place run holds
+// two buffers of it, and 4-level page tables (x86-64, AArch64) give a process
+// 128 TiB of address space, so nothing larger can be allocated; the bound
+// also keeps the buffer arithmetic far from overflowing.
+constexpr std::size_t kMaxBytes = std::size_t{1} << 46;
+// -n and -w at most: each timed iteration keeps its time (8 bytes per rank,
+// all reduced at once), and a million is far beyond what a stable median
+// needs.
+constexpr long long kMaxIterations = 1'000'000;
+
 std::size_t parse_size_flag(const std::string& text, const char* flag) {
+  std::size_t bytes = 0;
   try {
-    return parse_size(text);
+    bytes = parse_size(text);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{} = '{}': {}", flag, text, e.what()));
   }
+  if (bytes > kMaxBytes)
+    throw UsageError(fmt::format("{} = '{}': at most {}G ({}): two buffers of more fit in no address space", flag,
+                                 text, kMaxBytes >> 30, human_bytes(kMaxBytes)));
+  return bytes;
+}
+
+// An integer flag: an optional '-' and decimal digits, nothing else (no
+// sign, space, fraction or exponent), within [lo, hi]. Boost's own
+// conversion would read "-2" into an unsigned as 2^64 - 2; this refuses it.
+long long parse_integer_flag(const std::string& text, const char* flag, long long lo, long long hi) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || stop != end || value < lo || value > hi)
+    throw UsageError(fmt::format("{} = '{}': expected an integer from {} to {}", flag, text, lo, hi));
+  return value;
+}
+
+// A number of seconds: a finite decimal number >= 0 ("0.5", "1e3"). "inf"
+// and "nan" parse as doubles, but strata would refuse them at the first call,
+// on every rank, as an error rather than a usage mistake.
+double parse_seconds_flag(const std::string& text, const char* flag) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || stop != end || !std::isfinite(value) || value < 0)
+    throw UsageError(fmt::format("{} = '{}': expected a finite number of seconds >= 0 (0 = no timeout)", flag, text));
+  return value;
+}
+
+// -J/--csv: a file name; an empty one is a mistake (a shell variable left
+// unset, say), not a request for no output.
+std::string parse_path_flag(const std::string& text, const char* flag) {
+  if (text.empty()) throw UsageError(fmt::format("{} = '': expected a file name", flag));
+  return text;
 }
 
 }  // namespace
@@ -137,13 +185,18 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   Options o;
   std::string min_bytes = "8", max_bytes = "64M", dtype = "f32", op = "sum", collective = "all_reduce";
   std::string memory = "host", baseline, check = "1";
+  // Numbers are read as text and parsed below (parse_integer_flag,
+  // parse_seconds_flag), so that every bad value gets the same one-line
+  // message naming the flag and the value.
+  std::string step_factor = "2", iters = "20", warmup = "5", root = "0", timeout = "0", bytes_per_pack = "0",
+              num_packs = "0", json_path, csv_path;
   po::options_description sweep("Sizes and iterations (nccl-tests flags)", 100);
   sweep.add_options()
-      ("minbytes,b", po::value(&min_bytes)->default_value(min_bytes), "smallest message size in bytes (k/M/G suffixes, powers of 1024)")
+      ("minbytes,b", po::value(&min_bytes)->default_value(min_bytes), "smallest message size in bytes (k/M/G suffixes, powers of 1024; at most 64 TiB)")
       ("maxbytes,e", po::value(&max_bytes)->default_value(max_bytes), "largest message size in bytes")
-      ("stepfactor,f", po::value(&o.step_factor)->default_value(o.step_factor), "multiply the size by this factor between rows (>= 2)")
-      ("iters,n", po::value(&o.iters)->default_value(o.iters), "timed iterations per size; the reported time is their median")
-      ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "untimed warm-up iterations per size")
+      ("stepfactor,f", po::value(&step_factor)->default_value(step_factor), "multiply the size by this factor between rows (>= 2)")
+      ("iters,n", po::value(&iters)->default_value(iters), "timed iterations per size (1 to 1000000); the reported time is their median")
+      ("warmup_iters,w", po::value(&warmup)->default_value(warmup), "untimed warm-up iterations per size (0 to 1000000)")
       ("check,c", po::value(&check)->default_value(check), "1: check every size's result against the bench's own reference (#wrong column); 0: skip");
   po::options_description what("What to run", 100);
   what.add_options()
@@ -151,19 +204,19 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("model", po::value(&o.model), "with --collective batch: the model whose gradients form one batch (resnet50 | bert-large | gpt2-small)")
       ("datatype,d", po::value(&dtype)->default_value(dtype), "f32 f64 f16 bf16 i8 u8 i32 u32 i64 u64 (or nccl-tests' float, half, double, int32, ...)")
       ("op,o", po::value(&op)->default_value(op), "sum | mean | min | max | prod (avg = mean)")
-      ("root,r", po::value(&o.root)->default_value(o.root), "root rank for reduce and broadcast")
+      ("root,r", po::value(&root)->default_value(root), "root rank for reduce and broadcast")
       ("algorithm,a", po::value(&o.algorithm)->default_value("", "$STRATA_SPEC or auto"), "strata's all_reduce_spec: 'auto', a name (tree, mpi, xring, rechd, pscpu), 'name#shards' or size-limited tuples such as 'tree:4k:xring'")
       ("in-place", po::bool_switch(&o.in_place), "in place (output buffer = input buffer)")
       ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: device buffers on each rank's GPU; exit 77 where a rank has none)")
-      ("timeout,T", po::value(&o.timeout_seconds)->default_value(0), "CommunicationOptions::timeout_seconds for every call (0 = none)")
-      ("bytes-per-pack", po::value(&o.bytes_per_pack)->default_value(0), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
-      ("num-packs", po::value(&o.num_packs)->default_value(0), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)");
+      ("timeout,T", po::value(&timeout)->default_value(timeout), "CommunicationOptions::timeout_seconds for every call (0 = none)")
+      ("bytes-per-pack", po::value(&bytes_per_pack)->default_value(bytes_per_pack), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
+      ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
       ("memcpy-reference", po::bool_switch(&o.memcpy_reference), "also print, at the largest size, the single-core memcpy bandwidth (host memory) or the pinned device->host and host->device copy bandwidth (cuda)")
-      ("json,J", po::value(&o.json_path), "write the results as JSON to this file (rank 0)")
-      ("csv", po::value(&o.csv_path), "write the rows as CSV to this file (rank 0)")
+      ("json,J", po::value(&json_path), "write the results as JSON to this file (rank 0)")
+      ("csv", po::value(&csv_path), "write the rows as CSV to this file (rank 0)")
       ("no-progress", po::bool_switch(&o.quiet_progress), "no progress lines on stderr")
       ("help,h", "print this help and exit");
   po::options_description all;
@@ -172,6 +225,12 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   po::variables_map vm;
   try {
     po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
+    // Without a positional description Boost keeps stray words unnamed, and
+    // store() would drop them silently.
+    for (const po::option& option : parsed.options)
+      if (option.string_key.empty())
+        throw UsageError(fmt::format("unexpected argument '{}': strata-bench takes flags only",
+                                     option.original_tokens.empty() ? "" : option.original_tokens.front()));
     // A repeated flag: the last one wins, so that wrapper scripts
     // (scripts/bench.sh) can put defaults first and the user's flags after.
     std::set<std::string> seen;
@@ -190,8 +249,9 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       out << "usage: mpirun -np N strata-bench [options]\n"
              "Times strata's collectives over a range of sizes (nccl-tests style) and checks every result.\n"
              "Exit status: 0 all results right, 1 wrong values, 2 bad command line, 3 a strata, MPI, CUDA or NCCL\n"
-             "error, 77 skipped: --memory cuda where some rank has no usable CUDA device (or this strata-bench was\n"
-             "built without CUDA), or --baseline nccl with two ranks on one GPU.\n"
+             "error, or an output (stdout, --json, --csv) that could not be written, 77 skipped: --memory cuda\n"
+             "where some rank has no usable CUDA device (or this strata-bench was built without CUDA), or\n"
+             "--baseline nccl with two ranks on one GPU.\n"
           << all
           << "\nExamples:\n"
              "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
@@ -208,17 +268,21 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   o.max_bytes = parse_size_flag(max_bytes, "--maxbytes");
   if (o.min_bytes > o.max_bytes)
     throw UsageError(fmt::format("--minbytes = {} is larger than --maxbytes = {}", o.min_bytes, o.max_bytes));
-  if (o.step_factor < 2) throw UsageError(fmt::format("--stepfactor = {}: must be at least 2", o.step_factor));
-  if (o.iters < 1) throw UsageError(fmt::format("--iters = {}: must be at least 1", o.iters));
-  if (o.warmup < 0) throw UsageError(fmt::format("--warmup_iters = {}: must not be negative", o.warmup));
+  // A factor above kMaxBytes gives the same single row as kMaxBytes.
+  o.step_factor = static_cast<std::size_t>(parse_integer_flag(step_factor, "--stepfactor", 2, kMaxBytes));
+  o.iters = static_cast<int>(parse_integer_flag(iters, "--iters", 1, kMaxIterations));
+  o.warmup = static_cast<int>(parse_integer_flag(warmup, "--warmup_iters", 0, kMaxIterations));
   o.check = parse_bool_flag(check, "--check");
   o.dtype = parse_dtype_flag(dtype);
   o.op = parse_op_flag(op);
   o.collective = parse_collective(collective);
-  if (o.root < 0) throw UsageError(fmt::format("--root = {}: must not be negative", o.root));
-  if (!(o.timeout_seconds >= 0)) throw UsageError(fmt::format("--timeout = {}: must be >= 0 seconds", o.timeout_seconds));
-  if (o.bytes_per_pack < 0) throw UsageError(fmt::format("--bytes-per-pack = {}: must be >= 0", o.bytes_per_pack));
-  if (o.num_packs < 0) throw UsageError(fmt::format("--num-packs = {}: must be >= 0", o.num_packs));
+  // The upper bound against the rank count is main's (MPI knows it).
+  o.root = static_cast<int>(parse_integer_flag(root, "--root", 0, INT_MAX));
+  o.timeout_seconds = parse_seconds_flag(timeout, "--timeout");
+  o.bytes_per_pack = parse_integer_flag(bytes_per_pack, "--bytes-per-pack", 0, LLONG_MAX);
+  o.num_packs = static_cast<int>(parse_integer_flag(num_packs, "--num-packs", 0, INT_MAX));
+  if (vm.count("json")) o.json_path = parse_path_flag(json_path, "--json");
+  if (vm.count("csv")) o.csv_path = parse_path_flag(csv_path, "--csv");
   o.memory = parse_memory(memory);
   o.baseline = parse_baseline(baseline, o.memory);
   if (o.collective == CollectiveKind::batch) {
@@ -227,6 +291,10 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
     if (o.in_place) throw UsageError("--in-place: batch_all_reduce is always in place; drop the flag");
   } else if (!o.model.empty()) {
     throw UsageError("--model only applies to --collective batch");
+  } else if (o.bytes_per_pack != 0 || o.num_packs != 0) {
+    // Packing options on one tensor would be silently ignored.
+    throw UsageError(fmt::format("--{} only applies to --collective batch",
+                                 o.bytes_per_pack != 0 ? "bytes-per-pack" : "num-packs"));
   }
   if (o.baseline == Baseline::mpi && o.collective != CollectiveKind::broadcast && (o.dtype == strata::DataType::f16 || o.dtype == strata::DataType::bf16))
     throw UsageError(fmt::format("--baseline mpi with --datatype {}: MPI has no {} type to reduce; use f32 for the comparison",

@@ -7,15 +7,11 @@
 namespace bench {
 namespace {
 
-void line(std::FILE* out, const std::string& text) {
-  std::fputs(text.c_str(), out);
-  std::fputc('\n', out);
-  std::fflush(out);
-}
+void line(Output& out, const std::string& text) { out.write(text + '\n'); }
 
 }  // namespace
 
-void print_header(std::FILE* out, const RunInfo& info) {
+void print_header(Output& out, const RunInfo& info) {
   std::string hosts;
   for (const auto& [host, ranks] : info.hosts) hosts += fmt::format("{}{} ({} ranks)", hosts.empty() ? "" : ", ", host, ranks);
   line(out, fmt::format("# strata-bench {}: {}, {} ranks on {} node{}: {}", info.version, info.collective, info.ranks,
@@ -53,7 +49,7 @@ void print_header(std::FILE* out, const RunInfo& info) {
   line(out, head2);
 }
 
-void print_row(std::FILE* out, const RunInfo& info, const Row& row) {
+void print_row(Output& out, const RunInfo& info, const Row& row) {
   std::string text = fmt::format("  {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10.2f} {:>8.3f} {:>8.3f} {:>6}", row.bytes,
                                  row.count, info.dtype, info.op, info.root, row.algorithm, row.time.median_us, row.algbw,
                                  row.busbw, row.wrong ? fmt::format("{}", *row.wrong) : "N/A");
@@ -62,7 +58,7 @@ void print_row(std::FILE* out, const RunInfo& info, const Row& row) {
   line(out, text);
 }
 
-void print_footer(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
+void print_footer(Output& out, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
   line(out, fmt::format("# Out of bounds values : {} {}", summary.wrong_total, summary.wrong_total ? "WRONG" : "OK"));
   line(out, fmt::format("# Avg bus bandwidth    : {:.4f} GB/s", summary.avg_busbw));
   if (summary.avg_baseline_busbw)

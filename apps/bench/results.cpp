@@ -5,9 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 namespace bench {
 
@@ -63,7 +61,7 @@ nlohmann::json timing_json(const Timing& t) {
 
 }  // namespace
 
-void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
+std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
   nlohmann::json hosts = nlohmann::json::array();
   for (const auto& [host, ranks] : info.hosts) hosts.push_back({{"host", host}, {"ranks", ranks}});
   nlohmann::json j = {
@@ -123,28 +121,25 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                                    {"host_buffer", "pinned (cudaMallocHost)"}};
     if (auto f = staged_fraction(rows, summary)) j["summary"]["device_copy"]["largest_algbw_fraction"] = *f;
   }
-
-  std::ofstream file(path);
-  file << j.dump(2) << '\n';
-  if (!file) throw std::runtime_error(fmt::format("cannot write JSON to '{}'", path));
+  return j.dump(2) + '\n';
 }
 
-void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows) {
-  std::ofstream file(path);
-  file << "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
-          "baseline_time_us,baseline_busbw,ratio,overhead_us\n";
+std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
+  std::string text =
+      "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
+      "baseline_time_us,baseline_busbw,ratio,overhead_us\n";
   for (const auto& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},", info.collective, info.ranks, info.dtype,
+    text += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},", info.collective, info.ranks, info.dtype,
                         info.op, info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, r.algbw, r.busbw,
                         r.wrong ? fmt::format("{}", *r.wrong) : "");
     if (r.baseline_time)
-      file << fmt::format("{:.3f},{:.4f},{:.4f},{:.3f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio(),
+      text += fmt::format("{:.3f},{:.4f},{:.4f},{:.3f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio(),
                           *r.overhead_us());
     else
-      file << ",,,";
-    file << '\n';
+      text += ",,,";
+    text += '\n';
   }
-  if (!file) throw std::runtime_error(fmt::format("cannot write CSV to '{}'", path));
+  return text;
 }
 
 }  // namespace bench

@@ -70,8 +70,9 @@ std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summar
 void fill_bandwidths(Row& row, double bus_factor);
 Summary summarise(const std::vector<Row>& rows);
 
-// Throw std::runtime_error naming the file when it cannot be written.
-void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary);
-void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows);
+// The -J and --csv files' contents (main writes them through an Output,
+// which reports a failed write).
+std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const Summary& summary);
+std::string csv_text(const RunInfo& info, const std::vector<Row>& rows);
 
 }  // namespace bench

@@ -50,6 +50,7 @@ std::set<std::string>& unrouted_logged() {
 
 void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
+  if (d.why == Why::process && d.detail == kMpiNotRunning) return;  // naming the comm would need MPI
   try {
     const std::string label = comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : comm_label(comm);
     const std::string message =
@@ -119,7 +120,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {
@@ -140,7 +141,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {
@@ -163,7 +164,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   CommEntry* entry = nullptr;
   if (d.to_strata()) {
     std::exception_ptr error;
-    entry = strata_entry(comm, d, error);
+    entry = d.entry ? d.entry : strata_entry(comm, d, error);
     if (error) return report_error(kCall, comm, error);
   }
   if (!entry) {

@@ -26,6 +26,18 @@ std::vector<CommEntry*>& live_entries() {
   return *entries;
 }
 
+// find_entry_fast's memory: the last communicator found with an entry.
+// Cleared when that entry is deleted, so a reused handle never maps to a
+// freed entry.
+struct LastFound {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommEntry* entry = nullptr;
+} last_found;
+
+void forget(const CommEntry* entry) noexcept {
+  if (last_found.entry == entry) last_found = {};
+}
+
 void destroy_communicator(CommEntry& entry) noexcept {
   if (!entry.strata) return;
   InsideStrata inside;  // its MPI_Comm_free calls go to MPI, not to us
@@ -42,6 +54,7 @@ int delete_entry(MPI_Comm comm, int, void* value, void*) {
   auto* entry = static_cast<CommEntry*>(value);
   auto& live = live_entries();
   live.erase(std::remove(live.begin(), live.end(), entry), live.end());
+  forget(entry);
   // (After the finalize hook the Communicator is gone and MPI may be half
   // shut down: then no log line, which would query MPI.)
   if (entry->strata && logging(Level::trace))
@@ -61,6 +74,7 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
   log_line(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
   for (auto it = live.rbegin(); it != live.rend(); ++it) destroy_communicator(**it);
   live.clear();
+  last_found = {};
   return MPI_SUCCESS;
 }
 
@@ -87,8 +101,15 @@ CommEntry* find_entry(MPI_Comm comm) noexcept {
   return static_cast<CommEntry*>(value);
 }
 
+CommEntry* find_entry_fast(MPI_Comm comm) noexcept {
+  if (comm == last_found.comm && comm != MPI_COMM_NULL) return last_found.entry;
+  CommEntry* entry = find_entry(comm);
+  if (entry) last_found = {comm, entry};
+  return entry;
+}
+
 CommEntry& entry_for(MPI_Comm comm) {
-  if (CommEntry* entry = find_entry(comm)) return *entry;
+  if (CommEntry* entry = find_entry_fast(comm)) return *entry;
   if (!ensure_keyvals()) throw std::bad_alloc();  // before anything collective
   auto entry = std::make_unique<CommEntry>();
   std::string failure;
@@ -118,6 +139,7 @@ CommEntry& entry_for(MPI_Comm comm) {
   }
   CommEntry* kept = entry.release();
   if (kept->strata) live_entries().push_back(kept);
+  last_found = {comm, kept};
   return *kept;
 }
 

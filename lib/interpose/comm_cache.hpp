@@ -30,6 +30,12 @@ struct CommEntry {
 // throws.
 CommEntry* find_entry(MPI_Comm comm) noexcept;
 
+// find_entry, remembering the last communicator that had an entry so that a
+// program calling on the same communicator again skips MPI's attribute
+// lookup. For the routing path only, which never runs concurrently (see
+// settings.hpp: nothing is routed under MPI_THREAD_MULTIPLE). Never throws.
+CommEntry* find_entry_fast(MPI_Comm comm) noexcept;
+
 // The entry cached on `comm`, creating it on first use. Collective over
 // `comm`: every rank must be inside the same collective call, which holds
 // because the caller routes a call to strata on every rank or on none.

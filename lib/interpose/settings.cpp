@@ -67,12 +67,12 @@ const MpiFacts& mpi_facts() {
 
 const char* process_refusal() noexcept {
   if (!routing_enabled()) return "STRATA_INTERPOSE=off";
-  if (finalizing.load(std::memory_order_acquire)) return "MPI is not running";
+  if (finalizing.load(std::memory_order_acquire)) return kMpiNotRunning;
   if (!initialized.load(std::memory_order_acquire)) {
     int init = 0, done = 0;
     PMPI_Initialized(&init);
     PMPI_Finalized(&done);
-    if (!init || done) return "MPI is not running";
+    if (!init || done) return kMpiNotRunning;
     initialized.store(true, std::memory_order_release);
   }
   const MpiFacts& facts = mpi_facts();

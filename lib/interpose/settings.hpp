@@ -6,6 +6,10 @@
 
 namespace strata::interpose {
 
+// process_refusal()'s answer before MPI_Init and from MPI_Finalize on, when
+// the interposer must not even ask MPI for names to log.
+inline constexpr const char* kMpiNotRunning = "MPI is not running";
+
 // Why no call of this process may go to strata right now, or nullptr when
 // calls may (subject to their own arguments). In order of checking:
 //   "STRATA_INTERPOSE=off"      - the environment turned routing off;

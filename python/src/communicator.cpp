@@ -38,6 +38,17 @@ namespace {
 
 using strata::InvalidArgument;
 
+// By member, not position, so that a reordered or grown struct cannot
+// silently swap the values.
+strata::PackingOptions packing_options(int num_packs, long long agg_small_grads_max_bytes,
+                                       int agg_small_grads_max_group) {
+  strata::PackingOptions packing;
+  packing.num_packs = num_packs;
+  packing.agg_small_grads_max_bytes = agg_small_grads_max_bytes;
+  packing.agg_small_grads_max_group = agg_small_grads_max_group;
+  return packing;
+}
+
 py::object all_reduce(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
@@ -87,7 +98,7 @@ py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle 
                                      Py_TYPE(arrays.ptr())->tp_name));
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
-  const strata::PackingOptions packing{num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group};
+  const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
   std::vector<strata::Tensor> tensors;
   std::size_t i = 0;
@@ -102,10 +113,45 @@ py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle 
   return arrays;
 }
 
-std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle collective) {
+std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle collective, py::handle memory) {
   if (nbytes < 0) throw InvalidArgument(fmt::format("nbytes = {} must be >= 0", nbytes));
   const strata::Collective which = to_collective(collective, "collective");
-  return self.call([&](strata::Communicator& c) { return c.algorithm_for(static_cast<std::size_t>(nbytes), which); });
+  const strata::Memory where = to_memory(memory, "memory");
+  py::gil_scoped_release release;  // the lock may be held by a collective in another thread
+  return self.call(
+      [&](strata::Communicator& c) { return c.algorithm_for(static_cast<std::size_t>(nbytes), which, where); });
+}
+
+py::list plan_for(PyCommunicator& self, py::handle arrays, py::handle options, int num_packs,
+                  long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
+  if (!py::isinstance<py::list>(arrays) && !py::isinstance<py::tuple>(arrays))
+    throw py::type_error(fmt::format("arrays is a {}: pass a list (or tuple) of arrays",
+                                     Py_TYPE(arrays.ptr())->tp_name));
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
+  ArrayViews views;
+  std::vector<strata::Tensor> tensors;
+  std::size_t i = 0;
+  for (py::handle array : arrays)
+    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), Access::read).tensor());
+  strata::Plan plan;
+  {
+    py::gil_scoped_release release;
+    plan = self.call([&](strata::Communicator& c) { return c.plan_for(tensors, packing, opts); });
+  }
+  py::list packs;
+  for (const strata::PlannedPack& pack : plan.packs) {
+    py::list members;
+    for (std::size_t index : pack.tensors) members.append(index);
+    py::dict entry;
+    entry["dtype"] = std::string(strata::to_string(pack.dtype));
+    entry["count"] = pack.count;
+    entry["bytes"] = pack.bytes;
+    entry["arrays"] = members;
+    entry["algorithm"] = pack.algorithm;
+    packs.append(entry);
+  }
+  return packs;
 }
 
 }  // namespace
@@ -127,8 +173,9 @@ in a long-lived structure.)doc")
              if (chunk_bytes < 0)
                throw InvalidArgument(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes));
              const MPI_Comm mpi = mpi_comm_of(comm);
-             strata::Config config{spec_text(all_reduce_spec, "all_reduce_spec"),
-                                   static_cast<std::size_t>(chunk_bytes)};
+             strata::Config config;  // by member, not position: Config may grow fields
+             config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
+             config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
@@ -136,7 +183,11 @@ in a long-lived structure.)doc")
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(
-          "broken", [](PyCommunicator& self) { return self.call([](strata::Communicator& c) { return c.broken(); }); },
+          "broken",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            return self.call([](strata::Communicator& c) { return c.broken(); });
+          },
           "True once a timeout or a peer failure broke the communicator; every later call raises "
           "strata.PeerFailure.")
       .def_property_readonly("closed", &PyCommunicator::closed, "True after close().")
@@ -172,8 +223,32 @@ automatic). Arrays must not overlap. Returns `arrays`. Packed floating-point
 results may differ in the last bits from per-array all_reduce (still
 identical on every rank).)doc")
       .def("algorithm_for", &algorithm_for, py::arg("nbytes"), py::arg("collective") = "all_reduce",
-           "The algorithm this communicator's spec runs for a host-memory call of `nbytes` bytes (\"pscpu\", "
-           "\"xring#2\", \"pscpu/rechd\"); collective is \"all_reduce\", \"reduce\" or \"broadcast\".")
+           py::arg("memory") = "host",
+           "The algorithm this communicator's spec runs for one call of `nbytes` bytes (\"pscpu\", \"xring#2\", "
+           "\"pscpu/rechd\"); collective is \"all_reduce\", \"reduce\" or \"broadcast\", memory \"host\" or "
+           "\"cuda\". Local.")
+      .def_property_readonly(
+          "all_reduce_spec",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            return self.call([](strata::Communicator& c) { return c.all_reduce_spec().to_string(); });
+          },
+          "The spec this communicator runs, as text (all_reduce_spec=, else STRATA_SPEC or STRATA_SPEC_FILE, else "
+          "\"auto\").")
+      .def(
+          "spec_map",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            return self.call([](strata::Communicator& c) { return c.spec_map(); });
+          },
+          "The size -> algorithm map of all-reduce on host memory, one line, as STRATA_DEBUG=INFO prints it. Local.")
+      .def("plan_for", &plan_for, py::arg("arrays"), py::arg("options") = py::none(), py::arg("num_packs") = 0,
+           py::arg("agg_small_grads_max_bytes") = 0, py::arg("agg_small_grads_max_group") = 10, R"doc(
+What batch_all_reduce(arrays, ...) with the same packing arguments would run:
+a list of packs in the order they run, each a dict with "dtype" ("f32"),
+"count" and "bytes" (of the pack), "arrays" (indexes of the arrays with
+elements in it) and "algorithm". Only the arrays' sizes, dtypes and memory
+matter; nothing is sent. ValueError as batch_all_reduce.)doc")
       .def(
           "close",
           [](PyCommunicator& self) {

@@ -22,7 +22,8 @@ class PyCommunicator {
   PyCommunicator(MPI_Comm comm, strata::Config config);
 
   // Runs f(communicator) under the call lock. Throws strata::InvalidArgument
-  // once closed. Call without the GIL: a call may block in a collective.
+  // once closed. Call without the GIL: the lock may be held by a collective
+  // running in another thread, and f itself may block in one.
   template <class F>
   decltype(auto) call(F&& f) {
     std::lock_guard<std::mutex> lock(mutex_);

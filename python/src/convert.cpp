@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <vector>
 
 #include "strata/errors.hpp"
+#include "strata/spec.hpp"
 
 namespace strata_py {
 
@@ -69,6 +71,13 @@ strata::Collective to_collective(py::handle value, const char* field) {
       fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\"", field, repr_of(value)));
 }
 
+strata::Memory to_memory(py::handle value, const char* field) {
+  const std::string name = name_of(value);
+  if (name == "host") return strata::Memory::host;
+  if (name == "cuda") return strata::Memory::cuda;
+  throw InvalidArgument(fmt::format("{} = {} is not one of \"host\", \"cuda\"", field, repr_of(value)));
+}
+
 strata::CommunicationOptions to_options(py::handle value, const char* field) {
   if (value.is_none()) return {};
   if (!py::isinstance<strata::CommunicationOptions>(value))
@@ -79,7 +88,7 @@ strata::CommunicationOptions to_options(py::handle value, const char* field) {
 
 std::string spec_text(py::handle spec, const char* field) {
   if (spec.is_none()) return {};
-  if (py::isinstance<py::str>(spec)) return spec.cast<std::string>();
+  if (py::isinstance<py::str>(spec)) return strata::AllReduceSpec(spec.cast<std::string>()).to_string();
   if (!py::isinstance<py::tuple>(spec) && !py::isinstance<py::list>(spec))
     throw py::type_error(fmt::format("{} = {}: pass a string (\"pscpu/pscpu#2\"), a tuple (alg, shards, limit) or a "
                                      "list of such tuples",
@@ -92,9 +101,9 @@ std::string spec_text(py::handle spec, const char* field) {
   } else {
     for (py::handle entry : outer) entries.push_back(py::reinterpret_borrow<py::object>(entry));
   }
-  if (entries.empty()) throw InvalidArgument(fmt::format("{} is empty; give at least one (alg, shards, limit)", field));
-
-  std::string text;
+  // Only the Python shapes and types are checked here; strata::AllReduceSpec
+  // checks the values (known names, shards, increasing limits, last -1).
+  std::vector<strata::SpecTuple> tuples;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const py::object& entry = entries[i];
     const std::string where = fmt::format("{}[{}] = {}", field, i, repr_of(entry));
@@ -102,27 +111,14 @@ std::string spec_text(py::handle spec, const char* field) {
       throw InvalidArgument(fmt::format("{} is not a tuple (alg, shards, limit)", where));
     const auto tuple = py::reinterpret_borrow<py::sequence>(entry);
     const py::object alg = tuple[0], shards = tuple[1], limit = tuple[2];
-    if (!py::isinstance<py::str>(alg) || py::len(alg) == 0)
-      throw InvalidArgument(fmt::format("{}: alg must be a non-empty string such as \"xring\"", where));
-    const auto name = alg.cast<std::string>();
-    if (name.find_first_of(":# \t") != std::string::npos)
-      throw InvalidArgument(fmt::format("{}: alg must be one name (\"pscpu/pscpu\"), without ':', '#' or spaces", where));
-    if (!is_int(shards) || shards.cast<long long>() < 1)
-      throw InvalidArgument(fmt::format("{}: shards must be an int >= 1", where));
+    if (!py::isinstance<py::str>(alg)) throw InvalidArgument(fmt::format("{}: alg must be a string such as \"xring\"", where));
+    if (!is_int(shards) || shards.cast<long long>() < std::numeric_limits<int>::min() ||
+        shards.cast<long long>() > std::numeric_limits<int>::max())
+      throw InvalidArgument(fmt::format("{}: shards must be an int (>= 1)", where));
     if (!is_int(limit)) throw InvalidArgument(fmt::format("{}: limit must be an int (bytes; -1 = no limit)", where));
-    const bool last = i + 1 == entries.size();
-    const auto bytes = limit.cast<long long>();
-    if (last && bytes != -1)
-      throw InvalidArgument(fmt::format("{}: the last limit must be -1 (no limit), so that every size has an "
-                                        "algorithm",
-                                        where));
-    if (!last && bytes < 0)
-      throw InvalidArgument(fmt::format("{}: only the last limit may be -1; limits are byte counts >= 0", where));
-    text += name;
-    if (shards.cast<long long>() != 1) text += fmt::format("#{}", shards.cast<long long>());
-    if (!last) text += fmt::format(":{}:", bytes);
+    tuples.push_back({alg.cast<std::string>(), static_cast<int>(shards.cast<long long>()), limit.cast<long long>()});
   }
-  return text;
+  return strata::AllReduceSpec(std::move(tuples)).to_string();
 }
 
 }  // namespace strata_py

@@ -29,14 +29,19 @@ std::string implementation_name(strata::Implementation implementation);
 // "all_reduce", "reduce" or "broadcast".
 strata::Collective to_collective(py::handle value, const char* field);
 
+// "host" or "cuda".
+strata::Memory to_memory(py::handle value, const char* field);
+
 // None (defaults) or a strata.CommunicationOptions.
 strata::CommunicationOptions to_options(py::handle value, const char* field);
 
 // An all_reduce_spec as strata's text: None -> "" (STRATA_SPEC or "auto"),
-// a string as it is, TensorFlow's tuple form -- one (alg, shards, limit) or a
-// list of them -- as "alg#shards:limit:alg#shards" with limits in bytes and
-// the last limit -1 (no limit). Checks the tuples' shape and types here;
-// strata's parser checks the rest (known algorithms, increasing limits).
+// a string checked and printed back (strata::AllReduceSpec), TensorFlow's
+// tuple form -- one (alg, shards, limit) or a list of them -- converted to
+// strata::SpecTuple and printed as "alg#shards:limit:alg#shards" (limits in
+// bytes, the last -1 = no limit). The tuples' Python shapes and types are
+// checked here, their values (known names, shards >= 1, increasing limits,
+// last -1) by strata::AllReduceSpec; both raise InvalidArgument.
 std::string spec_text(py::handle spec, const char* field);
 
 }  // namespace strata_py

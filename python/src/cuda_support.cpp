@@ -11,8 +11,6 @@ namespace strata_py::cuda {
 
 #if STRATA_PY_CUDA
 
-bool built() { return true; }
-
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -60,7 +58,6 @@ void synchronize(std::uintptr_t stream, int device) {
 
 #else
 
-bool built() { return false; }
 int device_count() { return 0; }
 int device_of(const void*) { return -1; }
 void synchronize(std::uintptr_t, int) {}

@@ -9,9 +9,6 @@
 
 namespace strata_py::cuda {
 
-// True when the module was compiled with the GPU backend.
-bool built();
-
 // Number of CUDA devices this process sees; 0 when none, when the driver is
 // missing, or in a host-only build. Never throws.
 int device_count();

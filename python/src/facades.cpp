@@ -33,6 +33,7 @@ template <class Facade, class Make>
 Facade make_facade(py::handle comm, Make&& make) {
   Facade facade;
   facade.comm = communicator_of(comm);
+  py::gil_scoped_release release;  // the lock may be held by a collective in another thread
   facade.comm->call([&](strata::Communicator& c) { facade.ops = make(c); });  // parses the spec; sends nothing
   return facade;
 }

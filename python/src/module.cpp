@@ -77,7 +77,7 @@ PYBIND11_MODULE(_strata, m) {
   strata_py::bind_communicator(m);
   strata_py::bind_facades(m);
   m.attr("__version__") = strata::version;
-  m.attr("cuda_built") = strata_py::cuda::built();
+  m.attr("cuda_built") = strata::have_cuda;  // the library's GPU backend (the module follows it)
   m.def("_cuda_device_count", &strata_py::cuda::device_count,
         "CUDA devices this process sees (0 without a GPU backend or a driver); for tests.");
 }

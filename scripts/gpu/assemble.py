@@ -34,6 +34,7 @@ Open MPI 5 (PRRTE launcher, other mpirun flags): a version strata never ran
 with, which would make the GPU machine the first test of that too.
 """
 import datetime
+import functools
 import json
 import os
 import re
@@ -126,6 +127,7 @@ def ompi_path(name):
     fail(f"ompi_info does not report its {name}")
 
 
+@functools.lru_cache(maxsize=None)  # components are asked twice: when chosen, and for the closure
 def ldd(path):
     """{needed name: resolved path or None} over the whole closure."""
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}

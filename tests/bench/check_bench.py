@@ -5,12 +5,15 @@
 
 EXPECT is `ok` (exit 0, every row checked, no wrong values), `wrong` (exit
 non-zero, the JSON still written and reporting wrong values: used with the
-test-only STRATA_BENCH_CORRUPT=1), `usage` (exit 2, nothing written) or
-`ok-or-skip` (for --memory cuda, so that one test fits machines with and
-without a GPU: either every rank exits 77, nothing is written and rank 0
-printed exactly one line saying that no CUDA device is usable or that the
-bench was built without CUDA; or every rank exits 0 and the JSON passes the
-`ok` checks with memory "cuda" and one device per rank). Each rank's own
+test-only STRATA_BENCH_CORRUPT=1), `usage` (every rank exits 2, nothing
+written, exactly one `strata-bench:` line: rank 0's), `write-error` (an
+output that cannot be written, such as `--csv /dev/full`: every rank exits
+3, and exactly one `strata-bench: cannot write` line per failed output, from
+rank 0) or `ok-or-skip` (for --memory cuda, so that one test fits machines
+with and without a GPU: either every rank exits 77, nothing is written and
+rank 0 printed exactly one line saying that no CUDA device is usable or that
+the bench was built without CUDA; or every rank exits 0 and the JSON passes
+the `ok` checks with memory "cuda" and one device per rank). Each rank's own
 exit status is read, not just mpirun's.
 
 Prefix an argument with `env:` to set an environment variable instead
@@ -76,13 +79,29 @@ def per_rank_status(command, bench):
     return command[:i] + ["sh", "-c", script, "sh"] + command[i:]
 
 
-def check_skip(output, np, json_path):
-    """True when every rank skipped as it should; False when every rank
-    exited 0 (the caller then checks the results); fails otherwise."""
+def rank_codes(output, np):
     statuses = RANK_STATUS.findall(output)
     if len(statuses) != np:
         fail(f"{len(statuses)} of {np} ranks reported an exit status")
-    codes = {int(code) for _, code in statuses}
+    return {int(code) for _, code in statuses}
+
+
+def check_refused(output, np, code, prefix):
+    """Every rank exited `code`; rank 0 alone printed lines starting with
+    `prefix` (one per failed output for write errors, one for usage)."""
+    codes = rank_codes(output, np)
+    if codes != {code}:
+        fail(f"ranks exited with {sorted(codes)}: expected every rank to exit {code}")
+    lines = [line for line in output.splitlines() if line.startswith("strata-bench:")]
+    if not lines or any(not line.startswith(prefix) for line in lines):
+        fail(f"expected only '{prefix}...' lines from strata-bench, got {lines}")
+    return lines
+
+
+def check_skip(output, np, json_path):
+    """True when every rank skipped as it should; False when every rank
+    exited 0 (the caller then checks the results); fails otherwise."""
+    codes = rank_codes(output, np)
     if codes == {0}:
         return False
     if codes != {77}:
@@ -116,7 +135,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", bench, "--no-progress", "-J", out, *args]
-        if expect == "ok-or-skip":
+        if expect in ("ok-or-skip", "usage", "write-error"):
             command = per_rank_status(command, bench)
         print("+", " ".join(command), flush=True)
         proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -128,12 +147,16 @@ def main():
             if check_skip(proc.stdout, int(np), out):
                 return
         elif expect == "usage":
-            if proc.returncode != 2:
-                fail(f"expected exit 2 for a bad command line, got {proc.returncode}")
+            lines = check_refused(proc.stdout, int(np), 2, "strata-bench: ")
+            if len(lines) != 1:
+                fail(f"expected one line from rank 0, got {len(lines)}")
             if os.path.exists(out):
                 fail("a refused command line still wrote JSON")
-            if "strata-bench:" not in proc.stdout:
-                fail("no one-line error message")
+            print("check_bench: OK (every rank exited 2; one line)")
+            return
+        elif expect == "write-error":
+            check_refused(proc.stdout, int(np), 3, "strata-bench: cannot write ")
+            print("check_bench: OK (every rank exited 3; rank 0 named the output)")
             return
         if expect in ("ok", "ok-or-skip") and proc.returncode != 0:
             fail(f"exit status {proc.returncode}, expected 0")

@@ -87,8 +87,10 @@ bool run_case(strata::Communicator& comm, std::size_t count, strata::DataType dt
               std::uint64_t& hash, std::string& detail) {
   std::vector<T> in(count), out(count);
   for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<T>(input_value(g_rank, i));
-  // Poison the output so an untouched buffer cannot pass.
-  std::memset(out.data(), 0xA5, count * sizeof(T));
+  // Poison the output so an untouched buffer cannot pass. (An empty
+  // vector's data() may be null, and memset on null is undefined even for
+  // 0 bytes: UBSan's nonnull-attribute check.)
+  if (count > 0) std::memset(out.data(), 0xA5, count * sizeof(T));
   comm.all_reduce({in.data(), count, dtype}, {out.data(), count, dtype}, op, {.timeout_seconds = 120});
   hash = fnv1a(out.data(), count * sizeof(T));
   for (std::size_t i = 0; i < count; ++i) {

@@ -9,6 +9,7 @@ both kinds see the same machine moments apart; each row is the median over
 the runs.
 
     bench_interposer.py MPIRUN BENCH PRELOAD [--np 2] [--runs 3] [--sizes 8,64k,1M,64M] [--iters 20]
+                        [--env VAR=VALUE]...
 
 Not a test (it asserts no timings): a tool for docs/PERFORMANCE.md. It does
 fail if any run reports wrong values or lacks its baseline column. strata's
@@ -33,6 +34,8 @@ def parse_size(text):
 
 def one_run(args, preload, size, path):
     command = [args.mpirun, "-np", str(args.np)]
+    for assignment in args.env:
+        command += ["-x", assignment]
     if preload:
         command += ["-x", f"LD_PRELOAD={args.preload}"]
     command += [args.bench, "--no-progress", "-b", str(size), "-e", str(size), "-n", str(args.iters), "-w", "2",
@@ -59,6 +62,8 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--sizes", default="8,64k,1M,64M")
     p.add_argument("--iters", type=int, default=20, help="timed iterations per strata-bench run (-n)")
+    p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
+                   help="set for both kinds of run (mpirun -x), e.g. STRATA_CHECK=off")
     args = p.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     runs = {False: [], True: []}

@@ -14,6 +14,8 @@ friends, or strata's own apps, which do not know about the interposer):
   multiple          mpi4py's default MPI_THREAD_MULTIPLE: nothing routed
   errors-return     errors.py: a timeout comes back as MPI_ERR_OTHER
   errors-fatal      errors.py under MPI_ERRORS_ARE_FATAL: the job aborts
+  errors-mismatch   errors.py: different counts on the ranks come back as
+                    MPI_ERR_TRUNCATE on every rank; the communicator works on
   bench BENCH COLLECTIVE [bench args]
                     strata-bench --baseline mpi: its MPI_Allreduce /
                     MPI_Reduce / MPI_Bcast column runs through strata
@@ -166,11 +168,22 @@ def check_mpi4py(mpirun, preload, np, mode):
 
 
 def check_errors(mpirun, preload, np, mode):
-    env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1")
+    scenario = "mismatch" if mode == "errors-mismatch" else "timeout"
+    env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1" if scenario == "timeout" else None)
     if mode == "errors-fatal":
         env["MPI4PY_RC_ERRORS"] = "fatal"
-    status, out = run(mpirun, np, env, [PYTHON, os.path.join(HERE, "errors.py")], timeout=90)
+    status, out = run(mpirun, np, env, [PYTHON, os.path.join(HERE, "errors.py"), scenario], timeout=90)
     c = Checks(out, np)
+    if scenario == "mismatch":
+        c.require(status == 0, f"mpirun exited {status}")
+        for r in range(np):
+            c.require(re.search(rf"strata WARN \[[^\]]*:{r}\] strata-mpi: MPI_Allreduce on comm MPI_COMM_WORLD .* "
+                                rf"failed in strata: .* \(reported to MPI as MPI_ERR_TRUNCATE", out),
+                      f"rank {r} did not report strata's Mismatch as MPI_ERR_TRUNCATE")
+            c.require(f"errors: rank {r}: raised MPI_ERR_TRUNCATE" in out, f"rank {r}'s call did not raise MPI_ERR_TRUNCATE")
+            c.require(f"errors: rank {r}: the communicator still works" in out, f"rank {r}: the communicator broke")
+        c.done()
+        return
     c.require(re.search(r"strata WARN \[[^\]]*:0\] strata-mpi: MPI_Allreduce on comm MPI_COMM_WORLD .* failed in "
                         r"strata: .*exceeded its timeout of 1 s.* \(reported to MPI as MPI_ERR_OTHER", out),
               "rank 0 did not report strata's DeadlineExceeded as MPI_ERR_OTHER")
@@ -181,7 +194,9 @@ def check_errors(mpirun, preload, np, mode):
         c.require(status != 0, "the job survived MPI_ERRORS_ARE_FATAL")
         c.require("errors: rank 0: returned" not in out and "errors: rank 0: raised" not in out,
                   "rank 0's MPI_Allreduce returned under MPI_ERRORS_ARE_FATAL")
-        c.require("MPI_ERRORS_ARE_FATAL" in out and "MPI_ERR_OTHER" in out, "MPI did not say why it aborted")
+        # (Open MPI's own "MPI_ERRORS_ARE_FATAL" banner is not asserted: under
+        # load its delivery through mpirun sometimes fails, "ORTE_ERROR_LOG:
+        # Data unpack would read past end of buffer ... show_help.c".)
     c.done()
 
 
@@ -224,7 +239,7 @@ def main():
         fail([__doc__])
     mpirun, preload, np, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     rest = sys.argv[5:]
-    if mode in ("mpi4py", "spec-mpi", "off", "multiple", "errors-return", "errors-fatal"):
+    if mode in ("mpi4py", "spec-mpi", "off", "multiple", "errors-return", "errors-fatal", "errors-mismatch"):
         probe = subprocess.run([PYTHON, "-c", "import mpi4py, numpy"], capture_output=True, text=True)
         if probe.returncode != 0:
             print(f"check_interpose: skipped: {PYTHON} cannot import mpi4py and numpy "
@@ -232,7 +247,7 @@ def main():
             sys.exit(77)
     if mode in ("mpi4py", "spec-mpi", "off", "multiple"):
         check_mpi4py(mpirun, preload, np, mode)
-    elif mode in ("errors-return", "errors-fatal"):
+    elif mode in ("errors-return", "errors-fatal", "errors-mismatch"):
         check_errors(mpirun, preload, np, mode)
     elif mode == "bench":
         check_bench(mpirun, preload, np, rest[0], rest[1], rest[2:])

@@ -1,12 +1,19 @@
-"""An mpi4py program whose second MPI_Allreduce times out on rank 0: rank 1
-arrives 3 s late while STRATA_INTERPOSE_TIMEOUT=1 bounds every routed call.
-The interposer must report strata's DeadlineExceeded the way MPI reports an
-error: through the communicator's error handler, as MPI_ERR_OTHER.
+"""mpi4py programs whose calls fail inside strata, which the interposer must
+report the way MPI reports an error: through the communicator's error
+handler, with an MPI error code.
+
+    errors.py timeout    rank 1 reaches the second MPI_Allreduce 3 s late
+                         while STRATA_INTERPOSE_TIMEOUT=1 bounds every routed
+                         call: rank 0 gets DeadlineExceeded = MPI_ERR_OTHER
+    errors.py mismatch   the ranks pass different counts (an erroneous
+                         program): strata's call check raises Mismatch on
+                         every rank = MPI_ERR_TRUNCATE, and the communicator
+                         still works afterwards
 
 With mpi4py's default handler (MPI_ERRORS_RETURN, raised as MPI.Exception)
-rank 0 prints "errors: rank 0: raised MPI_ERR_OTHER" and both ranks finish.
-With MPI4PY_RC_ERRORS=fatal (MPI_ERRORS_ARE_FATAL) MPI aborts the job inside
-the call, so rank 0 never prints "returned".
+each rank prints "errors: rank R: raised MPI_ERR_..." or "returned". With
+MPI4PY_RC_ERRORS=fatal (MPI_ERRORS_ARE_FATAL) MPI aborts the job inside the
+call, so the failing rank prints neither.
 """
 import sys
 import time
@@ -16,14 +23,28 @@ import numpy as np
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
+scenario = sys.argv[1]
+NAMES = {MPI.ERR_OTHER: "MPI_ERR_OTHER", MPI.ERR_TRUNCATE: "MPI_ERR_TRUNCATE"}
+
 a = np.ones(1000, dtype=np.float32)
 comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)  # creates strata's communicator (unbounded: collective setup)
-if rank == 1:
-    time.sleep(3)
+if scenario == "timeout":
+    if rank == 1:
+        time.sleep(3)
+    b = a
+else:
+    b = np.ones(10 + rank, dtype=np.float32)
 try:
-    comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
-    sys.stdout.write(f"errors: rank {rank}: returned\n")  # one write: lines of ranks must not interleave
+    comm.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
+    line = f"errors: rank {rank}: returned"
 except MPI.Exception as e:
-    name = "MPI_ERR_OTHER" if e.Get_error_class() == MPI.ERR_OTHER else f"error class {e.Get_error_class()}"
-    sys.stdout.write(f"errors: rank {rank}: raised {name}\n")
+    line = f"errors: rank {rank}: raised {NAMES.get(e.Get_error_class(), e.Get_error_class())}"
+sys.stdout.write(line + "\n")  # one write: lines of different ranks must not interleave
 sys.stdout.flush()
+if scenario == "mismatch":
+    a = np.full(7, rank + 1, dtype=np.float32)
+    comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+    size = comm.Get_size()
+    ok = bool(np.all(a == size * (size + 1) / 2))
+    sys.stdout.write(f"errors: rank {rank}: the communicator {'still works' if ok else 'gave wrong results'}\n")
+    sys.stdout.flush()

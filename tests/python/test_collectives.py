@@ -105,6 +105,8 @@ def test_random_floats_identical_bits_on_every_rank(comm):
 def test_every_spec_gives_the_reference(spec):
     text = strata.all_reduce_spec_text(spec)
     with strata.Communicator(WORLD, all_reduce_spec=spec, chunk_bytes=4096) as c:
+        assert c.all_reduce_spec == text
+        assert text.split(":")[-1].split("#")[0] in c.spec_map(), c.spec_map()  # "spec = [0 B and up: xring]"
         for dtype, op in [("float32", "sum"), ("int64", "max"), ("float16", "mean")]:
             for count in [1, 1001, 70001]:
                 x = rank_input(RANK, count, dtype, op)
@@ -120,8 +122,26 @@ def test_every_spec_gives_the_reference(spec):
 
 def test_algorithm_for_collectives(comm):
     for collective in ["all_reduce", "reduce", "broadcast"]:
-        name = comm.algorithm_for(1024, collective=collective)
-        assert isinstance(name, str) and name
+        for memory in ["host", "cuda"]:
+            name = comm.algorithm_for(1024, collective=collective, memory=memory)
+            assert isinstance(name, str) and name
+    assert comm.all_reduce_spec == "auto"  # no all_reduce_spec= and no STRATA_SPEC in the tests
+
+
+def test_plan_for_describes_the_packs_batch_all_reduce_runs(comm):
+    arrays = [np.zeros(1000, np.float32), np.zeros(10, np.float64), np.zeros(3000, np.float32), np.zeros(5, np.int32)]
+    for packing in [{}, {"num_packs": 2}, {"options": strata.CommunicationOptions(bytes_per_pack=4096)}]:
+        packs = comm.plan_for(arrays, **packing)
+        assert packs, f"no packs for {packing}"
+        covered = sorted({i for p in packs for i in p["arrays"]})
+        assert covered == [0, 1, 2, 3], f"{packing}: packs cover arrays {covered}"
+        for dtype, code in [(np.float32, "f32"), (np.float64, "f64"), (np.int32, "i32")]:
+            total = sum(a.nbytes for a in arrays if a.dtype == dtype)
+            assert sum(p["bytes"] for p in packs if p["dtype"] == code) == total, f"{packing}: {code} bytes"
+        for p in packs:
+            assert p["algorithm"], f"{packing}: pack without an algorithm"
+            assert p["bytes"] == p["count"] * {"f32": 4, "f64": 8, "i32": 4}[p["dtype"]], f"{packing}: {p}"
+    assert len([p for p in comm.plan_for(arrays, num_packs=2) if p["dtype"] == "f32"]) == 2
 
 
 @pytest.mark.parametrize("root", range(SIZE))

@@ -152,6 +152,10 @@ def test_bad_options(comm):
         comm.algorithm_for(-1)
     with pytest.raises(ValueError, match="collective"):
         comm.algorithm_for(8, collective="gather")
+    with pytest.raises(ValueError, match="memory"):
+        comm.algorithm_for(8, memory="disk")
+    with pytest.raises(ValueError, match="num_packs"):
+        comm.plan_for([np.zeros(4)], num_packs=-1)
     still_works(comm)
 
 
@@ -169,8 +173,10 @@ def test_options_objects():
     (("pscpu/pscpu", 2, -1), "pscpu/pscpu#2"),
     (("xring", 1, -1), "xring"),
     (["xring", 1, -1], "xring"),
-    ([("nccl/xring", 2, 65536), ("pscpu/pscpu", 2, -1)], "nccl/xring#2:65536:pscpu/pscpu#2"),
-    ([("tree", 1, 4096), ("rechd", 1, 1 << 24), ("xring", 2, -1)], "tree:4096:rechd:16777216:xring#2"),
+    ([("nccl/xring", 2, 65536), ("pscpu/pscpu", 2, -1)], "nccl/xring#2:64k:pscpu/pscpu#2"),
+    ([("tree", 1, 4096), ("rechd", 1, 1 << 24), ("xring", 2, -1)], "tree:4k:rechd:16M:xring#2"),
+    ([("tree", 1, 1000), ("xring", 1, -1)], "tree:1000:xring"),
+    ("tree:4096:xring", "tree:4k:xring"),  # strings come back as strata prints them
     (None, ""),
 ])
 def test_spec_tuples_convert(spec, text):
@@ -185,11 +191,14 @@ def test_spec_tuples_convert(spec, text):
     (("xring", 2.0, -1), "shards"),
     (("xring", True, -1), "shards"),
     (("xring", 1, 4096), "last limit must be -1"),
-    ([("tree", 1, -1), ("xring", 1, -1)], "only the last limit"),
+    ([("tree", 1, -1), ("xring", 1, -1)], "limit -1 of entry 1 must be >= 0"),
+    ([("tree", 1, 8192), ("xring", 1, 4096), ("rechd", 1, -1)], "increase strictly"),
+    ([("nosuch", 1, -1)], "unknown algorithm"),
     ([("tree", 1, "4k"), ("xring", 1, -1)], "limit must be an int"),
     ((3, 1, -1), "not a tuple"),
-    ([("", 1, -1)], "alg"),
-    ([("tree:4k:xring", 1, -1)], "alg"),
+    ([("", 1, -1)], "no algorithm name"),
+    ([("tree:4k:xring", 1, -1)], "unknown algorithm"),
+    ([(b"xring", 1, -1)], "alg must be a string"),
     ([("tree", 1, 4096), "xring"], "not a tuple"),
 ])
 def test_bad_spec_tuples_are_value_errors(spec, message):

@@ -86,8 +86,12 @@ T reference(ReduceOp op, T a, T b) {
     switch (op) {
       case ReduceOp::sum: return a + b;
       case ReduceOp::prod: return a * b;
-      case ReduceOp::min: return std::fmin(a, b);
-      case ReduceOp::max: return std::fmax(a, b);
+      // As lib/host/reduce_kernel.cpp's apply: of equal operands the first
+      // is kept, so min(+0, -0) is +0 and min(-0, +0) is -0, bit for bit.
+      // Not std::fmin/fmax: C leaves which zero they return unspecified, so
+      // the reference would depend on the libm and the compiler.
+      case ReduceOp::min: return b < a ? b : a;
+      case ReduceOp::max: return b > a ? b : a;
       default: break;
     }
     return a;
@@ -232,6 +236,23 @@ TEST_CASE("reduce_into: NaN passes through min and max in either position") {
   host::reduce_into(h_out, h_a, h_b, 2, DataType::f16, ReduceOp::min);
   CHECK(std::isnan(ref::ref_f16_to_f32(h_out[0])));
   CHECK(std::isnan(ref::ref_f16_to_f32(h_out[1])));
+}
+
+TEST_CASE("reduce_into: min and max of +0 and -0 keep the first operand, bit for bit") {
+  const float zeros_a[] = {0.0f, -0.0f}, zeros_b[] = {-0.0f, 0.0f};
+  for (ReduceOp op : {ReduceOp::min, ReduceOp::max}) {
+    CAPTURE(strata::to_string(op));
+    float out[2];
+    host::reduce_into(out, zeros_a, zeros_b, 2, DataType::f32, op);
+    CHECK(!std::signbit(out[0]));
+    CHECK(std::signbit(out[1]));
+    std::uint16_t h_a[] = {0x0000, 0x8000}, h_b[] = {0x8000, 0x0000}, h_out[2];
+    for (DataType dtype : {DataType::f16, DataType::bf16}) {
+      host::reduce_into(h_out, h_a, h_b, 2, dtype, op);
+      CHECK(h_out[0] == 0x0000);
+      CHECK(h_out[1] == 0x8000);
+    }
+  }
 }
 
 TEST_CASE("reduce_into: f16 and bf16 round once from f32") {
