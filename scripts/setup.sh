@@ -12,7 +12,8 @@ STRATA_PACKAGES=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin lib
   libboost-program-options-dev libfmt-dev nlohmann-json3-dev python3 python3-matplotlib iproute2
   python3-mpi4py python3-numpy
   python3-dev pybind11-dev libdlpack-dev python3-pytest
-  gfortran patchelf)
+  gfortran patchelf
+  libmpich-dev mpich)  # MPICH beside Open MPI (which stays the default: higher alternatives priority) for the MPICH build test
 
 strata_install_missing() {
   local missing=()

@@ -20,9 +20,10 @@ struct CommunicationOptions {
   // Pack size for batch_all_reduce; 0 = automatic. Signed so that a negative
   // value coming from a binding or a config file is caught, not wrapped.
   long long bytes_per_pack = 0;
-  // Bound on the whole call in seconds; 0 = no timeout. Negative or NaN is
-  // invalid. On expiry the call raises DeadlineExceeded and the communicator
-  // is marked broken.
+  // Bound on the whole call in seconds; 0 = no timeout. Negative, infinite
+  // or NaN is invalid; more than 1e9 s (~31 years) counts as 1e9 s. On
+  // expiry the call raises DeadlineExceeded naming the ranks that did not
+  // arrive, and the communicator is marked broken.
   double timeout_seconds = 0;
   Implementation implementation = Implementation::automatic;
   // CUDA tensors: the stream whose work produces them. strata's own GPU work
@@ -63,7 +64,18 @@ struct Config {
   // ("tree:4k:xring#2"). Empty means: the STRATA_SPEC environment variable
   // if set, else "auto". See docs/ALGORITHMS.md.
   std::string all_reduce_spec;
-  // Pipeline chunk for the ring algorithms, in bytes (0 = built-in default).
+  // Check, before any data moves, that every rank makes the same call
+  // (collective, count, dtype, op, root, memory; for batches the tensors and
+  // packing; the spec and the call's number): on any difference every rank
+  // raises Mismatch naming the fields and which ranks hold which value, and
+  // the communicator stays usable. Costs one shared-memory round on one node
+  // (none for the shared-memory all-reduce: it rides in its first round) or
+  // one small MPI all-reduce across nodes. false, or STRATA_CHECK=off in the
+  // environment, turns it off (for measurements); every rank must agree.
+  bool check_calls = true;
+  // Pipeline chunk for the ring algorithms and host staging of CUDA
+  // tensors, in bytes: 0 = built-in default (256 KiB), else 4 KiB .. 1 GiB
+  // (InvalidArgument otherwise).
   std::size_t chunk_bytes = 0;
 };
 

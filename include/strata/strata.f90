@@ -59,6 +59,7 @@ module strata
   type, bind(c), public :: strata_config
     type(c_ptr) :: all_reduce_spec = c_null_ptr
     integer(c_size_t) :: chunk_bytes = 0
+    integer(c_int) :: check_calls = 1
   end type
 
   ! strata_options: per-call options and where the call's buffers live.

@@ -75,10 +75,16 @@ typedef struct strata_config {
    * docs/ALGORITHMS.md). NULL or "" = the STRATA_SPEC environment variable
    * if set, else "auto". */
   const char* all_reduce_spec;
-  /* Pipeline chunk of the ring algorithms in bytes; 0 = built-in default. */
+  /* Pipeline chunk of the ring algorithms in bytes; 0 = built-in default,
+   * else 4096 .. 1 GiB. */
   size_t chunk_bytes;
+  /* Non-zero (the default): before any data moves, every rank checks that
+   * all make the same call; on a difference every rank fails with
+   * STRATA_ERR_MISMATCH (strata::Config::check_calls; STRATA_CHECK=off in the
+   * environment turns it off too). */
+  int check_calls;
 } strata_config;
-#define STRATA_CONFIG_INIT {NULL, 0}
+#define STRATA_CONFIG_INIT {NULL, 0, 1}
 
 /* Per-call options (strata::CommunicationOptions), plus where the call's
  * buffers live (strata::Tensor's memory and device: in C they describe every

@@ -57,14 +57,44 @@ void Session::log_batch_plan(const BatchCall& call) {
             plan_batch(tensors, call.packing, *call.options, call.spec, call.collective).to_string());
 }
 
+plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
+  static constexpr plan::Operation kOperations[] = {plan::Operation::batch_all_reduce, plan::Operation::batch_reduce,
+                                                    plan::Operation::batch_broadcast};
+  std::vector<Tensor> firsts;
+  for (const auto& replicas : *call.batch) firsts.push_back(replicas.front());
+  plan::Fingerprint f;
+  f.sequence = sequence_;  // the batch's number (its packs run under it)
+  f.operation = kOperations[static_cast<int>(call.collective)];
+  for (const Tensor& t : firsts) f.count += t.count;
+  f.layout = plan::batch_layout(firsts, call.packing, call.options->bytes_per_pack);
+  f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
+  f.dtype = -1;
+  f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.op);
+  f.root = call.collective == Collective::all_reduce ? -1 : call.root;
+  f.memory = static_cast<std::int32_t>(firsts.empty() ? Memory::host : firsts.front().memory);
+  f.tensors = static_cast<std::int32_t>(firsts.size());
+  f.replicas = call.batch->empty() ? 0 : static_cast<std::int32_t>(call.batch->front().size());
+  return f;
+}
+
 void Session::run_batch(const BatchCall& call) {
   ensure_usable();
   log_batch_plan(call);
   const util::Deadline deadline(call.options->timeout_seconds);
-  if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
-    run_batch_gpu(call, deadline);
-  else
-    run_batch_host(call, deadline);
+  util::IdleWorkScope answering(roll_call_.get());
+  ++sequence_;  // one number per call, as for single calls; the packs run under it
+  try {
+    // A batch is checked once, as a whole, before its first pack.
+    current_ = {to_string(call.collective), sequence_, 0, "call check"};
+    if (check_calls_ && size_ > 1) verify(fingerprint(call), deadline, current_.collective);
+    if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
+      run_batch_gpu(call, deadline);
+    else
+      run_batch_host(call, deadline);
+  } catch (const DeadlineExceeded&) {
+    blame_missing_ranks(deadline);
+  }
+  landing_.reset();
 }
 
 void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadline) {
@@ -93,7 +123,7 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
       // One contiguous piece of one tensor: run it where it lies.
       const plan::PackPiece& piece = pack.pieces.front();
       one.job.in = one.job.out = element_at(batch[piece.tensor][0], piece.offset);
-      run_host(one, deadline);
+      run_host(one, deadline, /*check=*/false);
     } else {
       std::byte* stage = staging_.get(0, pack.bytes());
       std::byte* cursor = stage;
@@ -107,7 +137,7 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
         cursor += piece.count * element;
       }
       one.job.in = one.job.out = stage;
-      run_host(one, deadline);
+      run_host(one, deadline, /*check=*/false);
       if (call.lands_here) {
         cursor = stage;
         for (const plan::PackPiece& piece : pack.pieces) {
@@ -153,7 +183,6 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
       for (const plan::PackPiece& piece : pack.pieces)
         job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
     }
-    ++sequence_;
     const plan::Choice& choice =
         cached_choice(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
     plan::Job proto;
@@ -162,8 +191,8 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
     proto.root = call.root;
     proto.shards = choice.shards;
     proto.chunk_bytes = config_.chunk_bytes;
-    const gpu::CallContext context{&deadline, {collective_name, sequence_, pack.bytes(), last_.described},
-                                   call.options->stream, devices};
+    current_ = {collective_name, sequence_, pack.bytes(), last_.described};
+    const gpu::CallContext context{&deadline, current_, call.options->stream, devices};
     breaking_on_failure(
         [&] { exec::run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
     if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);

@@ -46,6 +46,7 @@ Plan Communicator::plan_for(std::span<const Tensor> tensors, const PackingOption
   for (std::size_t i = 0; i < tensors.size(); ++i)
     api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i), /*data_required=*/false);
   api::validate_same_memory(tensors, "tensors");
+  api::validate_batch_size(tensors, "tensors");
   return session_->plan_batch(tensors, packing, options);
 }
 
@@ -97,6 +98,7 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
   plan::validate_packing(packing);
   for (std::size_t i = 0; i < tensors.size(); ++i) api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
   api::validate_same_memory(tensors, "tensors");
+  api::validate_batch_size(tensors, "tensors");
   api::validate_disjoint(tensors, "tensors");
   std::vector<std::vector<Tensor>> batch;
   batch.reserve(tensors.size());

@@ -74,6 +74,7 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
     all.insert(all.end(), pairs[i].first.begin(), pairs[i].first.end());
   }
   api::validate_same_memory(all, "replica tensors");
+  api::validate_batch_size(all, "replica tensors");
   api::validate_disjoint(all, "replica tensors");
   // One batch per destination, in order of first appearance (the same on
   // every rank, since every rank passes the same pairs).

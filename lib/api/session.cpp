@@ -4,11 +4,19 @@
 #include "api/session.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 
+#include "api/validate.hpp"
 #include "exec/execute.hpp"
 #include "exec/finish.hpp"
 #include "exec/registry.hpp"
+#include "exec/verify.hpp"
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "topo/discover.hpp"
@@ -24,6 +32,15 @@ namespace {
 // Pipeline granularity of the chunked algorithms when Config leaves it 0.
 constexpr std::size_t kDefaultChunkBytes = 256 * 1024;
 
+// STRATA_CHECK=off (or 0, false, no) turns the call check off, for
+// measurements; anything else leaves Config::check_calls in charge.
+bool call_check_disabled_by_environment() {
+  const char* env = std::getenv("STRATA_CHECK");
+  if (!env) return false;
+  const std::string_view value(env);
+  return value == "off" || value == "0" || value == "false" || value == "no" || value == "OFF";
+}
+
 }  // namespace
 
 Session::Session(MPI_Comm comm, Config config) {
@@ -31,10 +48,13 @@ Session::Session(MPI_Comm comm, Config config) {
   MPI_Initialized(&initialized);
   if (!initialized) throw InvalidArgument("strata::Communicator needs MPI: call MPI_Init before constructing it");
   if (comm == MPI_COMM_NULL) throw InvalidArgument("comm = MPI_COMM_NULL: pass a valid communicator");
-  // Parse the spec before the collective dup: a bad spec must not leave
+  // Check the config before the collective dup: a bad one must not leave
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
+  validate_config(config);
   spec_ = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
+  spec_hash_ = plan::spec_hash(spec_);
+  check_calls_ = config.check_calls && !call_check_disabled_by_environment();
   config_ = std::move(config);
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   // From here on a failure must free what was made: the destructor does not
@@ -48,7 +68,9 @@ Session::Session(MPI_Comm comm, Config config) {
     gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);
     if (split_.local_size > 1)
       segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
+    if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);
   } catch (...) {
+    segment_.reset();
     topo::free_split(split_);
     MPI_Comm_free(&comm_);
     throw;
@@ -64,6 +86,7 @@ Session::Session(MPI_Comm comm, Config config) {
 
 Session::~Session() {
   gpu_.reset();
+  roll_call_.reset();
   segment_.reset();  // unmap only: the name was unlinked at creation
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -84,6 +107,32 @@ void Session::mark_broken(const char* reason) {
   // Operations we gave up on may still touch our buffers.
   workspace_.abandon();
   staging_.abandon();
+  landing_.abandon();
+}
+
+void Session::blame_missing_ranks(const util::Deadline& deadline) {
+  const exec::RollCall::Result roll =
+      roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
+  std::vector<int> missing = roll.silent;
+  missing.insert(missing.end(), roll.earlier.begin(), roll.earlier.end());
+  std::sort(missing.begin(), missing.end());
+  std::string who;
+  if (!roll.silent.empty())
+    who = fmt::format("rank(s) {} did not arrive (no answer to a roll call: stopped, crashed, or busy outside strata)",
+                      fmt::join(roll.silent, ","));
+  if (!roll.earlier.empty())
+    who += fmt::format("{}rank(s) {} are still in an earlier call", who.empty() ? "" : "; ",
+                       fmt::join(roll.earlier, ","));
+  if (who.empty())
+    who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
+          "lost link, or a disagreement the call check cannot see)";
+  const std::string message = fmt::format(
+      "strata [{}]: {} #{} ({} bytes, {}) on rank {} of {} exceeded its timeout of {} s; {}. The communicator is now "
+      "unusable (PeerFailure); check that every rank makes the same calls in the same order, with the same timeout",
+      util::where(), current_.collective, current_.sequence, current_.bytes, current_.algorithm, rank_, size_,
+      deadline.seconds(), who);
+  broken_reason_ = message;
+  throw DeadlineExceeded(message, std::move(missing));
 }
 
 plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
@@ -106,18 +155,54 @@ const plan::Choice& Session::cached_choice(Collective collective, std::size_t by
   return last.choice;
 }
 
+plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence) const {
+  plan::Fingerprint f;
+  f.sequence = sequence;
+  f.operation = static_cast<plan::Operation>(call.collective);
+  f.count = call.job.count;
+  f.dtype = static_cast<std::int32_t>(call.job.dtype);
+  f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.job.op);
+  f.root = call.collective == Collective::all_reduce ? -1 : call.job.root;
+  f.memory = static_cast<std::int32_t>(call.memory);
+  f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
+  return f;
+}
+
+void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective) {
+  const plan::CallInfo info{collective, mine.sequence, 0, "call check"};
+  breaking_on_failure([&] { exec::verify_call(host_context(), mine, deadline, info); });
+}
+
+exec::HostContext Session::host_context() {
+  return {comm_, rank_, size_, &split_, segment_.get(), &workspace_, &landing_};
+}
+
 void Session::run(const Call& call) {
   ensure_usable();
   const util::Deadline deadline(call.options->timeout_seconds);
-  if (call.memory == Memory::cuda)
-    run_gpu(call, deadline);
-  else
-    run_host(call, deadline);
+  util::IdleWorkScope answering(roll_call_.get());
+  ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
+  try {
+    if (call.memory == Memory::cuda) {
+      if (check_calls_ && size_ > 1) verify(fingerprint(call, sequence_), deadline, to_string(call.collective));
+      run_gpu(call, deadline);
+    } else {
+      run_host(call, deadline, check_calls_);
+    }
+  } catch (const DeadlineExceeded&) {
+    blame_missing_ranks(deadline);
+  }
+  landing_.reset();
 }
 
-void Session::run_host(const Call& call, const util::Deadline& deadline) {
-  ++sequence_;
-  if (call.job.count == 0) return;
+void Session::run_host(const Call& call, const util::Deadline& deadline, bool check) {
+  current_ = {to_string(call.collective), sequence_, call.job.bytes(), "call check"};
+  std::optional<plan::Fingerprint> mine;
+  if (check && size_ > 1) mine = fingerprint(call, sequence_);
+  if (call.job.count == 0) {  // still collective: the ranks must agree that it is
+    if (mine) verify(*mine, deadline, current_.collective);
+    return;
+  }
   const std::size_t bytes = call.job.bytes();
   const plan::Choice& choice =
       cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
@@ -127,20 +212,22 @@ void Session::run_host(const Call& call, const util::Deadline& deadline) {
   job.chunk_bytes = config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
   const std::string_view collective_name = to_string(call.collective);
   const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
+  current_ = info;
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);
-  const exec::HostContext context{comm_, rank_, size_, &split_, segment_.get(), &workspace_};
-  breaking_on_failure([&] { exec::run_host(call.collective, choice, job, context, deadline, info); });
+  const exec::HostContext context = host_context();
+  breaking_on_failure(
+      [&] { exec::run_host(call.collective, choice, job, context, deadline, info, mine ? &*mine : nullptr); });
   const bool has_result = call.collective == Collective::all_reduce || rank_ == job.root;
   exec::finish_host(call.job.op, job, has_result, call.contributors);
 }
 
 void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
-  ++sequence_;
   if (call.job.count == 0) return;
   const std::size_t bytes = call.job.bytes();
   const plan::Choice& choice =
       cached_choice(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
+  current_ = {to_string(call.collective), sequence_, bytes, last_.described};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = config_.chunk_bytes;

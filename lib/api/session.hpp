@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "exec/execute.hpp"
+#include "exec/roll_call.hpp"
 #include "gpu/backend.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
+#include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
 #include "plan/spec.hpp"
 #include "strata/communicator.hpp"
@@ -29,6 +31,7 @@
 #include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 #include "util/breaking.hpp"
+#include "util/arena.hpp"
 #include "util/deadline.hpp"
 #include "util/workspace.hpp"
 
@@ -79,7 +82,11 @@ class Session {
   const plan::Spec& spec() const { return spec_; }
   std::string spec_map() const { return plan::describe_map(spec_, split_.node_count); }
 
-  // Runs one collective; throws as the public calls say.
+  // Runs one collective; throws as the public calls say. Before any data
+  // moves, every rank checks that all make the same call (unless
+  // Config::check_calls is false or STRATA_CHECK=off): Mismatch on every
+  // rank otherwise. A timeout names the ranks that really did not arrive
+  // (a roll call, exec/roll_call.hpp).
   void run(const Call& call);
 
   // Runs a batch, pack by pack, calling on_pack_done(i) as pack i lands.
@@ -108,7 +115,18 @@ class Session {
   // the same shape: a spec walk and name lookups are worth skipping).
   const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
                                     Implementation implementation, const plan::Spec* spec);
-  void run_host(const Call& call, const util::Deadline& deadline);
+  exec::HostContext host_context();
+  plan::Fingerprint fingerprint(const Call& call, std::uint64_t sequence) const;
+  plan::Fingerprint fingerprint(const BatchCall& call) const;
+  // The call check alone (every rank; throws Mismatch).
+  void verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
+  // After a DeadlineExceeded: asks every rank where it is, marks the
+  // communicator broken with the answer, and throws DeadlineExceeded naming
+  // the ranks that did not arrive.
+  [[noreturn]] void blame_missing_ranks(const util::Deadline& deadline);
+  // `check`: run the call check first (false for a batch's packs: the batch
+  // was checked once).
+  void run_host(const Call& call, const util::Deadline& deadline, bool check);
   void run_gpu(const Call& call, const util::Deadline& deadline);
   void run_batch_host(const BatchCall& call, const util::Deadline& deadline);
   void run_batch_gpu(const BatchCall& call, const util::Deadline& deadline);
@@ -146,6 +164,11 @@ class Session {
   std::vector<topo::GpuRow> gpu_rows_;
   topo::GpuPlane gpu_plane_;
   std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
+  std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
+  util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
+  bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK
+  std::uint64_t spec_hash_ = 0;  // of spec_
+  plan::CallInfo current_;      // the call in progress, for timeout messages
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
 
   struct LastChoice {

@@ -24,6 +24,14 @@ void validate_options(const CommunicationOptions& options) {
     throw InvalidArgument(fmt::format("options.implementation = {} is not automatic, ring or nccl", impl));
 }
 
+void validate_config(const Config& config) {
+  // Tiny chunks make the ring all overhead (one message per element); huge
+  // ones overflow scratch sizes and defeat pipelining.
+  if (config.chunk_bytes != 0 && (config.chunk_bytes < kMinChunkBytes || config.chunk_bytes > kMaxChunkBytes))
+    throw InvalidArgument(fmt::format("config.chunk_bytes = {} must be 0 (default: 256 KiB) or in [{}, {}] bytes",
+                                      config.chunk_bytes, kMinChunkBytes, kMaxChunkBytes));
+}
+
 void validate_op(ReduceOp op) {
   const int value = static_cast<int>(op);
   if (value < 0 || value > static_cast<int>(ReduceOp::prod))
@@ -39,10 +47,26 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
                                       tensor.device));
   if (tensor.memory != Memory::host && tensor.memory != Memory::cuda)
     throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
-  if (tensor.count > SIZE_MAX / dtype_size(tensor.dtype))
-    throw InvalidArgument(fmt::format("{}.count = {} overflows the address space", field, tensor.count));
+  const std::size_t element = dtype_size(tensor.dtype);
+  // No buffer is larger than PTRDIFF_MAX bytes, and none wraps around the
+  // end of the address space: checked here so no byte count downstream can
+  // overflow.
+  if (tensor.count > static_cast<std::size_t>(PTRDIFF_MAX) / element)
+    throw InvalidArgument(fmt::format("{}.count = {} x {} bytes is larger than any buffer can be", field,
+                                      tensor.count, element));
   if (data_required && tensor.data == nullptr && tensor.count > 0)
     throw InvalidArgument(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count));
+  const auto address = reinterpret_cast<std::uintptr_t>(tensor.data);
+  if (address > UINTPTR_MAX - tensor.count * element)
+    throw InvalidArgument(fmt::format("{}.data = {} + {} bytes wraps around the address space", field, tensor.data,
+                                      tensor.count * element));
+  // Element-aligned buffers only: the kernels load whole elements (and
+  // vectors of them); a misaligned f64 load is undefined behaviour on the
+  // host and a fault on the GPU. Copy unaligned data into an aligned buffer.
+  if (address % element != 0)
+    throw InvalidArgument(fmt::format("{}.data = {} is not aligned to {} bytes, the size of one {} element; pass "
+                                      "element-aligned buffers",
+                                      field, tensor.data, element, to_string(tensor.dtype)));
 }
 
 void validate_in_out(const Tensor& in, const Tensor& out) {
@@ -78,6 +102,17 @@ void validate_same_memory(std::span<const Tensor> tensors, std::string_view fiel
     if (tensors[i].memory != tensors[0].memory)
       throw InvalidArgument(fmt::format("{}[{}].memory = {} but {}[0].memory = {}; a batch is all host or all cuda",
                                         field, i, to_string(tensors[i].memory), field, to_string(tensors[0].memory)));
+}
+
+void validate_batch_size(std::span<const Tensor> tensors, std::string_view field) {
+  std::size_t bytes[static_cast<int>(DataType::u64) + 1] = {};
+  for (const Tensor& t : tensors) {
+    std::size_t& total = bytes[static_cast<int>(t.dtype)];
+    if (t.bytes() > static_cast<std::size_t>(PTRDIFF_MAX) - total)
+      throw InvalidArgument(fmt::format("{}: the {} tensors together are larger than any buffer can be", field,
+                                        to_string(t.dtype)));
+    total += t.bytes();
+  }
 }
 
 void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) {

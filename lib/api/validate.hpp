@@ -13,11 +13,18 @@
 namespace strata::api {
 
 void validate_options(const CommunicationOptions& options);
+
+// A communicator's Config: chunk_bytes 0 (default) or within
+// [kMinChunkBytes, kMaxChunkBytes]. (The spec is checked when it is parsed.)
+constexpr std::size_t kMinChunkBytes = 4096, kMaxChunkBytes = std::size_t{1} << 30;
+void validate_config(const Config& config);
 void validate_op(ReduceOp op);
 
 // `field` names the argument ("in", "out", "tensors[3]"). `data_required`:
-// whether a null pointer is an error when count > 0. CUDA tensors pass here;
-// whether a GPU is usable is the GPU backend's question.
+// whether a null pointer is an error when count > 0. Checks the dtype, the
+// memory kind, that count x element size fits a buffer (<= PTRDIFF_MAX) and
+// does not wrap the address space, and that data is element-aligned (host
+// and CUDA alike). Whether a GPU is usable is the GPU backend's question.
 void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required = true);
 
 // in and out of one call: same memory kind, count and dtype; either the
@@ -28,6 +35,10 @@ void validate_root(int root, int size);
 
 // All tensors of a batch in the same kind of memory.
 void validate_same_memory(std::span<const Tensor> tensors, std::string_view field);
+
+// The per-dtype totals of a batch fit a buffer (<= PTRDIFF_MAX bytes): packs
+// concatenate them. `field` names the list.
+void validate_batch_size(std::span<const Tensor> tensors, std::string_view field);
 
 // No two tensors of a batch share memory (results would depend on order).
 // `field` names the list ("tensors").

@@ -66,7 +66,11 @@ Tensor tensor(const void* data, std::size_t count, strata_dtype dtype, const Cal
 Config config_of(const strata_config* config) {
   strata_config c = STRATA_CONFIG_INIT;
   if (config != nullptr) c = *config;
-  return {c.all_reduce_spec ? c.all_reduce_spec : "", c.chunk_bytes};
+  Config result;  // by member: Config may grow fields
+  result.all_reduce_spec = c.all_reduce_spec ? c.all_reduce_spec : "";
+  result.chunk_bytes = c.chunk_bytes;
+  result.check_calls = c.check_calls != 0;
+  return result;
 }
 
 PackingOptions packing_of(const strata_packing* packing) {

@@ -8,6 +8,7 @@
 #include "exec/hierarchical.hpp"
 #include "exec/host_levels.hpp"
 #include "exec/registry.hpp"
+#include "exec/verify.hpp"
 #include "host/transport.hpp"
 #include "plan/nan.hpp"
 #include "util/breaking.hpp"
@@ -75,26 +76,30 @@ void breaking_backend(gpu::Backend& backend, Work&& work) {
 }  // namespace
 
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
-              const util::Deadline& deadline, const plan::CallInfo& info) {
+              const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
   const host::Algorithm& algorithm = *entry_of(*choice.algorithm).host;
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
+  const bool check_rides_along = segment && choice.shape == plan::Shape::flat && collective == Collective::all_reduce;
+  if (check && !check_rides_along) verify_call(context, *check, deadline, info);
   const topo::NodeSplit& split = *context.split;
   if (choice.shape == plan::Shape::hierarchical) {
-    host::Transport local(split.node, deadline, info, *context.workspace);
+    host::Transport local(split.node, deadline, info, *context.workspace, context.landing);
     HostLevel intra(local, algorithm, segment);
     std::optional<host::Transport> across;
     std::optional<HostLevel> cross;
     if (split.cross != MPI_COMM_NULL) {
-      across.emplace(split.cross, deadline, info, *context.workspace);
+      across.emplace(split.cross, deadline, info, *context.workspace, context.landing);
       cross.emplace(*across, *entry_of(*choice.cross).host, nullptr);
     }
     hierarchical_all_reduce(job, split, intra, cross ? &*cross : nullptr);
     return;
   }
-  host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace);
+  host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,
+                            context.landing);
   // Flat over shared memory only happens on a one-node job, whose node
   // communicator orders ranks like `comm`.
   HostLevel flat(transport, algorithm, segment);
+  if (check_rides_along) transport.set_check(check);
   run_flat(collective, flat, job);
 }
 

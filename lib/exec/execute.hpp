@@ -11,9 +11,11 @@
 #include "gpu/backend.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
+#include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
 #include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
+#include "util/arena.hpp"
 #include "util/deadline.hpp"
 #include "util/workspace.hpp"
 
@@ -27,12 +29,19 @@ struct HostContext {
   const topo::NodeSplit* split = nullptr;
   host::ShmSegment* segment = nullptr;  // over split->node; null when the node has one rank
   util::Workspace* workspace = nullptr;
+  // Where receives into the caller's buffers land first when a call has a
+  // deadline (host::Transport), and where the call check's MPI buffers live.
+  // Reset after each call, abandoned (never freed) after a failed one.
+  util::Arena* landing = nullptr;
 };
 
 // Runs `job` (count > 0, op != mean) with `choice` (a host choice from
-// plan::choose). Throws DeadlineExceeded, BackendError.
+// plan::choose). With `check`, first makes sure every rank makes the same
+// call (exec/verify.hpp) — inside the first shared-memory round when the
+// plan is the flat shared-memory all-reduce, so it costs nothing extra.
+// Throws Mismatch (every rank, nothing sent), DeadlineExceeded, BackendError.
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
-              const util::Deadline& deadline, const plan::CallInfo& info);
+              const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check = nullptr);
 
 // What a call on CUDA tensors runs over.
 struct GpuContext {

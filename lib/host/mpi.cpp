@@ -2,13 +2,19 @@
 // MPI_Bcast): the baseline every benchmark compares against, and a fallback.
 // Without a timeout the blocking calls run, exactly what an application
 // would call; with one, the non-blocking MPI_I* variants are polled against
-// the deadline (MPI cannot say which peers are missing).
-// MPI has no f16/bf16: those use user-defined operators that reduce in f32.
-// 8-bit integer sums and products use them too: Open MPI's vectorised
-// MPI_SUM saturates i8/u8 (open-mpi/ompi#8045) where strata promises
-// two's-complement wrap-around like every other algorithm.
+// the deadline, and their results land in strata's scratch first and are
+// copied out on completion, so a collective abandoned at the deadline can
+// never write into the caller's buffer afterwards.
+// Where MPI's built-in operators would differ from strata's semantics,
+// user-defined operators run strata's own kernel instead:
+//   - f16/bf16: MPI has no such types (reduced in f32, rounded once);
+//   - 8-bit integer sum/prod: Open MPI's vectorised MPI_SUM saturates i8/u8
+//     (open-mpi/ompi#8045) where strata wraps (two's complement);
+//   - f32/f64 min/max: MPI_MIN/MAX drop a NaN (fmin-like) where strata lets
+//     it through, as every other algorithm does.
 #include <climits>
 #include <cstddef>
+#include <cstring>
 
 #include "util/check.hpp"
 #include "host/algorithm.hpp"
@@ -56,6 +62,8 @@ MPI_Op mpi_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::bf16) return strata_mpi_op<DataType::bf16>(op);
   if (dtype == DataType::i8 && arithmetic) return strata_mpi_op<DataType::i8>(op);
   if (dtype == DataType::u8 && arithmetic) return strata_mpi_op<DataType::u8>(op);
+  if (dtype == DataType::f32 && !arithmetic) return strata_mpi_op<DataType::f32>(op);
+  if (dtype == DataType::f64 && !arithmetic) return strata_mpi_op<DataType::f64>(op);
   switch (op) {
     case ReduceOp::min: return MPI_MIN;
     case ReduceOp::max: return MPI_MAX;
@@ -77,18 +85,30 @@ void in_pieces(const Job& job, Run run) {
   }
 }
 
+// With a deadline, MPI's non-blocking collective receives into scratch
+// (slot 0) and the result is copied to `out` once it completed: abandoned at
+// the deadline, it can only write into strata's memory.
+template <typename Start>
+void bounded(Transport& t, void* out, int n, DataType dtype, Start start) {
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+  std::byte* landing = t.scratch(0, bytes);
+  MPI_Request request;
+  STRATA_CHECK_MPI(start(landing, &request));
+  t.wait_collective(request);
+  std::memcpy(out, landing, bytes);
+}
+
 void mpi_all_reduce(Transport& t, const Job& job) {
   const MPI_Datatype type = mpi_type(job.dtype);
   const MPI_Op op = mpi_op(job.dtype, job.op);
   in_pieces(job, [&](const void* in, void* out, int n) {
-    const void* send = in == out ? MPI_IN_PLACE : in;
     if (!t.bounded()) {
-      STRATA_CHECK_MPI(MPI_Allreduce(send, out, n, type, op, t.comm()));
+      STRATA_CHECK_MPI(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, type, op, t.comm()));
       return;
     }
-    MPI_Request request;
-    STRATA_CHECK_MPI(MPI_Iallreduce(send, out, n, type, op, t.comm(), &request));
-    t.wait_collective(request);
+    bounded(t, out, n, job.dtype, [&](void* landing, MPI_Request* request) {
+      return MPI_Iallreduce(in, landing, n, type, op, t.comm(), request);
+    });
   });
 }
 
@@ -97,14 +117,19 @@ void mpi_reduce(Transport& t, const Job& job) {
   const MPI_Op op = mpi_op(job.dtype, job.op);
   const bool root = t.rank() == job.root;
   in_pieces(job, [&](const void* in, void* out, int n) {
-    const void* send = root && in == out ? MPI_IN_PLACE : in;
     if (!t.bounded()) {
-      STRATA_CHECK_MPI(MPI_Reduce(send, out, n, type, op, job.root, t.comm()));
+      STRATA_CHECK_MPI(MPI_Reduce(root && in == out ? MPI_IN_PLACE : in, out, n, type, op, job.root, t.comm()));
       return;
     }
-    MPI_Request request;
-    STRATA_CHECK_MPI(MPI_Ireduce(send, out, n, type, op, job.root, t.comm(), &request));
-    t.wait_collective(request);
+    if (!root) {  // nothing lands here
+      MPI_Request request;
+      STRATA_CHECK_MPI(MPI_Ireduce(in, nullptr, n, type, op, job.root, t.comm(), &request));
+      t.wait_collective(request);
+      return;
+    }
+    bounded(t, out, n, job.dtype, [&](void* landing, MPI_Request* request) {
+      return MPI_Ireduce(in, landing, n, type, op, job.root, t.comm(), request);
+    });
   });
 }
 
@@ -114,9 +139,15 @@ void mpi_broadcast(Transport& t, const Job& job) {
       STRATA_CHECK_MPI(MPI_Bcast(buffer, n, mpi_type(job.dtype), job.root, t.comm()));
       return;
     }
-    MPI_Request request;
-    STRATA_CHECK_MPI(MPI_Ibcast(buffer, n, mpi_type(job.dtype), job.root, t.comm(), &request));
-    t.wait_collective(request);
+    if (t.rank() == job.root) {  // only sends
+      MPI_Request request;
+      STRATA_CHECK_MPI(MPI_Ibcast(buffer, n, mpi_type(job.dtype), job.root, t.comm(), &request));
+      t.wait_collective(request);
+      return;
+    }
+    bounded(t, buffer, n, job.dtype, [&](void* landing, MPI_Request* request) {
+      return MPI_Ibcast(landing, n, mpi_type(job.dtype), job.root, t.comm(), request);
+    });
   });
 }
 

@@ -46,6 +46,25 @@ void publish(const ShmSegment& seg, Counter counter, std::uint64_t round) {
   (seg.*counter)(seg.local_rank()).store(round, std::memory_order_release);
 }
 
+// The call check carried by round `round`: my fingerprint goes out with my
+// `staged`, and once every rank's `staged` is seen, every rank compares
+// all of them. On a difference every rank finishes the round (so the next
+// call's rounds still line up) and raises Mismatch; no data was used.
+void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint* check) {
+  if (check) seg.fingerprint(seg.local_rank(), round) = *check;
+}
+
+void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint* check) {
+  if (!check) return;
+  bool same = true;
+  for (int r = 0; r < seg.local_size() && same; ++r) same = seg.fingerprint(r, round) == *check;
+  if (same) return;
+  std::vector<plan::Fingerprint> all;
+  for (int r = 0; r < seg.local_size(); ++r) all.push_back(seg.fingerprint(r, round));
+  publish(seg, &ShmSegment::consumed, round);
+  plan::throw_mismatch(t.info(), t.rank(), all);
+}
+
 // Bytes per block of a segment: what set_bytes_for gave it, per rank.
 std::size_t segment_block(const ShmSegment& seg) {
   return seg.set_bytes() / static_cast<std::size_t>(seg.local_size()) / 64 * 64;
@@ -95,7 +114,13 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
       const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::memcpy(mine + static_cast<std::size_t>(s) * block, src + blk.offset * element, blk.count * element);
     }
+    const plan::Fingerprint* check = b == 0 ? t.take_check() : nullptr;
+    publish_check(seg, round, check);
     publish(seg, &ShmSegment::staged, round);
+    if (check) {  // every rank (owners wait below anyway) sees every fingerprint before going on
+      wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+      verify_check(t, seg, round, check);
+    }
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       if (blk.count > 0) {
@@ -148,8 +173,11 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
   std::memcpy(seg.area(me, round), in, bytes);
+  const plan::Fingerprint* check = t.take_check();
+  publish_check(seg, round, check);
   publish(seg, &ShmSegment::staged, round);
   wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+  verify_check(t, seg, round, check);
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
@@ -158,6 +186,16 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
     reduce_into(out, seg.area(0, round), seg.area(1, round), count, dtype, op);
     for (int r = 2; r < n; ++r) reduce_into(out, out, seg.area(r, round), count, dtype, op);
   }
+  publish(seg, &ShmSegment::consumed, round);
+}
+
+void verify(Transport& t, ShmSegment& seg, const plan::Fingerprint& check) {
+  const std::uint64_t round = seg.next_round();
+  claim_set(t, seg, round);
+  publish_check(seg, round, &check);
+  publish(seg, &ShmSegment::staged, round);
+  wait_for(t, seg, &ShmSegment::staged, 0, seg.local_size(), round);
+  verify_check(t, seg, round, &check);
   publish(seg, &ShmSegment::consumed, round);
 }
 

@@ -51,6 +51,12 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
 void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                       ReduceOp op);
 
+// One round that only checks that every local rank makes the same call
+// (`check` against every rank's): throws Mismatch on every rank if not.
+// The algorithms below carry the same check in their first round instead
+// when the Transport holds one (Transport::set_check).
+void verify(Transport& t, ShmSegment& seg, const plan::Fingerprint& check);
+
 // reduce_scatter + all_gather, or small_all_reduce for small messages.
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                 ReduceOp op, int owners);

@@ -22,6 +22,9 @@ namespace strata::host {
 struct ShmSegment::Control {
   alignas(64) std::atomic<std::uint64_t> staged;
   alignas(64) std::atomic<std::uint64_t> consumed;
+  // The call's fingerprint, written before `staged` is published (release)
+  // and read after it was seen (acquire); one slot per set, like the data.
+  alignas(64) plan::Fingerprint fingerprint[2];
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need lock-free counters");
 
@@ -101,5 +104,8 @@ std::byte* ShmSegment::area(int rank, std::uint64_t round) const {
 
 std::atomic<std::uint64_t>& ShmSegment::staged(int rank) const { return control(rank).staged; }
 std::atomic<std::uint64_t>& ShmSegment::consumed(int rank) const { return control(rank).consumed; }
+plan::Fingerprint& ShmSegment::fingerprint(int rank, std::uint64_t round) const {
+  return control(rank).fingerprint[round % 2];
+}
 
 }  // namespace strata::host

@@ -5,8 +5,8 @@
 // crash) — the kernel frees the memory when the last mapping goes.
 //
 // Layout: per local rank, a control block (two counters on their own cache
-// lines) and two data "sets" used alternately by successive rounds (double
-// buffering, see shm_rounds.hpp).
+// lines, and two fingerprint slots) and two data "sets" used alternately by
+// successive rounds (double buffering, see shm_rounds.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -14,6 +14,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "plan/fingerprint.hpp"
 
 namespace strata::host {
 
@@ -34,6 +36,8 @@ class ShmSegment {
   std::byte* area(int rank, std::uint64_t round) const;  // the set `round` uses
   std::atomic<std::uint64_t>& staged(int rank) const;    // last round whose data `rank` wrote
   std::atomic<std::uint64_t>& consumed(int rank) const;  // last round `rank` finished reading
+  // The fingerprint `rank` published with round `round` (a call's first round).
+  plan::Fingerprint& fingerprint(int rank, std::uint64_t round) const;
 
   // Rounds are numbered from 1, identically on every local rank (every rank
   // runs the same rounds in the same order).

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "util/check.hpp"
@@ -37,8 +38,10 @@ void post_pieces(std::vector<MPI_Request>& requests, std::vector<int>& peers, Bu
 
 }  // namespace
 
-Transport::Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace)
-    : comm_(comm), deadline_(deadline), info_(info), workspace_(workspace) {
+Transport::Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace,
+                     util::Arena* landing)
+    : comm_(comm), deadline_(deadline), info_(info), workspace_(workspace),
+      landing_(deadline.bounded() ? landing : nullptr) {
   STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(comm, &size_));
 }
@@ -50,6 +53,11 @@ void Transport::isend(Requests& into, const void* data, std::size_t bytes, int p
 }
 
 void Transport::irecv(Requests& into, void* data, std::size_t bytes, int peer, int tag) {
+  if (landing_ && bytes > 0 && !workspace_.owns(data, bytes)) {
+    std::byte* first = landing_->allocate(bytes);
+    into.landings_.push_back({first, data, bytes});
+    data = first;
+  }
   post_pieces(into.requests_, into.peers_, data, bytes, peer, [&](std::byte* p, int n, MPI_Request* r) {
     STRATA_CHECK_MPI(MPI_Irecv(p, n, MPI_BYTE, peer, tag, comm_, r));
   });
@@ -61,8 +69,10 @@ bool Transport::test(Requests& requests) {
   STRATA_CHECK_MPI(MPI_Testall(static_cast<int>(requests.requests_.size()), requests.requests_.data(), &done,
                                MPI_STATUSES_IGNORE));
   if (!done) return false;
+  for (const Requests::Landing& landing : requests.landings_) std::memcpy(landing.to, landing.from, landing.bytes);
   requests.requests_.clear();
   requests.peers_.clear();
+  requests.landings_.clear();
   return true;
 }
 
@@ -95,8 +105,12 @@ void Transport::wait_collective(MPI_Request& request) {
 }
 
 void Transport::idle(util::Backoff& backoff, std::span<const int> waiting_for) {
-  if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
+  check_deadline(waiting_for);
   backoff.pause();
+}
+
+void Transport::check_deadline(std::span<const int> waiting_for) const {
+  if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
 }
 
 void Transport::throw_deadline(std::vector<int> waiting_for) const {

@@ -12,9 +12,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
+#include "util/arena.hpp"
 #include "util/deadline.hpp"
 #include "util/workspace.hpp"
 
@@ -32,18 +35,36 @@ class Requests {
 
  private:
   friend class Transport;
+  // A receive that lands in strata's memory first and is copied to its
+  // destination when the set completes (see Transport::irecv).
+  struct Landing {
+    const std::byte* from;
+    void* to;
+    std::size_t bytes;
+  };
   std::vector<MPI_Request> requests_;
   std::vector<int> peers_;
+  std::vector<Landing> landings_;
 };
 
 class Transport {
  public:
-  Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace);
+  // `landing`: where receives meant for memory outside `workspace` (the
+  // caller's buffers) land first when the call has a deadline; null = they
+  // go straight to their destination.
+  Transport(MPI_Comm comm, const util::Deadline& deadline, CallInfo info, util::Workspace& workspace,
+            util::Arena* landing = nullptr);
   // The same with rank and size already known (saves two MPI calls per call
   // on the latency path).
   Transport(MPI_Comm comm, int rank, int size, const util::Deadline& deadline, CallInfo info,
-            util::Workspace& workspace)
-      : comm_(comm), rank_(rank), size_(size), deadline_(deadline), info_(info), workspace_(workspace) {}
+            util::Workspace& workspace, util::Arena* landing = nullptr)
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        deadline_(deadline),
+        info_(info),
+        workspace_(workspace),
+        landing_(deadline.bounded() ? landing : nullptr) {}
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -54,6 +75,11 @@ class Transport {
 
   // Post a send / receive of `bytes` bytes (any size: large messages are
   // split). Messages between two ranks on the same tag match in order.
+  // The received bytes are in `data` once the set completes (test() true or
+  // wait() returned). Nothing after an error: with a deadline and a landing
+  // arena, a receive into memory that is not strata's scratch lands in the
+  // arena and is copied to `data` on completion, so a receive still pending
+  // when the call gives up can never write into the caller's buffer.
   void isend(Requests& into, const void* data, std::size_t bytes, int peer, int tag = 0);
   void irecv(Requests& into, void* data, std::size_t bytes, int peer, int tag = 0);
 
@@ -74,6 +100,8 @@ class Transport {
   // For algorithms with their own progress loop: throws DeadlineExceeded
   // naming `waiting_for` if the deadline passed, otherwise backs off.
   void idle(util::Backoff& backoff, std::span<const int> waiting_for);
+  // The same without backing off, for loops that are busy making progress.
+  void check_deadline(std::span<const int> waiting_for) const;
 
   // Scratch memory reused across calls (see util::Workspace). Slots are
   // private to the running algorithm.
@@ -85,6 +113,12 @@ class Transport {
   ShmSegment* shared_memory() const { return shm_; }
   void set_shared_memory(ShmSegment* segment) { shm_ = segment; }
 
+  // The call's fingerprint, when the algorithm's first shared-memory round
+  // is to carry the check that every rank makes the same call (so the
+  // check costs no extra synchronisation). take_check() hands it over once.
+  void set_check(const plan::Fingerprint* check) { check_ = check; }
+  const plan::Fingerprint* take_check() { return std::exchange(check_, nullptr); }
+
  private:
   [[noreturn]] void throw_deadline(std::vector<int> waiting_for) const;
 
@@ -94,7 +128,9 @@ class Transport {
   const util::Deadline& deadline_;
   CallInfo info_;
   util::Workspace& workspace_;
+  util::Arena* landing_ = nullptr;
   ShmSegment* shm_ = nullptr;
+  const plan::Fingerprint* check_ = nullptr;
 };
 
 }  // namespace strata::host

@@ -28,6 +28,11 @@ namespace {
 
 using util::Slice;
 
+// Scratch slots: a reduce's accumulator on non-roots in slot 0, ring m's
+// receive window in slot 1 + m (so no shard count can collide with it).
+constexpr std::size_t kAccumulatorSlot = 0;
+std::size_t window_slot(int ring) { return 1 + static_cast<std::size_t>(ring); }
+
 // One ring's geometry.
 struct Ring {
   int tag;            // = ring index
@@ -67,13 +72,16 @@ void drive(Transport& t, std::vector<std::unique_ptr<RingStream>>& streams) {
       all_received &= s->received_all();
     }
     if (all_received) break;
-    if (progressed) {
-      backoff.reset();
-      continue;
-    }
     waiting.clear();
     for (auto& s : streams)
       if (!s->received_all()) waiting.push_back(s->waiting_on());
+    if (progressed) {
+      // Busy progress still honours the deadline (many small chunks can
+      // keep this loop busy long past it).
+      t.check_deadline(waiting);
+      backoff.reset();
+      continue;
+    }
     t.idle(backoff, waiting);
   }
   for (auto& s : streams) s->finish();
@@ -81,7 +89,7 @@ void drive(Transport& t, std::vector<std::unique_ptr<RingStream>>& streams) {
 
 std::unique_ptr<RingStream> make_stream(Transport& t, const Job& job, const Ring& ring, const void* own, void* acc) {
   const std::size_t ce = chunk_elems(job);
-  std::byte* scratch = t.scratch(static_cast<std::size_t>(ring.tag), RingStream::kWindow * ce * job.element_bytes());
+  std::byte* scratch = t.scratch(window_slot(ring.tag), RingStream::kWindow * ce * job.element_bytes());
   return std::make_unique<RingStream>(t, job, own, acc, ring.successor, ring.predecessor, ring.tag, scratch, ce);
 }
 
@@ -123,8 +131,8 @@ void xring_reduce(Transport& t, const Job& job) {
   const int n = t.size(), rank = t.rank();
   const bool root = rank == job.root;
   const std::size_t bytes = job.count * job.element_bytes();
-  // Non-roots have no output buffer: accumulate in scratch (slot after the rings').
-  void* acc = root ? job.out : t.scratch(1024, bytes);
+  // Non-roots have no output buffer: accumulate in scratch.
+  void* acc = root ? job.out : t.scratch(kAccumulatorSlot, bytes);
   if (n == 1) {
     if (acc != job.in) std::memcpy(acc, job.in, bytes);
     return;

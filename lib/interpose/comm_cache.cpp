@@ -148,7 +148,9 @@ std::string comm_label(MPI_Comm comm) {
   int length = 0, size = 0;
   if (PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS) length = 0;
   PMPI_Comm_size(comm, &size);
-  const std::string id = length > 0 ? std::string(name, length) : fmt::format("{}", static_cast<const void*>(comm));
+  // MPI_Comm is a pointer in Open MPI and an int in MPICH: name it by its
+  // portable Fortran handle.
+  const std::string id = length > 0 ? std::string(name, length) : fmt::format("comm {}", PMPI_Comm_c2f(comm));
   return fmt::format("{} ({} ranks)", id, size);
 }
 

@@ -11,35 +11,45 @@
 #include "util/where.hpp"
 
 namespace strata::util {
-namespace {
 
 // What the lowest failing rank broadcasts: its kind and reason (truncated).
-struct Verdict {
+struct Agreement::Verdict {
   int kind = 0;
   std::array<char, 1020> reason{};
 };
 
-}  // namespace
+// Every buffer an MPI operation of the agreement reads or writes. It lives
+// on the heap, owned by the agreement, and is leaked rather than freed when
+// the agreement is given up with operations in flight (a bounded collective
+// given up at its bound may still complete later).
+struct Agreement::Buffers {
+  int notice = 0;  // what this rank's failure notices carry (its kind)
+  int mine = 0;    // this rank's flag: failed or not
+  std::vector<int> flags;
+  std::vector<int> notices;
+  Verdict verdict;
+};
 
 Agreement::Agreement(MPI_Comm comm, std::string step, const Deadline& bound)
-    : comm_(comm), step_(std::move(step)), bound_(bound) {
+    : comm_(comm), step_(std::move(step)), bound_(bound), buffers_(std::make_unique<Buffers>()) {
   STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  buffers_->flags.assign(static_cast<std::size_t>(size_), 0);
+  buffers_->notices.assign(static_cast<std::size_t>(size_), 0);
 }
 
 Agreement::~Agreement() {
-  // Abandoned (an exception before conclude): let the notices go on their
-  // own and keep their payload alive for them.
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  bool pending = false;
-  for (MPI_Request& r : sends_)
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Request_free(&r);
-      pending = true;
-    }
-  if (pending) (void)notice_.release();  // leaked on purpose: MPI may still read it
+  bool in_flight = false;
+  for (std::vector<MPI_Request>* requests : {&pending_, &sends_})
+    for (MPI_Request& r : *requests)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Request_free(&r);  // completes on its own; its buffer must stay
+        in_flight = true;
+      }
+  if (in_flight) (void)buffers_.release();  // leaked on purpose: MPI may still use it
 }
 
 void Agreement::fail(Kind kind, std::string reason) {
@@ -47,11 +57,11 @@ void Agreement::fail(Kind kind, std::string reason) {
   failed_ = true;
   kind_ = kind;
   reason_ = std::move(reason);
-  notice_ = std::make_unique<int>(static_cast<int>(kind));
+  buffers_->notice = static_cast<int>(kind);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     MPI_Request request = MPI_REQUEST_NULL;
-    STRATA_CHECK_MPI(MPI_Isend(notice_.get(), 1, MPI_INT, peer, kAgreementTag, comm_, &request));
+    STRATA_CHECK_MPI(MPI_Isend(&buffers_->notice, 1, MPI_INT, peer, kAgreementTag, comm_, &request));
     sends_.push_back(request);
   }
 }
@@ -62,12 +72,15 @@ bool Agreement::peer_failed() {
   return flag != 0;
 }
 
-void Agreement::wait(std::vector<MPI_Request>& requests, const char* what) {
+void Agreement::wait(const char* what) {
   Backoff backoff;
   for (;;) {
     int done = 0;
-    STRATA_CHECK_MPI(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE));
-    if (done) return;
+    STRATA_CHECK_MPI(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) {
+      pending_.clear();
+      return;
+    }
     if (bound_.expired())
       throw DeadlineExceeded(fmt::format("strata [{}]: {} did not finish within its own limit of {} s: {} did not "
                                          "complete on every rank (a rank is missing or stuck)",
@@ -78,40 +91,36 @@ void Agreement::wait(std::vector<MPI_Request>& requests, const char* what) {
 }
 
 std::optional<Agreement::Failure> Agreement::conclude() {
-  concluded_ = true;
+  Buffers& b = *buffers_;
   // Who failed: one flag per member.
-  int mine = failed_ ? 1 : 0;
-  std::vector<int> flags(static_cast<std::size_t>(size_), 0);
-  std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
-  STRATA_CHECK_MPI(MPI_Iallgather(&mine, 1, MPI_INT, flags.data(), 1, MPI_INT, comm_, requests.data()));
-  wait(requests, "the exchange of outcomes");
+  b.mine = failed_ ? 1 : 0;
+  pending_.assign(1, MPI_REQUEST_NULL);
+  STRATA_CHECK_MPI(MPI_Iallgather(&b.mine, 1, MPI_INT, b.flags.data(), 1, MPI_INT, comm_, pending_.data()));
+  wait("the exchange of outcomes");
 
   // Take in the notices the failing members sent me, and finish mine.
-  std::vector<int> notices(static_cast<std::size_t>(size_), 0);
-  requests.clear();
   for (int peer = 0; peer < size_; ++peer)
-    if (peer != rank_ && flags[static_cast<std::size_t>(peer)]) {
-      requests.push_back(MPI_REQUEST_NULL);
-      STRATA_CHECK_MPI(MPI_Irecv(&notices[static_cast<std::size_t>(peer)], 1, MPI_INT, peer, kAgreementTag, comm_,
-                                 &requests.back()));
+    if (peer != rank_ && b.flags[static_cast<std::size_t>(peer)]) {
+      pending_.push_back(MPI_REQUEST_NULL);
+      STRATA_CHECK_MPI(MPI_Irecv(&b.notices[static_cast<std::size_t>(peer)], 1, MPI_INT, peer, kAgreementTag, comm_,
+                                 &pending_.back()));
     }
-  requests.insert(requests.end(), sends_.begin(), sends_.end());
+  pending_.insert(pending_.end(), sends_.begin(), sends_.end());
   sends_.clear();
-  wait(requests, "the failure notices");
+  wait("the failure notices");
 
-  const auto first = std::find(flags.begin(), flags.end(), 1);
-  if (first == flags.end()) return std::nullopt;
-  const int root = static_cast<int>(first - flags.begin());
-  Verdict verdict;
+  const auto first = std::find(b.flags.begin(), b.flags.end(), 1);
+  if (first == b.flags.end()) return std::nullopt;
+  const int root = static_cast<int>(first - b.flags.begin());
   if (root == rank_) {
-    verdict.kind = static_cast<int>(kind_);
-    const std::size_t n = std::min(reason_.size(), verdict.reason.size() - 1);
-    std::memcpy(verdict.reason.data(), reason_.data(), n);
+    b.verdict.kind = static_cast<int>(kind_);
+    const std::size_t n = std::min(reason_.size(), b.verdict.reason.size() - 1);
+    std::memcpy(b.verdict.reason.data(), reason_.data(), n);
   }
-  requests.assign(1, MPI_REQUEST_NULL);
-  STRATA_CHECK_MPI(MPI_Ibcast(&verdict, sizeof verdict, MPI_BYTE, root, comm_, requests.data()));
-  wait(requests, "the failing rank's reason");
-  return Failure{root, static_cast<Kind>(verdict.kind), std::string(verdict.reason.data())};
+  pending_.assign(1, MPI_REQUEST_NULL);
+  STRATA_CHECK_MPI(MPI_Ibcast(&b.verdict, sizeof b.verdict, MPI_BYTE, root, comm_, pending_.data()));
+  wait("the failing rank's reason");
+  return Failure{root, static_cast<Kind>(b.verdict.kind), std::string(b.verdict.reason.data())};
 }
 
 void Agreement::throw_if_failed() {

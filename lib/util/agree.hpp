@@ -43,7 +43,8 @@ class Agreement {
   // order. `step` names it in messages ("creating the node NCCL
   // communicator"); `bound` must be bounded.
   Agreement(MPI_Comm comm, std::string step, const Deadline& bound);
-  // Releases notices still in flight (their buffer is kept alive). Never throws.
+  // Releases operations still in flight, leaking the buffers they use (a
+  // given-up operation may complete later). Never throws.
   ~Agreement();
   Agreement(const Agreement&) = delete;
   Agreement& operator=(const Agreement&) = delete;
@@ -69,7 +70,11 @@ class Agreement {
   const Deadline& bound() const { return bound_; }
 
  private:
-  void wait(std::vector<MPI_Request>& requests, const char* what);
+  struct Verdict;
+  struct Buffers;
+  // Waits for pending_ until the bound passes (then DeadlineExceeded,
+  // leaving pending_ for the destructor).
+  void wait(const char* what);
 
   MPI_Comm comm_;
   int rank_ = 0;
@@ -77,13 +82,11 @@ class Agreement {
   std::string step_;
   Deadline bound_;
   bool failed_ = false;
-  bool concluded_ = false;
   Kind kind_ = Kind::backend;
   std::string reason_;
-  // The notice payload must outlive its sends, also when the agreement is
-  // abandoned: shared with nothing, released only after the sends finished.
-  std::unique_ptr<int> notice_;
-  std::vector<MPI_Request> sends_;
+  std::unique_ptr<Buffers> buffers_;  // every MPI buffer (see agree.cpp)
+  std::vector<MPI_Request> sends_;    // this rank's failure notices
+  std::vector<MPI_Request> pending_;  // what conclude() waits for
 };
 
 // The tag Agreement's notices travel on (no algorithm uses it).

@@ -7,17 +7,36 @@
 
 namespace strata::util {
 
+namespace {
+
+// steady_clock counts nanoseconds in 64 bits (about 292 years from its
+// epoch): a deadline further out than this would overflow into the past.
+constexpr double kLongestSeconds = 1e9;  // about 31.7 years
+
+Deadline::Clock::time_point at(double seconds) {
+  const double bounded = std::min(seconds, kLongestSeconds);
+  return Deadline::Clock::now() +
+         std::chrono::duration_cast<Deadline::Clock::duration>(std::chrono::duration<double>(bounded));
+}
+
+}  // namespace
+
 Deadline::Deadline(double seconds)
-    : bounded_(seconds > 0),
-      seconds_(seconds),
-      at_(bounded_ ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))
-                   : Clock::time_point::max()) {}
+    : bounded_(seconds > 0), seconds_(seconds), at_(bounded_ ? at(seconds) : Clock::time_point::max()) {}
+
+namespace {
+thread_local IdleWork* idle_work = nullptr;  // the running call's, per thread
+}  // namespace
+
+IdleWorkScope::IdleWorkScope(IdleWork* work) : previous_(idle_work) { idle_work = work; }
+IdleWorkScope::~IdleWorkScope() { idle_work = previous_; }
 
 void Backoff::pause() {
   // Spin a little first: a small message usually lands within microseconds.
-  constexpr unsigned kSpins = 64, kYields = 256;
+  constexpr unsigned kSpins = 64, kYields = 256, kWorkEvery = 16;
   ++idle_polls_;
   if (idle_polls_ <= kSpins) return;
+  if (idle_work && idle_polls_ % kWorkEvery == 0) idle_work->run();
   if (idle_polls_ <= kSpins + kYields) {
     sched_yield();
     return;

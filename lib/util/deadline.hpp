@@ -11,7 +11,9 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `seconds` <= 0 means no deadline. Callers validate the value first.
+  // `seconds` <= 0 means no deadline. Callers validate the value first
+  // (finite, not NaN). More than 1e9 s (~31 years) counts as 1e9 s, so an
+  // absurdly long timeout never overflows the clock into an instant expiry.
   explicit Deadline(double seconds = 0);
 
   bool bounded() const { return bounded_; }
@@ -24,9 +26,34 @@ class Deadline {
   Clock::time_point at_;
 };
 
+// Work a waiting rank does on the side while strata waits for its peers
+// (answering a peer's roll call after a timeout, lib/exec/roll_call.hpp).
+// The running call installs it for its thread (IdleWorkScope); Backoff
+// runs it now and then once a wait stops being short.
+class IdleWork {
+ public:
+  virtual void run() = 0;
+
+ protected:
+  ~IdleWork() = default;
+};
+
+// Installs `work` for the calling thread for the scope's lifetime (nests).
+class IdleWorkScope {
+ public:
+  explicit IdleWorkScope(IdleWork* work);
+  ~IdleWorkScope();
+  IdleWorkScope(const IdleWorkScope&) = delete;
+  IdleWorkScope& operator=(const IdleWorkScope&) = delete;
+
+ private:
+  IdleWork* previous_;
+};
+
 // Call pause() each time a poll finds nothing to do: it spins briefly (for
 // latency), then yields the core, then sleeps for growing intervals capped
-// at 50 us. reset() after progress.
+// at 50 us, running the thread's IdleWork every few pauses past the spins.
+// reset() after progress.
 class Backoff {
  public:
   void pause();

@@ -18,6 +18,14 @@ std::byte* Workspace::get(std::size_t slot, std::size_t bytes) {
   return buffer.data;
 }
 
+bool Workspace::owns(const void* data, std::size_t bytes) const {
+  const auto* p = static_cast<const std::byte*>(data);
+  for (const Buffer& buffer : buffers_)
+    if (buffer.data && p >= buffer.data && bytes <= buffer.bytes && p - buffer.data <= std::ptrdiff_t(buffer.bytes - bytes))
+      return true;
+  return false;
+}
+
 void Workspace::abandon() {
   abandoned_ = true;
 }

@@ -14,6 +14,9 @@ class Workspace {
   // until the next get() of the same slot with a larger size.
   std::byte* get(std::size_t slot, std::size_t bytes);
 
+  // Whether [data, data + bytes) lies inside one of this workspace's buffers.
+  bool owns(const void* data, std::size_t bytes) const;
+
   // After a timeout MPI may still write into our buffers: keep them alive
   // for the life of the process instead of freeing them.
   void abandon();

@@ -160,26 +160,31 @@ void bind_communicator(py::module_& m) {
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 Collectives over an mpi4py communicator.
 
-Communicator(comm, all_reduce_spec=None, chunk_bytes=0) is collective over
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True) is collective over
 `comm` (every rank must construct it) and duplicates it, so strata's traffic
 never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
 "auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
 tuple form ("xring", 2, -1) / [("tree", 1, 4096), ("xring", 2, -1)] (limits in
 bytes, the last -1). chunk_bytes: pipeline chunk of the ring algorithms
-(0 = default). Raises ValueError (strata.InvalidArgument) for a bad spec.
+(0 = default, else 4096 .. 1 GiB). check_calls: before any data moves, every
+rank checks that all make the same call (strata.Mismatch on every rank
+otherwise; STRATA_CHECK=off also turns it off). Raises ValueError
+(strata.InvalidArgument) for a bad spec or chunk size.
 Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
-      .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes) {
+      .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls) {
              if (chunk_bytes < 0)
                throw InvalidArgument(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes));
              const MPI_Comm mpi = mpi_comm_of(comm);
              strata::Config config;  // by member, not position: Config may grow fields
              config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
              config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
+             config.check_calls = check_calls;
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
-           py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0)
+           py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0,
+           py::arg("check_calls") = true)
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(

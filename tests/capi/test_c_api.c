@@ -306,6 +306,21 @@ static void test_invalid_arguments(strata_comm* comm) {
 /* CUDA memory, count 0 (no buffer is touched): with a usable GPU the call
  * succeeds; without one (this CI) every rank gets STRATA_ERR_UNAVAILABLE.
  * Either way all ranks agree and the communicator stays usable. */
+/* Ranks that disagree on a call (the last rank passes one element more):
+ * every rank gets STRATA_ERR_MISMATCH naming the count, and the
+ * communicator still works. */
+static void test_mismatch(strata_comm* comm) {
+  float buf[N + 1] = {0};
+  int size = 0;
+  g_step = "mismatch";
+  strata_comm_size(comm, &size);
+  if (size < 2) return;
+  const size_t count = g_rank == size - 1 ? N + 1 : N;
+  EXPECT(strata_all_reduce(comm, buf, buf, count, STRATA_F32, STRATA_SUM, NULL), STRATA_ERR_MISMATCH,
+         "strata_all_reduce", "count");
+  test_all_reduce(comm, N, NULL);
+}
+
 static void test_cuda_memory(strata_comm* comm) {
   strata_options options = STRATA_OPTIONS_INIT;
   int status, lowest, highest, broken = -1;
@@ -391,6 +406,7 @@ int main(int argc, char** argv) {
     packing.agg_small_grads_max_group = 2;
     test_batch(xring, &packing, NULL);
     test_invalid_arguments(comm);
+    test_mismatch(comm);
     test_cuda_memory(comm);
   }
   g_step = "free";

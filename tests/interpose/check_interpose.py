@@ -21,6 +21,8 @@ friends, or strata's own apps, which do not know about the interposer):
                     MPI_Reduce / MPI_Bcast column runs through strata
   hello HELLO       the README example (uses strata directly): strata's own
                     MPI calls must not be routed back into strata
+  linked PROGRAM    a program linked with -lstrata_mpi before libmpi, run
+                    without LD_PRELOAD: its MPI_Allreduce is routed too
 Exits 0 when everything holds, 1 with "check_interpose: FAIL: ..." lines
 otherwise, 77 when /usr/bin/python3 lacks mpi4py or numpy.
 """
@@ -234,6 +236,17 @@ def check_hello(mpirun, preload, np, hello):
     c.done()
 
 
+def check_linked(mpirun, np, program):
+    status, out = run(mpirun, np, {"STRATA_DEBUG": "INFO"}, [program])  # no LD_PRELOAD
+    c = Checks(out, np)
+    c.require(status == 0, f"the linked program exited {status}")
+    for r in range(np):
+        c.require(f"linked: rank {r}: ok" in out, f"rank {r} did not get the right sums")
+    c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) MPI_FLOAT MPI_SUM -> strata \(f32 sum, ")
+    c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) MPI_DOUBLE MPI_MAX -> strata \(f64 max, ")
+    c.done()
+
+
 def main():
     if len(sys.argv) < 5:
         fail([__doc__])
@@ -253,6 +266,8 @@ def main():
         check_bench(mpirun, preload, np, rest[0], rest[1], rest[2:])
     elif mode == "hello":
         check_hello(mpirun, preload, np, rest[0])
+    elif mode == "linked":
+        check_linked(mpirun, np, rest[0])
     else:
         fail([f"unknown mode {mode}"])
 

@@ -125,6 +125,72 @@ TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") 
     expect_invalid_everywhere(comm, "count mismatch", [&] {
       comm.all_reduce({a.data(), 8, DataType::f32}, {b.data(), 7, DataType::f32}, ReduceOp::sum);
     }, {"out.count = 7", "8"});
+
+    // Sizes that overflow: count x element size past any buffer, a buffer
+    // that wraps the address space, and a batch whose total does.
+    const std::size_t huge = (std::size_t{1} << 62) + 1;
+    expect_invalid_everywhere(comm, "count x 8 bytes past any buffer", [&] {
+      comm.all_reduce({a.data(), huge, DataType::f64}, {b.data(), huge, DataType::f64}, ReduceOp::sum);
+    }, {"in.count", std::to_string(huge)});
+    expect_invalid_everywhere(comm, "buffer wrapping the address space", [&] {
+      void* top = reinterpret_cast<void*>(UINTPTR_MAX - 63);
+      comm.broadcast({top, 1024, DataType::u8}, 0);
+    }, {"buffer.data", "wraps"});
+    expect_invalid_everywhere(comm, "batch total past any buffer", [&] {
+      const std::size_t half = std::size_t{1} << 60;  // 4 EiB each: fine alone, too large together
+      std::vector<Tensor> tensors = {{a.data(), half, DataType::f32}, {b.data(), half, DataType::f32}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum);
+    }, {"tensors", "larger than any buffer"});
+    // Element-misaligned pointers are refused (the kernels load whole elements).
+    std::vector<double> d(8, 1.0);
+    void* odd = reinterpret_cast<std::byte*>(d.data()) + 4;
+    expect_invalid_everywhere(comm, "misaligned f64", [&] {
+      comm.all_reduce({odd, 2, DataType::f64}, {odd, 2, DataType::f64}, ReduceOp::sum);
+    }, {"in.data", "aligned to 8 bytes", "f64"});
+    expect_invalid_everywhere(comm, "misaligned f16 in a batch", [&] {
+      std::vector<Tensor> tensors = {{reinterpret_cast<std::byte*>(d.data()) + 1, 3, DataType::f16}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum);
+    }, {"tensors[0].data", "aligned to 2 bytes"});
+  }
+}
+
+TEST_CASE("absurd sizes in Config and in specs are refused naming the field") {
+  for (const std::size_t chunk : {std::size_t{3}, std::size_t{4095}, SIZE_MAX, (std::size_t{1} << 30) + 1}) {
+    std::string message;
+    try {
+      Communicator comm(MPI_COMM_WORLD, Config{.chunk_bytes = chunk});
+    } catch (const InvalidArgument& e) {
+      message = e.what();
+    }
+    CAPTURE(chunk);
+    CHECK_MESSAGE(message.find("chunk_bytes = " + std::to_string(chunk)) != std::string::npos, message);
+  }
+  for (const char* spec : {"xring#1100", "pscpu#65", "tree:1k:rechd#1000"}) {
+    std::string message;
+    try {
+      Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    } catch (const InvalidArgument& e) {
+      message = e.what();
+    }
+    CAPTURE(spec);
+    CHECK_MESSAGE(message.find("shards") != std::string::npos, message);
+  }
+  // The bounds themselves are fine, and xring#64's reduce (its ring slots
+  // and the non-roots' accumulator are apart) is exact.
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "xring#64", .chunk_bytes = 4096});
+  std::vector<std::int64_t> v(5000, comm.rank() + 1), out(5000, 0);
+  comm.reduce({v.data(), v.size(), DataType::i64}, {out.data(), out.size(), DataType::i64}, ReduceOp::sum, 0);
+  const std::int64_t n = comm.size();
+  if (comm.rank() == 0) CHECK(out[4999] == n * (n + 1) / 2);
+}
+
+TEST_CASE("a timeout beyond the clock's range is a long timeout, not an instant expiry") {
+  Communicator comm(MPI_COMM_WORLD);
+  for (const double seconds : {9.3e9, 1e12, 1e300}) {
+    int x = 1;
+    CHECK_NOTHROW(comm.all_reduce({&x, 1, DataType::i32}, {&x, 1, DataType::i32}, ReduceOp::sum,
+                                  {.timeout_seconds = seconds}));
+    CHECK(x == world_size());
   }
 }
 

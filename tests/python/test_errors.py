@@ -117,6 +117,17 @@ def test_mismatched_out_and_overlaps_are_value_errors(comm):
 
 # --- other arguments ----------------------------------------------------------
 
+def test_ranks_that_disagree_raise_mismatch_everywhere(comm):
+    """The last rank passes one element more: every rank raises
+    strata.Mismatch naming the count, and the communicator still works."""
+    if SIZE < 2:
+        return
+    x = np.ones(101 if RANK == SIZE - 1 else 100, dtype=np.float32)
+    with pytest.raises(strata.Mismatch, match="count"):
+        comm.all_reduce(x)
+    still_works(comm)
+
+
 def test_bad_ops(comm):
     with pytest.raises(ValueError, match="op"):
         comm.all_reduce(np.zeros(4), op="average")

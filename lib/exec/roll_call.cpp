@@ -1,0 +1,95 @@
+#include "exec/roll_call.hpp"
+
+#include <algorithm>
+
+namespace strata::exec {
+namespace {
+
+constexpr int kQuestion = 1, kAnswer = 2;
+
+}  // namespace
+
+RollCall::RollCall(MPI_Comm comm, const std::uint64_t* current_call) : current_(current_call) {
+  MPI_Comm_dup(comm, &comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+RollCall::~RollCall() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void RollCall::run() {
+  for (;;) {
+    int pending = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQuestion, comm_, &pending, &status) != MPI_SUCCESS || !pending) return;
+    std::uint64_t asked = 0;
+    MPI_Recv(&asked, 1, MPI_UINT64_T, status.MPI_SOURCE, kQuestion, comm_, MPI_STATUS_IGNORE);
+    answers_.push_back({asked, *current_});
+    MPI_Request request;
+    if (MPI_Isend(answers_.back().data(), 2, MPI_UINT64_T, status.MPI_SOURCE, kAnswer, comm_, &request) ==
+        MPI_SUCCESS)
+      MPI_Request_free(&request);  // a tiny eager message; its buffer lives in answers_
+  }
+}
+
+RollCall::Result RollCall::ask(std::uint64_t sequence) {
+  questions_.push_back(sequence);
+  const std::size_t first = replies_.size();
+  replies_.resize(first + static_cast<std::size_t>(size_));
+  auto reply = [&](int r) -> std::array<std::uint64_t, 2>& { return replies_[first + static_cast<std::size_t>(r)]; };
+  std::vector<MPI_Request> receives(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
+  std::vector<bool> answered(static_cast<std::size_t>(size_), false);
+  answered[static_cast<std::size_t>(rank_)] = true;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    // Earlier answers meant for an earlier question of ours are matched
+    // and skipped below by their call number.
+    MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]);
+    MPI_Request question;
+    if (MPI_Isend(&questions_.back(), 1, MPI_UINT64_T, r, kQuestion, comm_, &question) == MPI_SUCCESS)
+      MPI_Request_free(&question);
+  }
+  const auto until = std::chrono::steady_clock::now() + kWindow;
+  util::Backoff backoff;
+  for (;;) {
+    run();  // peers asking at the same time must hear from us too
+    bool all = true, progressed = false;
+    for (int r = 0; r < size_; ++r) {
+      if (answered[r]) continue;
+      int done = 0;
+      if (MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+        if (reply(r)[0] == sequence) {
+          answered[r] = true;
+          progressed = true;
+          continue;
+        }
+        MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]);  // a stale answer
+      }
+      all = false;
+    }
+    if (all || std::chrono::steady_clock::now() >= until) break;
+    if (progressed) backoff.reset();
+    backoff.pause();
+  }
+  Result result;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!answered[r]) {
+      result.silent.push_back(r);
+      MPI_Cancel(&receives[r]);
+      MPI_Request_free(&receives[r]);
+    } else if (reply(r)[1] < sequence) {
+      result.earlier.push_back(r);
+    } else if (reply(r)[1] > sequence) {
+      result.later.push_back(r);
+    }
+  }
+  return result;
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,60 @@
+// RollCall: who really did not arrive when a call timed out. Each
+// communicator has a private duplicate for it. A rank whose deadline passed
+// asks every other rank "where are you?" and waits a short window for the
+// answers; every rank that is inside strata waiting (in any wait loop, via
+// util::IdleWork) answers with the number of the call it is in. Ranks that
+// do not answer are stopped, crashed or busy outside strata; ranks that
+// answer from an earlier call never reached this one. A neighbour that is
+// itself waiting answers, so it is never blamed.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "util/deadline.hpp"
+
+namespace strata::exec {
+
+class RollCall final : public util::IdleWork {
+ public:
+  // How long an asker waits for answers: the error comes within timeout +
+  // this (+ scheduling), well inside timeout + 1 s.
+  static constexpr std::chrono::milliseconds kWindow{500};
+
+  // Collective over `comm` (duplicates it). `current_call` is the number of
+  // the call this rank is in, which answers report (the owner's counter).
+  RollCall(MPI_Comm comm, const std::uint64_t* current_call);
+  // Frees the duplicate; never throws.
+  ~RollCall();
+  RollCall(const RollCall&) = delete;
+  RollCall& operator=(const RollCall&) = delete;
+
+  // Answer every pending question (IdleWork: runs while strata waits).
+  void run() override;
+
+  struct Result {
+    std::vector<int> silent;   // no answer within the window
+    std::vector<int> earlier;  // answered from a call before `sequence`
+    std::vector<int> later;    // answered from a call after it (already done with this one)
+  };
+  // Asks every other rank, answers theirs meanwhile, and reports. Never
+  // throws (MPI errors count as silence); takes at most kWindow.
+  Result ask(std::uint64_t sequence);
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  const std::uint64_t* current_;
+  // Message buffers MPI may still hold on to after ask() returned (a
+  // question to a rank that never received it, a cancelled answer): they
+  // live as long as the communicator (a handful per failure).
+  std::deque<std::uint64_t> questions_;
+  std::deque<std::array<std::uint64_t, 2>> answers_, replies_;
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,122 @@
+#include "plan/fingerprint.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "strata/errors.hpp"
+#include "util/where.hpp"
+
+namespace strata::plan {
+namespace {
+
+// "0-2,5" for ascending ranks.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    text += fmt::format("{}{}", text.empty() ? "" : ",", ranks[i]);
+    if (j > i) text += fmt::format("-{}", ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string_view operation_name(std::int64_t value) {
+  static constexpr std::string_view kNames[] = {"all_reduce",       "reduce",       "broadcast",
+                                                "batch_all_reduce", "batch_reduce", "batch_broadcast"};
+  return value >= 0 && value < 6 ? kNames[value] : "?";
+}
+
+struct Field {
+  const char* name;
+  std::function<std::int64_t(const Fingerprint&)> value;
+  std::function<std::string(std::int64_t)> show;
+};
+
+std::string plain(std::int64_t v) { return fmt::format("{}", v); }
+std::string hex(std::int64_t v) { return fmt::format("{:#018x}", static_cast<std::uint64_t>(v)); }
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> list = {
+      {"collective", [](const Fingerprint& f) { return std::int64_t(f.operation); },
+       [](std::int64_t v) { return std::string(operation_name(v)); }},
+      {"memory", [](const Fingerprint& f) { return std::int64_t(f.memory); },
+       [](std::int64_t v) { return std::string(to_string(static_cast<Memory>(v))); }},
+      {"count", [](const Fingerprint& f) { return std::int64_t(f.count); }, plain},
+      {"dtype", [](const Fingerprint& f) { return std::int64_t(f.dtype); },
+       [](std::int64_t v) { return v < 0 ? std::string("(per tensor)") : std::string(to_string(static_cast<DataType>(v))); }},
+      {"op", [](const Fingerprint& f) { return std::int64_t(f.op); },
+       [](std::int64_t v) { return v < 0 ? std::string("(none)") : std::string(to_string(static_cast<ReduceOp>(v))); }},
+      {"root", [](const Fingerprint& f) { return std::int64_t(f.root); },
+       [](std::int64_t v) { return v < 0 ? std::string("(none)") : plain(v); }},
+      {"tensors", [](const Fingerprint& f) { return std::int64_t(f.tensors); }, plain},
+      {"replicas", [](const Fingerprint& f) { return std::int64_t(f.replicas); }, plain},
+      {"batch layout (tensor counts, dtypes or packing)", [](const Fingerprint& f) { return std::int64_t(f.layout); },
+       hex},
+      {"all_reduce_spec", [](const Fingerprint& f) { return std::int64_t(f.spec); }, hex},
+      {"call number", [](const Fingerprint& f) { return std::int64_t(f.sequence); }, plain},
+  };
+  return list;
+}
+
+}  // namespace
+
+std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) seed = (seed ^ p[i]) * 1099511628211ull;
+  return seed;
+}
+
+std::uint64_t batch_layout(std::span<const Tensor> tensors, const PackingOptions& packing,
+                           long long bytes_per_pack) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const Tensor& t : tensors) {
+    const std::uint64_t item[2] = {t.count, static_cast<std::uint64_t>(t.dtype)};
+    h = hash_bytes(item, sizeof item, h);
+  }
+  const std::int64_t options[4] = {packing.num_packs, packing.agg_small_grads_max_bytes,
+                                   packing.agg_small_grads_max_group, bytes_per_pack};
+  return hash_bytes(options, sizeof options, h);
+}
+
+std::uint64_t spec_hash(const Spec& spec) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const SpecEntry& e : spec.entries) {
+    h = hash_bytes(e.algorithm.data(), e.algorithm.size(), h);
+    const std::int64_t numbers[2] = {e.shards, e.limit};
+    h = hash_bytes(numbers, sizeof numbers, h);
+  }
+  return h;
+}
+
+std::string describe_disagreement(std::span<const Fingerprint> all) {
+  std::string text;
+  for (const Field& field : fields()) {
+    std::map<std::int64_t, std::vector<int>> holders;  // value -> ranks, ascending
+    for (std::size_t r = 0; r < all.size(); ++r) holders[field.value(all[r])].push_back(static_cast<int>(r));
+    if (holders.size() < 2) continue;
+    std::string clause = fmt::format("{}: ", field.name);
+    bool first = true;
+    for (const auto& [value, ranks] : holders) {
+      clause += fmt::format("{}{} on rank{} {}", first ? "" : ", ", field.show(value), ranks.size() > 1 ? "s" : "",
+                            rank_list(ranks));
+      first = false;
+    }
+    text += (text.empty() ? "" : "; ") + clause;
+  }
+  return text;
+}
+
+void throw_mismatch(const CallInfo& info, int rank, std::span<const Fingerprint> all) {
+  throw Mismatch(fmt::format(
+      "strata [{}]: {} #{} on rank {}: the ranks of this communicator disagree on this call: {}. Every rank raises "
+      "Mismatch before any data moved; the communicator stays usable. Make every rank call the same collective with "
+      "the same count, dtype, op and root, in the same order",
+      util::where(), info.collective, info.sequence, rank, describe_disagreement(all)));
+}
+
+}  // namespace strata::plan

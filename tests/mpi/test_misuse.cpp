@@ -1,0 +1,164 @@
+// Misuse: ranks that disagree on a call. The last rank deviates (count+1,
+// count/2, dtype, op, root, collective kind, count 0, a batch with another
+// tensor list); every rank must raise Mismatch naming the differing field,
+// with and without a timeout, for every host algorithm (and, registered
+// with STRATA_RANKS_PER_NODE, a hierarchical spec); then a correct call on
+// the same communicator must succeed with the right result, which shows
+// that nothing of the bad call was sent.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "specs.hpp"
+#include "strata/strata.hpp"
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+constexpr std::size_t kCount = 1000;
+
+struct Misuse {
+  const char* name;
+  const char* field;  // what the Mismatch message must name
+  // Runs the call; `deviant` is true on the rank that does it differently.
+  std::function<void(Communicator&, bool deviant, const CommunicationOptions&)> call;
+};
+
+Tensor f32(std::vector<float>& v, std::size_t count) { return {v.data(), count, DataType::f32}; }
+
+const std::vector<Misuse>& cases() {
+  static const std::vector<Misuse> list = {
+      {"count+1", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount + 1, 1.0f);
+         c.all_reduce(f32(v, kCount + deviant), f32(v, kCount + deviant), ReduceOp::sum, o);
+       }},
+      {"count/2", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         const std::size_t n = deviant ? kCount / 2 : kCount;
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"large count+1", "count",  // the shared-memory all-reduce's multi-round path
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v((1 << 20) + 1, 1.0f);
+         const std::size_t n = (1 << 20) + deviant;
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"count 0", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         const std::size_t n = deviant ? 0 : kCount;
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"dtype", "dtype",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<double> v(kCount, 1.0);
+         const Tensor t{v.data(), kCount, deviant ? DataType::f64 : DataType::i64};
+         c.all_reduce(t, t, ReduceOp::sum, o);
+       }},
+      {"op", "op",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         c.all_reduce(f32(v, kCount), f32(v, kCount), deviant ? ReduceOp::max : ReduceOp::sum, o);
+       }},
+      {"root", "root",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f), out(kCount);
+         c.reduce(f32(v, kCount), f32(out, kCount), ReduceOp::sum, deviant ? 1 : 0, o);
+       }},
+      {"broadcast root", "root",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         c.broadcast(f32(v, kCount), deviant ? 1 : 0, o);
+       }},
+      {"collective kind", "collective",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         if (deviant)
+           c.broadcast(f32(v, kCount), 0, o);
+         else
+           c.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum, o);
+       }},
+      {"batch tensor list", "batch layout",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> a(300, 1.0f), b(700, 1.0f), extra(5, 1.0f);
+         std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+         if (deviant) tensors.push_back(f32(extra, extra.size()));
+         c.batch_all_reduce(tensors, ReduceOp::sum, o);
+       }},
+      {"all_reduce vs batch", "collective",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> a(kCount, 1.0f);
+         std::vector<Tensor> tensors = {f32(a, kCount)};
+         if (deviant)
+           c.batch_all_reduce(tensors, ReduceOp::sum, o);
+         else
+           c.all_reduce(tensors[0], tensors[0], ReduceOp::sum, o);
+       }},
+  };
+  return list;
+}
+
+// Every rank raises Mismatch naming `field`; then the communicator works.
+void check_case(Communicator& comm, const Misuse& misuse, const CommunicationOptions& options,
+                const std::string& spec) {
+  const bool deviant = comm.rank() == comm.size() - 1;
+  std::string message;
+  bool mismatch = false;
+  try {
+    misuse.call(comm, deviant, options);
+    message = "no exception";
+  } catch (const Mismatch& e) {
+    mismatch = true;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("wrong exception: ") + e.what();
+  }
+  CAPTURE(spec);
+  CAPTURE(misuse.name);
+  CHECK_MESSAGE(mismatch, "expected Mismatch, got " << message);
+  CHECK_MESSAGE(message.find(misuse.field) != std::string::npos, "Mismatch does not name '" << misuse.field
+                                                                                             << "': " << message);
+  CHECK_MESSAGE(message.find(std::to_string(comm.size() - 1)) != std::string::npos,
+                "Mismatch does not name the deviating rank: " << message);
+  CHECK_FALSE(comm.broken());
+  // A correct call on the same communicator: exact result on every rank.
+  std::vector<double> x(2049, 1.0 + comm.rank());
+  comm.all_reduce({x.data(), x.size(), DataType::f64}, {x.data(), x.size(), DataType::f64}, ReduceOp::sum, options);
+  const double n = comm.size();
+  CHECK(x.front() == n * (n + 1) / 2);
+  CHECK(x.back() == n * (n + 1) / 2);
+}
+
+std::vector<std::string> specs_under_test() {
+  // With STRATA_RANKS_PER_NODE the layout has several nodes: the
+  // hierarchical default and an explicit hierarchical spec.
+  if (std::getenv("STRATA_RANKS_PER_NODE")) return {"auto", "pscpu/xring", "tree/rechd"};
+  std::vector<std::string> specs = {"auto"};
+  for (const std::string& name : algorithm_names()) specs.push_back(name);
+  return specs;
+}
+
+}  // namespace
+
+TEST_CASE("ranks that disagree on a call all raise Mismatch, and the communicator stays usable") {
+  if (world_size() < 2) return;  // one rank cannot disagree with itself
+  for (const std::string& spec : specs_under_test())
+    for (const double timeout : {0.0, 20.0}) {
+      Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+      for (const Misuse& misuse : cases()) check_case(comm, misuse, {.timeout_seconds = timeout}, spec);
+    }
+}
+
+TEST_CASE("with the check off (Config::check_calls = false), agreeing calls still run") {
+  Communicator comm(MPI_COMM_WORLD, Config{.check_calls = false});
+  std::vector<float> v(kCount, 1.0f);
+  comm.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum);
+  CHECK(v[0] == float(comm.size()));
+}

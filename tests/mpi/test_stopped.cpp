@@ -1,0 +1,159 @@
+// A stopped rank: the last rank stops itself (SIGSTOP) instead of entering
+// an all-reduce; the others call it with a 1 s timeout. Every survivor must
+// raise DeadlineExceeded within timeout + 1 s naming exactly the stopped
+// rank (waiting_for() == {it}, in this communicator's numbering) and saying
+// the collective, its number, the algorithm as planned and its own rank;
+// the next call raises PeerFailure. Then rank 0 continues the stopped rank
+// (SIGCONT), which makes its own late call and so sends its data; the
+// survivors' buffers must not change after their error was raised (a
+// receive left pending by the timeout must never write into them).
+// Every host algorithm, and with STRATA_RANKS_PER_NODE hierarchical plans.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "specs.hpp"
+#include "strata/strata.hpp"
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+
+constexpr double kTimeout = 1.0;
+constexpr std::size_t kCount = std::size_t{1} << 16;  // 256 KiB of f32: past the eager limit, several chunks
+
+std::vector<std::string> specs_under_test() {
+  // One rank per node: every host algorithm runs point to point over the
+  // whole communicator (no shared memory), so a late peer's messages meet
+  // receives the timeout left posted (pscpu posts its result receives into
+  // `out` first): the test that nothing writes after the error.
+  const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
+  if (per_node && std::string(per_node) == "1") {
+    std::vector<std::string> specs = {"auto"};
+    for (const std::string& name : algorithm_names()) specs.push_back(name);
+    return specs;
+  }
+  if (per_node) return {"auto", "pscpu/xring", "xring/rechd"};
+  std::vector<std::string> specs = {"auto"};
+  for (const std::string& name : algorithm_names()) specs.push_back(name);
+  return specs;
+}
+
+// The pids of every world rank, and whether they all run on this host.
+struct Processes {
+  std::vector<int> pids;
+  bool one_host = true;
+};
+
+Processes processes() {
+  Processes p;
+  p.pids.resize(std::size_t(world_size()));
+  const int mine = getpid();
+  MPI_Allgather(&mine, 1, MPI_INT, p.pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<char> hosts(256 * std::size_t(world_size()));
+  MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
+  for (int r = 0; r < world_size(); ++r) p.one_host &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
+  return p;
+}
+
+// `side`: all ranks, apart from strata's traffic; `survivors`: all but the
+// victim (MPI_COMM_NULL on the victim).
+// `check_calls`: with the call check on, the stopped rank holds everyone up
+// in the check itself; off, the survivors are inside the algorithm with its
+// receives posted when the timeout hits.
+void trial(const std::string& spec, bool check_calls, const Processes& procs, MPI_Comm side, MPI_Comm survivors) {
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec, .check_calls = check_calls});
+  const int victim = comm.size() - 1;
+  // Out of place: receives into `out` are posted early (pscpu posts every
+  // result receive before it sends), the hardest case for "nothing after
+  // the error".
+  std::vector<float> data(kCount, 1.0f + comm.rank()), out(kCount, -1.0f);
+  const Tensor t{data.data(), kCount, DataType::f32}, o{out.data(), kCount, DataType::f32};
+  const std::string planned = comm.algorithm_for(t.bytes());
+  CAPTURE(spec);
+  CAPTURE(planned);
+  CAPTURE(check_calls);
+  if (comm.rank() == victim) {
+    raise(SIGSTOP);  // continued by rank 0 below
+    // Late: the others have given up; this call may time out or even
+    // complete (the peers' data is still there); either is fine.
+    try {
+      comm.all_reduce(t, o, ReduceOp::sum, {.timeout_seconds = kTimeout});
+    } catch (const Error&) {
+    }
+  } else {
+    bool deadline = false;
+    std::string message;
+    std::vector<int> waiting_for;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.all_reduce(t, o, ReduceOp::sum, {.timeout_seconds = kTimeout});
+      message = "no exception";
+    } catch (const DeadlineExceeded& e) {
+      deadline = true;
+      message = e.what();
+      waiting_for = e.waiting_for();
+    } catch (const std::exception& e) {
+      message = std::string("wrong exception: ") + e.what();
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::uint64_t after_error = hash_bytes(out.data(), o.bytes());
+    CHECK_MESSAGE(deadline, "expected DeadlineExceeded, got " << message);
+    CHECK_MESSAGE(waiting_for == std::vector<int>{victim}, "must name exactly rank " << victim << ": " << message);
+    CHECK_MESSAGE(elapsed <= kTimeout + 1.0, "raised after " << elapsed << " s, later than timeout + 1 s");
+    MESSAGE("rank " << comm.rank() << ": DeadlineExceeded after " << elapsed << " s");
+    for (const std::string& part : {std::string("all_reduce #1"), planned, "rank " + std::to_string(comm.rank()),
+                                    "rank(s) " + std::to_string(victim) + " did not arrive"})
+      CHECK_MESSAGE(message.find(part) != std::string::npos, "no '" << part << "' in: " << message);
+    bool peer_failure = false;
+    try {
+      comm.all_reduce(t, o, ReduceOp::sum, {.timeout_seconds = kTimeout});
+    } catch (const PeerFailure&) {
+      peer_failure = true;
+    } catch (const std::exception&) {
+    }
+    CHECK(peer_failure);
+    // Continue the victim only once every survivor is done with its roll
+    // call, so that none hears from it.
+    MPI_Barrier(survivors);
+    if (comm.rank() == 0) kill(procs.pids[std::size_t(victim)], SIGCONT);
+    // The victim makes its late call (sending its data), then everyone meets.
+    MPI_Barrier(side);
+    CHECK_MESSAGE(hash_bytes(out.data(), o.bytes()) == after_error,
+                  "the buffer changed after DeadlineExceeded was raised (a late receive wrote into it)");
+    return;
+  }
+  MPI_Barrier(side);
+}
+
+}  // namespace
+
+TEST_CASE("a stopped rank is named exactly, within the timeout + 1 s, and nothing writes after the error") {
+  const Processes procs = processes();
+  if (world_size() < 3 || !procs.one_host) {
+    MESSAGE("needs 3+ ranks on one host (signals go by pid); skipped");
+    return;
+  }
+  MPI_Comm side, survivors;  // where the ranks meet after a trial, apart from strata's own traffic
+  MPI_Comm_dup(MPI_COMM_WORLD, &side);
+  const bool victim = world_rank() == world_size() - 1;
+  MPI_Comm_split(MPI_COMM_WORLD, victim ? MPI_UNDEFINED : 0, 0, &survivors);
+  for (const std::string& spec : specs_under_test()) trial(spec, true, procs, side, survivors);
+  // Point to point (one rank per node), with the check off: the timeout
+  // leaves receives into `out` posted, and the stopped rank, continued,
+  // sends into them.
+  const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
+  if (per_node && std::string(per_node) == "1")
+    for (const char* spec : {"pscpu", "xring", "rechd", "mpi"}) trial(spec, false, procs, side, survivors);
+  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
+  MPI_Comm_free(&side);
+}
