@@ -29,7 +29,10 @@ class NcclBackend final : public Backend {
       : engine_(comm, split, device, std::move(rows)) {
     STRATA_CHECK_CUDA(cudaGetDeviceCount(&visible_));
   }
-  ~NcclBackend() override { drop_levels(); }
+  ~NcclBackend() override {
+    drop_levels();
+    if (!engine_.broken_reason().empty()) (void)gathered_.release();  // a given-up gather may still land
+  }
 
   nccl::Engine& engine() { return engine_; }
   int device() const override { return engine_.device(); }
@@ -207,28 +210,32 @@ class NcclBackend final : public Backend {
     return largest;
   }
 
-  // Every rank's replica devices, by rank (collective, bounded by the call's deadline).
+  // Every rank's replica devices, by rank (collective, bounded by the call's
+  // deadline). The MPI buffers are members, so that a gather given up at
+  // the deadline (the backend is then broken) never writes into freed memory.
   std::vector<std::vector<int>> gather_devices(const std::vector<int>& mine) {
     const MPI_Comm comm = engine_.comm();
     int size = 1;
     STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
     host::Transport bounded(comm, engine_.deadline(), engine_.info(), engine_.workspace());
-    int count = int(mine.size());
-    std::vector<int> counts(std::size_t(size), 0);
+    Gathered& g = *gathered_;
+    g.count = int(mine.size());
+    g.counts.assign(std::size_t(size), 0);
     MPI_Request request = MPI_REQUEST_NULL;
-    STRATA_CHECK_MPI(MPI_Iallgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm, &request));
+    STRATA_CHECK_MPI(MPI_Iallgather(&g.count, 1, MPI_INT, g.counts.data(), 1, MPI_INT, comm, &request));
     bounded.wait_collective(request);
-    std::vector<int> offsets(std::size_t(size), 0);
+    g.offsets.assign(std::size_t(size), 0);
     int total = 0;
-    for (int r = 0; r < size; ++r) offsets[std::size_t(r)] = total, total += counts[std::size_t(r)];
-    std::vector<int> all(std::size_t(total), -1);
-    STRATA_CHECK_MPI(MPI_Iallgatherv(mine.data(), count, MPI_INT, all.data(), counts.data(), offsets.data(), MPI_INT,
-                                     comm, &request));
+    for (int r = 0; r < size; ++r) g.offsets[std::size_t(r)] = total, total += g.counts[std::size_t(r)];
+    g.mine = mine;
+    g.all.assign(std::size_t(total), -1);
+    STRATA_CHECK_MPI(MPI_Iallgatherv(g.mine.data(), g.count, MPI_INT, g.all.data(), g.counts.data(),
+                                     g.offsets.data(), MPI_INT, comm, &request));
     bounded.wait_collective(request);
     std::vector<std::vector<int>> table(static_cast<std::size_t>(size));
     for (int r = 0; r < size; ++r)
-      table[std::size_t(r)].assign(all.begin() + offsets[std::size_t(r)],
-                                   all.begin() + offsets[std::size_t(r)] + counts[std::size_t(r)]);
+      table[std::size_t(r)].assign(g.all.begin() + g.offsets[std::size_t(r)],
+                                   g.all.begin() + g.offsets[std::size_t(r)] + g.counts[std::size_t(r)]);
     return table;
   }
 
@@ -236,6 +243,12 @@ class NcclBackend final : public Backend {
   int visible_ = 0;
   std::vector<int> devices_;  // the open call's replica devices
   std::vector<std::vector<int>> host_table_;  // every rank's replica devices, from replica_ranks_usable
+  // gather_devices' MPI buffers, leaked rather than freed once broken.
+  struct Gathered {
+    int count = 0;
+    std::vector<int> counts, offsets, mine, all;
+  };
+  std::unique_ptr<Gathered> gathered_ = std::make_unique<Gathered>();
   cuda::DeviceBuffer descs0_;
   std::vector<Descriptors> descs_;
 };

@@ -79,8 +79,10 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
   STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size));
   const int count = int(devices.size());
 
-  // 1. Rank 0's unique id, or its failure, reaches every member.
-  ncclUniqueId id{};
+  // 1. Rank 0's unique id, or its failure, reaches every member. The id's
+  //    buffer is leaked if its broadcast is given up (it may land later).
+  auto held = std::make_unique<ncclUniqueId>();
+  ncclUniqueId& id = *held;
   {
     util::Agreement step(mpi, fmt::format("creating the {} NCCL communicator (ncclGetUniqueId)", name), bound);
     if (rank == 0)
@@ -90,7 +92,13 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
     step.throw_if_failed();
     MPI_Request request = MPI_REQUEST_NULL;
     STRATA_CHECK_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, mpi, &request));
-    wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
+    try {
+      wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
+    } catch (...) {
+      MPI_Request_free(&request);
+      (void)held.release();
+      throw;
+    }
   }
 
   // 2. Initialise this member's NCCL ranks (one group when there are
