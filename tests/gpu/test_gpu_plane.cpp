@@ -173,7 +173,7 @@ TEST_CASE("unequal nodes: cross groups hold local ranks below the smallest node'
   CHECK(plane.cross.usable);
   CHECK(auto_plan(rows, plane, 1 << 20).name() == "nccl/nccl");
 
-  // Nine ranks on an 8-GPU node: local rank 8 shares GPU 0 with local rank 0.
+  // Nine ranks on an 8-GPU node: local rank 8 shares a GPU with local rank 4.
   rows = cluster({{9, 8}, {4, 4}});
   plane = plane_of(rows);
   CHECK_FALSE(plane.world.usable);
@@ -190,6 +190,12 @@ TEST_CASE("a node without GPUs makes CUDA tensors unavailable on every rank, nam
   CHECK_FALSE(plane.world.usable);
   CHECK_FALSE(plane.node.usable);
   CHECK_FALSE(plane.cross.usable);
+  // No CUDA call runs there; plans show what the shape would run with NCCL
+  // everywhere (algorithm_for, strata-topo), and nothing is refused.
+  plan::Layout layout{3, 8};
+  plane.apply_to(layout);
+  CHECK((layout.nccl_world && layout.nccl_node && layout.nccl_cross));
+  CHECK(auto_plan(rows, plane, 1 << 20).name() == "nccl/nccl");
 }
 
 TEST_CASE("a rank whose CUDA is unusable, PROHIBITED and EXCLUSIVE_PROCESS compute modes") {
