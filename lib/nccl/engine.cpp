@@ -95,8 +95,7 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
     try {
       wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
     } catch (...) {
-      MPI_Request_free(&request);
-      (void)held.release();
+      (void)held.release();  // a collective's request may not be freed: it and its buffer are left behind
       throw;
     }
   }

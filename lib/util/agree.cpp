@@ -42,14 +42,19 @@ Agreement::~Agreement() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  // Given up with operations in flight: point-to-point ones (the notices)
+  // are released to complete on their own; a collective's request may not
+  // be freed (MPI forbids it), so its handle is left behind. Either way the
+  // buffers stay: MPI may still use them.
   bool in_flight = false;
-  for (std::vector<MPI_Request>* requests : {&pending_, &sends_})
-    for (MPI_Request& r : *requests)
-      if (r != MPI_REQUEST_NULL) {
-        MPI_Request_free(&r);  // completes on its own; its buffer must stay
-        in_flight = true;
-      }
-  if (in_flight) (void)buffers_.release();  // leaked on purpose: MPI may still use it
+  for (MPI_Request& r : sends_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r), in_flight = true;
+  for (MPI_Request& r : pending_)
+    if (r != MPI_REQUEST_NULL) {
+      if (!collective_) MPI_Request_free(&r);
+      in_flight = true;
+    }
+  if (in_flight) (void)buffers_.release();  // leaked on purpose
 }
 
 void Agreement::fail(Kind kind, std::string reason) {
@@ -95,8 +100,10 @@ std::optional<Agreement::Failure> Agreement::conclude() {
   // Who failed: one flag per member.
   b.mine = failed_ ? 1 : 0;
   pending_.assign(1, MPI_REQUEST_NULL);
+  collective_ = true;
   STRATA_CHECK_MPI(MPI_Iallgather(&b.mine, 1, MPI_INT, b.flags.data(), 1, MPI_INT, comm_, pending_.data()));
   wait("the exchange of outcomes");
+  collective_ = false;
 
   // Take in the notices the failing members sent me, and finish mine.
   for (int peer = 0; peer < size_; ++peer)
@@ -118,8 +125,10 @@ std::optional<Agreement::Failure> Agreement::conclude() {
     std::memcpy(b.verdict.reason.data(), reason_.data(), n);
   }
   pending_.assign(1, MPI_REQUEST_NULL);
+  collective_ = true;
   STRATA_CHECK_MPI(MPI_Ibcast(&b.verdict, sizeof b.verdict, MPI_BYTE, root, comm_, pending_.data()));
   wait("the failing rank's reason");
+  collective_ = false;
   return Failure{root, static_cast<Kind>(b.verdict.kind), std::string(b.verdict.reason.data())};
 }
 

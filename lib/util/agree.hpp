@@ -43,8 +43,9 @@ class Agreement {
   // order. `step` names it in messages ("creating the node NCCL
   // communicator"); `bound` must be bounded.
   Agreement(MPI_Comm comm, std::string step, const Deadline& bound);
-  // Releases operations still in flight, leaking the buffers they use (a
-  // given-up operation may complete later). Never throws.
+  // Leaves operations still in flight to complete on their own, leaking
+  // the buffers they use (a given-up operation may complete later). Never
+  // throws.
   ~Agreement();
   Agreement(const Agreement&) = delete;
   Agreement& operator=(const Agreement&) = delete;
@@ -87,6 +88,7 @@ class Agreement {
   std::unique_ptr<Buffers> buffers_;  // every MPI buffer (see agree.cpp)
   std::vector<MPI_Request> sends_;    // this rank's failure notices
   std::vector<MPI_Request> pending_;  // what conclude() waits for
+  bool collective_ = false;           // pending_ holds a collective's request (never freed)
 };
 
 // The tag Agreement's notices travel on (no algorithm uses it).
