@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "strata/plan.hpp"
+#include "util/ranges.hpp"
 
 namespace strata {
 namespace {
@@ -12,19 +13,6 @@ std::string bytes_text(std::size_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-// "0-3,7" for ascending indexes.
-std::string ranges(const std::vector<std::size_t>& values) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size();) {
-    std::size_t j = i;
-    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
-    text += fmt::format("{}{}", text.empty() ? "" : ",", values[i]);
-    if (j > i) text += fmt::format("-{}", values[j]);
-    i = j + 1;
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string Plan::to_string() const {
@@ -33,7 +21,7 @@ std::string Plan::to_string() const {
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const PlannedPack& pack = packs[p];
     text += fmt::format("\n  pack {}: {} x {} ({}), tensor{} {}: {}", p, strata::to_string(pack.dtype), pack.count,
-                        bytes_text(pack.bytes), pack.tensors.size() == 1 ? "" : "s", ranges(pack.tensors),
+                        bytes_text(pack.bytes), pack.tensors.size() == 1 ? "" : "s", util::ranges(pack.tensors),
                         pack.algorithm);
   }
   return text;

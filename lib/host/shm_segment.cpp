@@ -21,9 +21,13 @@ namespace strata::host {
 // line a reader polls for the other.
 struct ShmSegment::Control {
   alignas(64) std::atomic<std::uint64_t> staged;
+  // The digest of the call's fingerprint shares `staged`'s cache line: a
+  // reader that saw `staged` has it already, so the call check moves no
+  // extra cache line between cores. Written before `staged` is published
+  // (release), read after it was seen (acquire); one per set, like the data.
+  std::uint64_t digest[2];
   alignas(64) std::atomic<std::uint64_t> consumed;
-  // The call's fingerprint, written before `staged` is published (release)
-  // and read after it was seen (acquire); one slot per set, like the data.
+  // The whole fingerprint, read only when digests differ (to say who differs).
   alignas(64) plan::Fingerprint fingerprint[2];
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need lock-free counters");
@@ -107,5 +111,6 @@ std::atomic<std::uint64_t>& ShmSegment::consumed(int rank) const { return contro
 plan::Fingerprint& ShmSegment::fingerprint(int rank, std::uint64_t round) const {
   return control(rank).fingerprint[round % 2];
 }
+std::uint64_t& ShmSegment::digest(int rank, std::uint64_t round) const { return control(rank).digest[round % 2]; }
 
 }  // namespace strata::host

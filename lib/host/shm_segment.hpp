@@ -36,8 +36,10 @@ class ShmSegment {
   std::byte* area(int rank, std::uint64_t round) const;  // the set `round` uses
   std::atomic<std::uint64_t>& staged(int rank) const;    // last round whose data `rank` wrote
   std::atomic<std::uint64_t>& consumed(int rank) const;  // last round `rank` finished reading
-  // The fingerprint `rank` published with round `round` (a call's first round).
+  // The fingerprint `rank` published with round `round` (a call's first
+  // round), and its digest (plan::digest), which sits in `staged`'s line.
   plan::Fingerprint& fingerprint(int rank, std::uint64_t round) const;
+  std::uint64_t& digest(int rank, std::uint64_t round) const;
 
   // Rounds are numbered from 1, identically on every local rank (every rank
   // runs the same rounds in the same order).

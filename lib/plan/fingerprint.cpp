@@ -2,28 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
 
 #include "strata/errors.hpp"
+#include "util/ranges.hpp"
 #include "util/where.hpp"
 
 namespace strata::plan {
 namespace {
-
-// "0-2,5" for ascending ranks.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    text += fmt::format("{}{}", text.empty() ? "" : ",", ranks[i]);
-    if (j > i) text += fmt::format("-{}", ranks[j]);
-    i = j + 1;
-  }
-  return text;
-}
 
 std::string_view operation_name(std::int64_t value) {
   static constexpr std::string_view kNames[] = {"all_reduce",       "reduce",       "broadcast",
@@ -65,6 +54,14 @@ const std::vector<Field>& fields() {
 
 }  // namespace
 
+std::uint64_t digest(const Fingerprint& fingerprint) {
+  std::uint64_t words[sizeof(Fingerprint) / 8];
+  std::memcpy(words, &fingerprint, sizeof words);
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (const std::uint64_t w : words) h = (h ^ w) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+  return h;
+}
+
 std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < bytes; ++i) seed = (seed ^ p[i]) * 1099511628211ull;
@@ -103,7 +100,7 @@ std::string describe_disagreement(std::span<const Fingerprint> all) {
     bool first = true;
     for (const auto& [value, ranks] : holders) {
       clause += fmt::format("{}{} on rank{} {}", first ? "" : ", ", field.show(value), ranks.size() > 1 ? "s" : "",
-                            rank_list(ranks));
+                            util::ranges(ranks));
       first = false;
     }
     text += (text.empty() ? "" : "; ") + clause;

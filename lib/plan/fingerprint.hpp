@@ -39,6 +39,11 @@ struct Fingerprint {
 };
 static_assert(sizeof(Fingerprint) == 64, "a fingerprint fills one cache line");
 
+// A 64-bit digest of the whole fingerprint, cheap enough for every call
+// (eight multiply-xor steps): equal fingerprints have equal digests, and
+// different ones differ but with probability 2^-64.
+std::uint64_t digest(const Fingerprint& fingerprint);
+
 // FNV-1a, for layouts and specs.
 std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t seed = 1469598103934665603ull);
 

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "util/log.hpp"
+#include "util/ranges.hpp"
 
 namespace strata::topo {
 namespace {
@@ -19,19 +20,6 @@ std::vector<int> ranks_where(const Topology& topology, bool (*predicate)(const T
 }
 
 }  // namespace
-
-std::string rank_ranges(const std::vector<int>& values) {
-  if (values.empty()) return "none";
-  std::string text;
-  for (std::size_t i = 0; i < values.size();) {
-    std::size_t j = i;
-    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
-    if (!text.empty()) text += ',';
-    text += j == i ? fmt::format("{}", values[i]) : fmt::format("{}-{}", values[i], values[j]);
-    i = j + 1;
-  }
-  return text;
-}
 
 bool unbound(const Topology& topology, const RankInfo& rank) {
   const NodeInfo& node = topology.nodes.at(static_cast<std::size_t>(rank.node));
@@ -49,12 +37,12 @@ std::vector<std::string> binding_advice(const Topology& topology) {
     lines.push_back(fmt::format(
         "{} of {} ranks are not bound to cores (ranks {}): the OS may move them between cores and NUMA domains, "
         "which costs cache and memory locality and makes timings noisy; {}",
-        ranks.size(), total, rank_ranges(ranks), kFix));
+        ranks.size(), total, util::ranges(ranks), kFix));
   if (const std::vector<int> ranks = ranks_where(topology, spans_numa); !ranks.empty())
     lines.push_back(fmt::format(
         "{} of {} ranks are bound to cores in more than one NUMA domain (ranks {}): their memory may sit in the "
         "far domain; {}",
-        ranks.size(), total, rank_ranges(ranks), kFix));
+        ranks.size(), total, util::ranges(ranks), kFix));
   return lines;
 }
 

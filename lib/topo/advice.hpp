@@ -9,9 +9,6 @@
 
 namespace strata::topo {
 
-// "0-3,6,8-9" for an ascending list; "none" when empty.
-std::string rank_ranges(const std::vector<int>& values);
-
 // Bound to every core of a node that has more than one: the OS may move the
 // rank anywhere, so it has no cache or NUMA locality.
 bool unbound(const Topology& topology, const RankInfo& rank);

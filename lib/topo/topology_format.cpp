@@ -9,6 +9,7 @@
 
 #include "strata/topology.hpp"
 #include "topo/advice.hpp"
+#include "util/ranges.hpp"
 
 namespace strata {
 namespace {
@@ -63,7 +64,7 @@ std::string to_text(const Topology& t) {
                                 t.virtual_nodes ? " (virtual: STRATA_RANKS_PER_NODE)" : "", per_node);
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const NodeInfo& n = t.nodes[i];
-    out += fmt::format("node {}: {}, ranks {}; {}, {}, {}, {}\n", i, n.hostname, topo::rank_ranges(n.ranks),
+    out += fmt::format("node {}: {}, ranks {}; {}, {}, {}, {}\n", i, n.hostname, util::ranges(n.ranks),
                        plural(n.packages, "package", "packages"), plural(n.numa_domains, "NUMA domain", "NUMA domains"),
                        plural(n.cores, "core", "cores"),
                        n.gpus.empty() ? std::string("no NVIDIA GPU") : plural(static_cast<long long>(n.gpus.size()), "NVIDIA GPU", "NVIDIA GPUs"));
@@ -75,7 +76,7 @@ std::string to_text(const Topology& t) {
                                : topo::spans_numa(t, info) ? " (spans NUMA domains)"
                                                            : "";
       out += fmt::format("  rank {} (local {}): cores {}{}, NUMA {}; {}\n", r, info.local_rank,
-                         topo::rank_ranges(info.bound_cores), flag, topo::rank_ranges(info.numa), gpu_text(info.gpu));
+                         util::ranges(info.bound_cores), flag, util::ranges(info.numa), gpu_text(info.gpu));
     }
   }
   for (const std::string& line : topo::binding_advice(t)) out += fmt::format("advice: {}\n", line);

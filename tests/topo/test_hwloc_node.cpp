@@ -10,6 +10,7 @@
 
 #include "topo/advice.hpp"
 #include "topo/hwloc_node.hpp"
+#include "util/ranges.hpp"
 
 namespace {
 
@@ -63,10 +64,10 @@ TEST_CASE("this machine, read directly and through the leader's XML, agrees") {
   CHECK(bound_live.numa == bound_copy.numa);
 }
 
-TEST_CASE("rank_ranges") {
-  CHECK(strata::topo::rank_ranges({}) == "none");
-  CHECK(strata::topo::rank_ranges({3}) == "3");
-  CHECK(strata::topo::rank_ranges({0, 1, 2, 3, 6, 8, 9}) == "0-3,6,8-9");
+TEST_CASE("util::ranges") {
+  CHECK(strata::util::ranges(std::vector<int>{}) == "none");
+  CHECK(strata::util::ranges(std::vector<int>{3}) == "3");
+  CHECK(strata::util::ranges(std::vector<int>{0, 1, 2, 3, 6, 8, 9}) == "0-3,6,8-9");
 }
 
 TEST_CASE("binding advice") {

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The cost of the call check, measured: strata with the check on, with it
+off (STRATA_CHECK=off) and MPI_Allreduce, side by side.
+
+  scripts/check_cost.py [--bench PATH] [--ranks N] [--runs R] [--size BYTES ...]
+
+For each size, R rounds of three runs of strata-bench alternate: check on
+(strata and its MPI_Allreduce baseline in the same run), check off, and so
+on; every figure is strata-bench's own median time per call, and the table
+gives the median over the R rounds of each and the cost of the check
+(on / off - 1). The ranks are bound to cores (--bind-to core) so the
+runs compare like with like. Prints a Markdown table for
+docs/PERFORMANCE.md; asserts nothing.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+SIZES = {8: (20000, 2000), 65536: (2000, 200), 1 << 20: (300, 30), 64 << 20: (10, 3)}
+
+
+def run(bench, ranks, size, check, iters, warmup):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        env = dict(os.environ, STRATA_CHECK="on" if check else "off", OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        subprocess.run(["mpirun", "-np", str(ranks), "--bind-to", "core", "-x", "STRATA_CHECK", bench, "-b",
+                        str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup), "--baseline", "mpi", "-J",
+                        out.name, "--no-progress"],
+                       env=env, check=True, capture_output=True, timeout=600)
+        row = json.load(open(out.name))["rows"][0]
+        assert row["wrong"] == 0, "strata-bench found wrong values"
+        return row["time_us"], row["baseline"]["time_us"]
+
+
+def text(size):
+    return f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB" if size >= 1024 else f"{size} B"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", default="build/apps/bench/strata-bench")
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--size", type=int, action="append")
+    args = parser.parse_args()
+    sizes = args.size or list(SIZES)
+    print(f"| size | strata, check on (us) | strata, check off (us) | MPI_Allreduce (us) | check costs | "
+          f"strata (check on) vs MPI |")
+    print("|---|---|---|---|---|---|")
+    for size in sizes:
+        iters, warmup = SIZES.get(size, (100, 10))
+        on, off, mpi = [], [], []
+        for _ in range(args.runs):
+            strata_on, mpi_on = run(args.bench, args.ranks, size, True, iters, warmup)
+            strata_off, mpi_off = run(args.bench, args.ranks, size, False, iters, warmup)
+            on.append(strata_on)
+            off.append(strata_off)
+            mpi += [mpi_on, mpi_off]
+        m_on, m_off, m_mpi = statistics.median(on), statistics.median(off), statistics.median(mpi)
+        print(f"| {text(size)} | {m_on:.3f} | {m_off:.3f} | {m_mpi:.3f} | {100 * (m_on / m_off - 1):+.1f}% | "
+              f"{m_mpi / m_on:.2f}x faster |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
