@@ -150,7 +150,7 @@ std::string comm_label(MPI_Comm comm) {
   PMPI_Comm_size(comm, &size);
   // MPI_Comm is a pointer in Open MPI and an int in MPICH: name it by its
   // portable Fortran handle.
-  const std::string id = length > 0 ? std::string(name, length) : fmt::format("comm {}", PMPI_Comm_c2f(comm));
+  const std::string id = length > 0 ? std::string(name, length) : fmt::format("#{}", PMPI_Comm_c2f(comm));
   return fmt::format("{} ({} ranks)", id, size);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,6 +173,33 @@ std::vector<std::string> allgather_bytes(const std::string& mine, MPI_Comm comm,
   return out;
 }
 
+// hwloc reads a machine in tens of milliseconds (it walks sysfs, PCI
+// included), and a process may build many communicators (the interposer
+// makes one per MPI communicator): the node is read once per process and
+// kept, as is the topology parsed from the last XML a leader sent. The
+// process's binding is still asked anew for every communicator.
+std::mutex hwloc_cache_mutex;
+
+const topo::HwlocNode& this_node() {
+  static const topo::HwlocNode node = topo::HwlocNode::discover();  // retried on the next call if it throws
+  return node;
+}
+
+const topo::HwlocNode& node_from_xml(const std::string& xml) {
+  static std::string last_xml;
+  static std::optional<topo::HwlocNode> last;
+  std::lock_guard lock(hwloc_cache_mutex);
+  if (!last || xml != last_xml) {
+    try {
+      last.emplace(topo::HwlocNode::from_xml(xml));
+    } catch (const Unavailable&) {
+      return this_node();  // hwloc without XML support: read the node ourselves
+    }
+    last_xml = xml;
+  }
+  return *last;
+}
+
 // This rank's record. The leader reads the node and broadcasts its XML over
 // the node communicator; a failure is reported (length -1) instead of
 // leaving the other local ranks waiting. Collective over `node`; returns the
@@ -179,11 +207,12 @@ std::vector<std::string> allgather_bytes(const std::string& mine, MPI_Comm comm,
 // reaches the agreement step.
 std::string local_record(MPI_Comm node, bool leader, Record& record) {
   std::string error, xml;
-  std::optional<topo::HwlocNode> hw;
+  const topo::HwlocNode* hw = nullptr;
   if (leader) {
     try {
-      hw.emplace(topo::HwlocNode::discover());
-      xml = hw->to_xml();
+      hw = &this_node();
+      static const std::string this_node_xml = hw->to_xml();
+      xml = this_node_xml;
     } catch (const Error& e) {
       error = e.what();
       xml.clear();
@@ -195,13 +224,7 @@ std::string local_record(MPI_Comm node, bool leader, Record& record) {
   xml.resize(static_cast<std::size_t>(length));
   STRATA_CHECK_MPI(MPI_Bcast(xml.data(), length, MPI_CHAR, 0, node));
   try {
-    if (!leader) {
-      try {
-        hw.emplace(topo::HwlocNode::from_xml(xml));
-      } catch (const Unavailable&) {
-        hw.emplace(topo::HwlocNode::discover());  // hwloc without XML support: read the node ourselves
-      }
-    }
+    if (!leader) hw = &node_from_xml(xml);
     record.binding = hw->binding();
     if (leader) {
       record.has_hardware = true;

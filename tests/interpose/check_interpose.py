@@ -134,7 +134,7 @@ def check_mpi4py(mpirun, preload, np, mode):
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata \(\w+\)$", 4)
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} derived datatype -> strata \(packed, \w+\)$")
         c.every_rank_logs(r"^MPI_(Allreduce|Reduce|Bcast) on comm split-by-parity \([12] ranks\) .* -> strata ", 3)
-        c.every_rank_logs(rf"^MPI_Allreduce on comm 0x[0-9a-f]+ \({np} ranks\) MPI_LONG MPI_SUM -> strata \(i64 sum, ",
+        c.every_rank_logs(rf"^MPI_Allreduce on comm #\d+ \({np} ranks\) MPI_LONG MPI_SUM -> strata \(i64 sum, ",
                           3)  # 3 dups, each its own communicator
         # Once per communicator and kind, not per call (16 calls made this one).
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata ", 1)
@@ -142,7 +142,7 @@ def check_mpi4py(mpirun, preload, np, mode):
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_2INT MPI_MAXLOC -> PMPI \(MPI_2INT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT user-defined op -> PMPI ")
-        c.every_rank_logs(r"^MPI_Allreduce on comm 0x[0-9a-f]+ \(\d ranks\) MPI_DOUBLE MPI_SUM -> PMPI "
+        c.every_rank_logs(r"^MPI_Allreduce on comm #\d+ \(\d ranks\) MPI_DOUBLE MPI_SUM -> PMPI "
                           r"\(intercommunicators are not served\)$")
         c.no_line(r"strata WARN .*strata-mpi:")
     elif mode == "spec-mpi":
@@ -221,7 +221,7 @@ def check_bench(mpirun, preload, np, bench, collective, args):
             c.require(False, "no JSON written")
     # The baseline's calls (on strata-bench's own duplicate of MPI_COMM_WORLD)
     # and the bench's result check (a u64 sum on MPI_COMM_WORLD) were routed.
-    c.every_rank_logs(rf"^{call} on comm 0x[0-9a-f]+ \({np} ranks\) .* -> strata \(")
+    c.every_rank_logs(rf"^{call} on comm #\d+ \({np} ranks\) .* -> strata \(")
     c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) \S+ MPI_SUM -> strata \(u64 sum, ")
     c.no_line(r"strata WARN .*strata-mpi:")
     c.done()

@@ -1,5 +1,5 @@
 // A stopped rank: the last rank stops itself (SIGSTOP) instead of entering
-// an all-reduce; the others call it with a 1 s timeout. Every survivor must
+// an all-reduce; the others call it with a 0.5 s timeout. Every survivor must
 // raise DeadlineExceeded within timeout + 1 s naming exactly the stopped
 // rank (waiting_for() == {it}, in this communicator's numbering) and saying
 // the collective, its number, the algorithm as planned and its own rank;
@@ -26,7 +26,7 @@ using namespace strata::test;
 
 namespace {
 
-constexpr double kTimeout = 1.0;
+constexpr double kTimeout = 0.5;
 constexpr std::size_t kCount = std::size_t{1} << 16;  // 256 KiB of f32: past the eager limit, several chunks
 
 std::vector<std::string> specs_under_test() {
@@ -34,12 +34,9 @@ std::vector<std::string> specs_under_test() {
   // whole communicator (no shared memory), so a late peer's messages meet
   // receives the timeout left posted (pscpu posts its result receives into
   // `out` first): the test that nothing writes after the error.
+  // (The algorithms themselves run with the check off there, below.)
   const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
-  if (per_node && std::string(per_node) == "1") {
-    std::vector<std::string> specs = {"auto"};
-    for (const std::string& name : algorithm_names()) specs.push_back(name);
-    return specs;
-  }
+  if (per_node && std::string(per_node) == "1") return {"auto"};
   if (per_node) return {"auto", "pscpu/xring", "xring/rechd"};
   std::vector<std::string> specs = {"auto"};
   for (const std::string& name : algorithm_names()) specs.push_back(name);
@@ -153,7 +150,7 @@ TEST_CASE("a stopped rank is named exactly, within the timeout + 1 s, and nothin
   // sends into them.
   const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
   if (per_node && std::string(per_node) == "1")
-    for (const char* spec : {"pscpu", "xring", "rechd", "mpi"}) trial(spec, false, procs, side, survivors);
+    for (const std::string& spec : algorithm_names()) trial(spec, false, procs, side, survivors);
   if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
   MPI_Comm_free(&side);
 }

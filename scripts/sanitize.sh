@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The sanitizer pass: strata's library and its unit and MPI tests built with
+# AddressSanitizer and UndefinedBehaviorSanitizer and run with every report
+# fatal. scripts/test.sh runs it after the main pass and counts both in its
+# last line; run it alone with `STRATA_SANITIZE=only scripts/test.sh`.
+#   scripts/sanitize.sh [`meson test` arguments: test names or --suite,
+#                        instead of the selection below]
+# Environment: STRATA_SANITIZE_BUILD_DIR (default: build-sanitize).
+#
+# What runs: every test of the unit suite, and every MPI test at one rank
+# count: 3 ranks where the test has them (odd and not a power of two:
+# recursive halving's extra ranks, uneven slices, a root that is neither
+# first nor last), else its smallest. Tests with their own environment
+# (virtual nodes, -rpnK) count as tests of their own. Named below, each with
+# its reason: tests left out for time, and tests run with leak detection off
+# for a library finding. Not covered here: the other rank counts (1, 2, 4,
+# 5, 8 ranks run in the main pass only), the other suites (cluster, topo,
+# packing, bench, install, interpose, python, slurm, bundle) and the GPU
+# backend (-Dcuda=disabled). The list comes from `meson introspect`, so
+# tests added to the unit or mpi suite are picked up without touching this
+# script.
+#
+# The build: -O1 -g1 (line tables) rather than debugoptimized's -O2 -g: less
+# than half the compile time, and file:line still in every report; asserts
+# and libstdc++'s own checks (_GLIBCXX_ASSERTIONS: bounds of operator[],
+# front() of an empty vector, ...) on; host-only, no apps, no Python module.
+# Only the selected tests' targets are built.
+#
+# Reports: ASan and UBSan stop the process at the first error with a stack
+# (halt_on_error=1, print_stacktrace=1), so the test fails. LeakSanitizer
+# stays on for strata's own allocations; Open MPI's and PMIx's leaks are
+# suppressed (scripts/sanitize/lsan.supp says which and why), and
+# scripts/sanitize/keep_modules.c keeps their components mapped so that the
+# suppressions can name them. fast_unwind_on_malloc=0 takes full allocation
+# stacks through Open MPI's frame-pointer-less code (the suppressions match
+# any frame). Tests get 3x their meson timeout: the sanitizers slow them
+# about that much.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+build=${STRATA_SANITIZE_BUILD_DIR:-$STRATA_ROOT/build-sanitize}
+start=$(date +%s)
+# Logs left from an earlier run must not be counted if this one fails to build.
+rm -f "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-no-leak-check.json"
+
+options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain -Dcpp_args='-O1 -g1 -D_GLIBCXX_ASSERTIONS'
+  -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false)
+# A directory configured by an earlier version of this script takes today's
+# options (meson only rebuilds what they change).
+[ -f "$build/build.ninja" ] && meson configure "$build" "${options[@]}" >/dev/null
+# Configure only: build.ninja is a target of every configured directory, so
+# ninja has nothing else to do; the tests' own targets are built below.
+STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
+
+# Tests whose executable (tests/mpi/<name>) runs with leak detection off,
+# each for a library finding reported to the lead. ASan and UBSan still
+# check them; only LeakSanitizer is off.
+#   test_stopped: after a timeout, util::Arena::abandon (lib/util/arena.cpp)
+#     and util::Workspace::abandon (lib/util/workspace.cpp) drop their
+#     buffers on purpose (a receive cancelled too late may still land there)
+#     and keep no pointer to them, so LeakSanitizer reports 1-3 MiB per rank
+#     as direct leaks from Arena::allocate (verify.cpp, transport.cpp irecv)
+#     and Workspace::get (rechd.cpp, tree.cpp). Kept reachable (a static
+#     list of abandoned blocks), they would no longer count as leaks.
+no_leak_check="test_stopped"
+# Tests left out for time, with what covers them instead.
+#   test_lifetime-np2: 1000 move assignments take about 100 s under the
+#     sanitizers; test_lifetime-np3-rpn2 runs 200 of the same here.
+skip="test_lifetime-np2"
+
+# The selected tests' names (first line: with leak detection; second line:
+# without) and the ninja targets they run (third line).
+selection=$(python3 - "$build" "$no_leak_check" "$skip" <<'PY'
+import json, os, re, subprocess, sys
+
+build, no_leak_check, skip = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+def introspect(what):
+    return json.loads(subprocess.check_output(["meson", "introspect", build, what]))
+
+targets = {t["id"]: t for t in introspect("--targets")}
+chosen, variants = [], {}
+for test in introspect("--tests"):
+    suites = {s.split(":")[-1] for s in test["suite"]}
+    if "unit" in suites:
+        chosen.append(test)
+    elif "mpi" in suites:
+        m = re.fullmatch(r"(.*)-np(\d+)(.*)", test["name"])
+        if not m:
+            chosen.append(test)
+            continue
+        variants.setdefault((m.group(1), m.group(3)), {})[int(m.group(2))] = test
+for ranks in variants.values():
+    chosen.append(ranks[3] if 3 in ranks else ranks[min(ranks)])
+chosen = [test for test in chosen if test["name"] not in skip]
+files = {os.path.relpath(f, build) for test in chosen for d in test["depends"] for f in targets[d]["filename"]}
+unchecked = lambda test: any(targets[d]["name"] in no_leak_check for d in test["depends"])
+print(" ".join(test["name"] for test in chosen if not unchecked(test)))
+print(" ".join(test["name"] for test in chosen if unchecked(test)))
+print(" ".join(sorted(files)))
+PY
+)
+names=$(sed -n 1p <<<"$selection")
+unchecked=$(sed -n 2p <<<"$selection")
+[ $# -gt 0 ] && names="" unchecked=""  # the caller's choice instead
+targets=$(sed -n 3p <<<"$selection")
+# shellcheck disable=SC2086 # space-separated target list
+ninja -C "$build" $targets >/dev/null || ninja -C "$build" $targets
+gcc -shared -fPIC -O2 -o "$build/keep_modules.so" "$STRATA_ROOT/scripts/sanitize/keep_modules.c"
+built=$(date +%s)
+echo "strata: sanitizer build took $(( built - start )) s" >&2
+
+# run_tests DETECT_LEAKS LOGBASE [meson test arguments]: meson writes
+# meson-logs/LOGBASE.json, which scripts/test.sh counts.
+# verify_asan_link_order=0: keep_modules.so is preloaded ahead of libasan.
+run_tests() {
+  local leaks=$1 logbase=$2
+  shift 2
+  env ASAN_OPTIONS="halt_on_error=1:detect_leaks=$leaks:fast_unwind_on_malloc=0:verify_asan_link_order=0" \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    LSAN_OPTIONS="suppressions=$STRATA_ROOT/scripts/sanitize/lsan.supp" \
+    LD_PRELOAD="$build/keep_modules.so" \
+    meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 3 --logbase "$logbase" "$@"
+}
+set +e
+# shellcheck disable=SC2086 # space-separated test names
+run_tests 1 testlog "$@" $names
+status=$?
+if [ -n "$unchecked" ]; then
+  # shellcheck disable=SC2086
+  run_tests 0 testlog-no-leak-check $unchecked || status=$?
+fi
+set -e
+echo "strata: sanitizer tests took $(( $(date +%s) - built )) s" >&2
+exit $status
