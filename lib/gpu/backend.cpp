@@ -31,7 +31,10 @@ class NcclBackend final : public Backend {
   }
   ~NcclBackend() override {
     drop_levels();
-    if (!engine_.broken_reason().empty()) (void)gathered_.release();  // a given-up gather may still land
+    if (!engine_.broken_reason().empty()) {  // a given-up gather may still land: kept reachable, never freed
+      static auto* kept = new std::vector<Gathered*>;  // never destroyed: reachable at exit
+      kept->push_back(gathered_.release());
+    }
   }
 
   nccl::Engine& engine() { return engine_; }

@@ -95,7 +95,10 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
     try {
       wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
     } catch (...) {
-      (void)held.release();  // a collective's request may not be freed: it and its buffer are left behind
+      // A collective's request may not be freed: it and its buffer stay
+      // behind, reachable and never freed.
+      static auto* kept = new std::vector<ncclUniqueId*>;  // never destroyed: reachable at exit
+      kept->push_back(held.release());
       throw;
     }
   }

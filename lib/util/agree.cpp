@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <mutex>
 
 #include "strata/errors.hpp"
 #include "util/check.hpp"
@@ -30,6 +31,21 @@ struct Agreement::Buffers {
   Verdict verdict;
 };
 
+namespace {
+
+// Buffers given up with MPI operations in flight are kept here, reachable
+// and never freed: MPI may still write into them, and leak checkers do not
+// count them as lost.
+template <typename T>
+void keep_forever(std::unique_ptr<T> buffers) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<T*>;  // never destroyed: still reachable at exit
+  const std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(buffers.release());
+}
+
+}  // namespace
+
 Agreement::Agreement(MPI_Comm comm, std::string step, const Deadline& bound)
     : comm_(comm), step_(std::move(step)), bound_(bound), buffers_(std::make_unique<Buffers>()) {
   STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
@@ -54,7 +70,7 @@ Agreement::~Agreement() {
       if (!collective_) MPI_Request_free(&r);
       in_flight = true;
     }
-  if (in_flight) (void)buffers_.release();  // leaked on purpose
+  if (in_flight) keep_forever(std::move(buffers_));
 }
 
 void Agreement::fail(Kind kind, std::string reason) {
