@@ -25,6 +25,7 @@ struct PlanRow {
   std::size_t bytes = 0;
   std::string entry;      // the spec entry's algorithm ("auto" when the default table decides)
   std::string algorithm;  // what runs, "#shards" when > 1
+  std::string cuda;       // what runs on CUDA tensors of that size
 };
 
 // One tensor of `bytes` bytes, as plan_for sees it (only size and memory matter).
@@ -38,12 +39,32 @@ std::vector<PlanRow> plan_rows(const Options& o, const strata::Communicator& com
   std::vector<PlanRow> rows;
   for (const std::size_t bytes : o.sizes) {
     const strata::Plan plan = plan_of(comm, bytes);
-    PlanRow row{bytes, "auto", plan.packs.empty() ? "none (0 bytes)" : plan.packs.front().algorithm};
+    PlanRow row{bytes, "auto", plan.packs.empty() ? "none (0 bytes)" : plan.packs.front().algorithm,
+                comm.algorithm_for(bytes, strata::Collective::all_reduce, strata::Memory::cuda)};
     if (const strata::SpecTuple* e = spec.select(bytes))
       row.entry = e->shards > 1 ? fmt::format("{}#{}", e->algorithm, e->shards) : e->algorithm;
     rows.push_back(row);
   }
   return rows;
+}
+
+// "(a inside each node, b across the N nodes)" for a hierarchical name.
+std::string levels_note(const std::string& algorithm, const strata::Topology& t) {
+  const auto slash = algorithm.find('/');
+  if (slash == std::string::npos) return "";
+  return t.nodes.size() < 2 ? fmt::format("  (one node: runs {} flat)", algorithm.substr(0, slash))
+                            : fmt::format("  ({} inside each node, {} across the {} nodes)",
+                                          algorithm.substr(0, slash), algorithm.substr(slash + 1), t.nodes.size());
+}
+
+// Why CUDA tensors cannot run here, from the first rank without a GPU; "" when every rank has one.
+std::string cuda_note(const strata::Topology& t) {
+  for (const strata::RankInfo& r : t.ranks)
+    if (r.gpu.cuda_device < 0)
+      return fmt::format("CUDA tensors are unavailable here (rank {}: {}); the plan a cluster of this shape with one "
+                         "GPU per rank would run:\n",
+                         r.rank, r.gpu.how);
+  return "";
 }
 
 // How hierarchical plans would split the ranks; empty on one node.
@@ -73,13 +94,14 @@ void print_text(const strata::Topology& t, const std::vector<PlanRow>& rows, con
   for (const PlanRow& r : rows) {
     out += show_entry ? fmt::format("{:>10} {:>12}  {:<16} {}", format_size(r.bytes), r.bytes, r.entry, r.algorithm)
                       : fmt::format("{:>10} {:>12}  {}", format_size(r.bytes), r.bytes, r.algorithm);
-    if (const auto slash = r.algorithm.find('/'); slash != std::string::npos)
-      out += t.nodes.size() < 2 ? fmt::format("  (one node: runs {} flat)", r.algorithm.substr(0, slash))
-                                : fmt::format("  ({} inside each node, {} across the {} nodes)",
-                                              r.algorithm.substr(0, slash), r.algorithm.substr(slash + 1),
-                                              t.nodes.size());
-    out += "\n";
+    out += levels_note(r.algorithm, t) + "\n";
   }
+  // CUDA tensors: the same spec, planned with the GPU control plane's
+  // verdicts (NCCL only over groups where no two ranks share a GPU).
+  out += fmt::format("\nall_reduce plan on CUDA tensors (docs/GPU.md):\n{}", cuda_note(t));
+  out += fmt::format("{:>10} {:>12}  {}\n", "size", "bytes", "runs");
+  for (const PlanRow& r : rows)
+    out += fmt::format("{:>10} {:>12}  {}{}\n", format_size(r.bytes), r.bytes, r.cuda, levels_note(r.cuda, t));
   std::fputs(out.c_str(), stdout);
 }
 
@@ -92,9 +114,12 @@ void print_json(const strata::Topology& t, const std::vector<PlanRow>& rows, con
   doc["spec"] = spec.is_auto() ? "auto" : spec.to_string();
   doc["spec_map"] = comm.spec_map();
   doc["all_reduce"] = nlohmann::ordered_json::array();
-  for (const PlanRow& r : rows)
+  doc["cuda_all_reduce"] = nlohmann::ordered_json::array();
+  for (const PlanRow& r : rows) {
     doc["all_reduce"].push_back({{"bytes", r.bytes}, {"size", format_size(r.bytes)}, {"spec_entry", r.entry},
                                  {"algorithm", r.algorithm}});
+    doc["cuda_all_reduce"].push_back({{"bytes", r.bytes}, {"size", format_size(r.bytes)}, {"algorithm", r.cuda}});
+  }
   std::fputs((doc.dump(2) + "\n").c_str(), stdout);
 }
 

@@ -9,6 +9,11 @@
 
 namespace strata {
 
+// A CUDA stream (a cudaStream_t) passed opaquely, so that strata's public
+// headers need no CUDA header: `reinterpret_cast<strata::StreamHandle>(s)`,
+// or `static_cast<strata::StreamHandle>(s)` since cudaStream_t is a pointer.
+using StreamHandle = void*;
+
 // Options for one call. Validated on every call; an invalid value raises
 // InvalidArgument naming the field before anything is sent.
 struct CommunicationOptions {
@@ -21,6 +26,16 @@ struct CommunicationOptions {
   // arrive, and the communicator is marked broken.
   double timeout_seconds = 0;
   Implementation implementation = Implementation::automatic;
+  // CUDA tensors: the stream whose work produces them. strata's own GPU work
+  // for the call starts only after everything enqueued on `stream` before
+  // the call (an event recorded there). nullptr (the default) orders after
+  // the legacy default stream of each tensor's device, where cudaMemcpy,
+  // kernels launched without a stream and PyTorch's default stream put their
+  // work (programs built with --default-stream per-thread pass
+  // cudaStreamPerThread). Either way the call returns only when the result
+  // is in the output tensors, so work enqueued after it sees the result.
+  // Ignored for host tensors. docs/GPU.md, "Streams".
+  StreamHandle stream = nullptr;
 };
 
 // TensorFlow's older name for the same options.

@@ -168,12 +168,14 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
   util::log(util::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,
             plan::describe(packs));
 
-  gpu::Backend& backend = gpu_backend(deadline, to_string(call.collective));
+  gpu_backend();
   const bool broadcast = call.collective == Collective::broadcast;
+  const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+  const std::string_view collective_name = to_string(call.collective);
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
     gpu::GpuPack job;
-    job.collective = call.collective;
+    job.dtype = pack.dtype;
     job.lands_here = call.lands_here;
     job.replicas.resize(replicas);
     for (std::size_t r = 0; r < replicas; ++r) {
@@ -183,20 +185,16 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
     }
     const plan::Choice& choice =
         cached_choice(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
-    const std::string algorithm = choice.name();  // alive for the call
-    gpu::GpuJob proto;
-    proto.count = pack.count;
+    plan::Job proto;
     proto.dtype = pack.dtype;
-    proto.op = call.op;
-    proto.contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+    proto.op = call.op;  // mean stays: exec runs sum and finishes
     proto.root = call.root;
-    proto.device = devices[0];
-    proto.algorithm = algorithm;
-    proto.host_algorithm = exec::staged_level(choice);
     proto.shards = choice.shards;
     proto.chunk_bytes = config_.chunk_bytes;
-    proto.sequence = sequence_;
-    breaking_on_failure([&] { backend.run_pack(job, proto, deadline); });
+    current_ = {collective_name, sequence_, pack.bytes(), last_.described};
+    const gpu::CallContext context{&deadline, current_, call.options->stream, devices};
+    breaking_on_failure(
+        [&] { exec::run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
     if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);
   }
 }

@@ -20,7 +20,7 @@ struct SplitGuard {
 Topology discover_topology(MPI_Comm comm) {
   topo::NodeSplit split = topo::split_nodes(comm);
   SplitGuard guard{split};
-  return topo::discover(comm, split, gpu::visible_devices());
+  return topo::discover(comm, split, gpu::probe_devices());
 }
 
 }  // namespace strata

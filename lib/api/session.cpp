@@ -20,6 +20,7 @@
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "topo/discover.hpp"
+#include "util/agree.hpp"
 #include "util/breaking.hpp"
 #include "util/check.hpp"
 #include "util/log.hpp"
@@ -63,7 +64,8 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
     split_ = topo::split_nodes(comm_);
-    topology_ = topo::discover(comm_, split_, gpu::visible_devices());
+    topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
+    gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);
     if (split_.local_size > 1)
       segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
     if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);
@@ -135,8 +137,9 @@ void Session::blame_missing_ranks(const util::Deadline& deadline) {
 
 plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
                              const plan::Spec* spec) const {
-  return plan::choose(exec::catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory,
-                      {split_.node_count, split_.local_size});
+  plan::Layout layout{split_.node_count, split_.local_size};
+  gpu_plane_.apply_to(layout);
+  return plan::choose(exec::catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory, layout);
 }
 
 const plan::Choice& Session::cached_choice(Collective collective, std::size_t bytes, Memory memory,
@@ -219,66 +222,45 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
 }
 
 void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
-  gpu::Backend& backend = gpu_backend(deadline, to_string(call.collective));
+  gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
+  if (call.job.count == 0) return;
   const std::size_t bytes = call.job.bytes();
   const plan::Choice& choice =
       cached_choice(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
-  const std::string algorithm = choice.name();  // alive for the call
   current_ = {to_string(call.collective), sequence_, bytes, last_.described};
-  gpu::GpuJob g;
-  g.in = call.job.in;
-  g.out = call.job.out;
-  g.count = call.job.count;
-  g.dtype = call.job.dtype;
-  g.op = call.job.op;  // mean included: the backend divides by `contributors`
-  g.contributors = call.contributors;
-  g.root = call.job.root;
-  g.device = call.device;
-  g.algorithm = algorithm;
-  g.host_algorithm = exec::staged_level(choice);
-  g.shards = choice.shards;
-  g.chunk_bytes = config_.chunk_bytes;
-  g.sequence = sequence_;
-  util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", to_string(call.collective), sequence_, bytes,
+  plan::Job job = call.job;  // mean stays: exec runs sum and finishes
+  job.shards = choice.shards;
+  job.chunk_bytes = config_.chunk_bytes;
+  const std::string_view collective_name = to_string(call.collective);
+  util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", collective_name, sequence_, bytes,
             last_.described);
-  breaking_on_failure([&] {
-    switch (call.collective) {
-      case Collective::all_reduce: backend.all_reduce(g, deadline); break;
-      case Collective::reduce: backend.reduce(g, deadline); break;
-      case Collective::broadcast: backend.broadcast(g, deadline); break;
-    }
-  });
+  const gpu::CallContext context{&deadline, {collective_name, sequence_, bytes, last_.described},
+                                 call.options->stream, {call.device}};
+  breaking_on_failure(
+      [&] { exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
 }
 
-gpu::Backend& Session::gpu_backend(const util::Deadline& deadline, std::string_view collective) {
+gpu::Backend& Session::gpu_backend() {
   ensure_usable();
   if (gpu_) return *gpu_;
-  const GpuAssignment& mine = topology_.ranks[static_cast<std::size_t>(rank_)].gpu;
-  std::string why;  // empty: this rank can drive its GPU
-  if (gpu::device_available(&why) && mine.cuda_device < 0) why = mine.how;
-  // The lowest rank that cannot go on, and its reason, reach every rank.
-  host::Transport agree(comm_, rank_, size_, deadline, {collective, sequence_, 0, "GPU setup"}, workspace_);
-  // The buffers of these bounded collectives live in the landing arena (never
-  // the stack): given up at the deadline, they may still complete later.
-  constexpr std::size_t kText = 512;
-  int& first_failing = *reinterpret_cast<int*>(landing_.allocate(sizeof(int)));
-  first_failing = why.empty() ? size_ : rank_;
-  MPI_Request request = MPI_REQUEST_NULL;
-  STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm_, &request));
-  agree.wait_collective(request);
-  if (first_failing < size_) {
-    char* text = reinterpret_cast<char*>(landing_.allocate(kText));
-    std::memset(text, 0, kText);
-    if (rank_ == first_failing) why.copy(text, kText - 1);
-    STRATA_CHECK_MPI(MPI_Ibcast(text, static_cast<int>(kText), MPI_CHAR, first_failing, comm_, &request));
-    agree.wait_collective(request);
-    throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}: {}; pass host memory",
-                                  util::where(), first_failing == rank_ ? std::string("this rank")
-                                                                        : fmt::format("rank {}", first_failing),
-                                  text));
+  if (!gpu_plane_.unavailable.empty())
+    throw Unavailable(fmt::format("strata: CUDA tensors are unavailable on this communicator: {}; pass host memory",
+                                  gpu_plane_.unavailable));
+  // Local creation (device, stream), then every rank learns every rank's outcome.
+  util::Agreement step(comm_, "creating the GPU backend", util::Deadline(topo::setup_seconds()));
+  std::unique_ptr<gpu::Backend> made;
+  try {
+    made = gpu::make_backend(comm_, split_, gpu_rows_[static_cast<std::size_t>(rank_)].device, gpu_rows_);
+  } catch (const Unavailable& e) {
+    step.fail(util::Agreement::Kind::unavailable, e.what());
+  } catch (const Error& e) {
+    step.fail(util::Agreement::Kind::backend, e.what());
   }
-  gpu_ = gpu::make_backend(comm_, split_, mine.cuda_device);
+  step.throw_if_failed();
+  gpu_ = std::move(made);
   return *gpu_;
 }
+
+exec::GpuContext Session::gpu_context() { return {gpu_.get(), &split_, &gpu_plane_, rank_}; }
 
 }  // namespace strata::api

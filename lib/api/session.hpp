@@ -28,6 +28,7 @@
 #include "strata/communicator.hpp"
 #include "strata/plan.hpp"
 #include "strata/topology.hpp"
+#include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 #include "util/breaking.hpp"
 #include "util/arena.hpp"
@@ -132,13 +133,16 @@ class Session {
   std::size_t bytes_per_pack(const BatchCall& call) const;
   void log_batch_plan(const BatchCall& call);
 
-  // The GPU backend, created on first use on the rank's assigned device
-  // (topology.ranks[rank].gpu). Collective the first time (every rank makes
-  // the same call on CUDA tensors): the ranks agree first, bounded by
-  // `deadline`, so that when any rank cannot use a GPU (host-only build, no
-  // device, bad STRATA_GPU_MAP) every rank throws Unavailable naming that
-  // rank and its reason, and none is left waiting in NCCL's setup.
-  gpu::Backend& gpu_backend(const util::Deadline& deadline, std::string_view collective);
+  // The GPU backend, created on first use on the rank's assigned device.
+  // Whether CUDA tensors can run at all was decided at construction from
+  // the gathered table (gpu_plane_), so every rank raises the same
+  // Unavailable without a message. Creation is collective the first time
+  // (every rank makes the same call on CUDA tensors): the ranks agree on
+  // its outcome within topo::setup_seconds() (not the call's deadline), so
+  // a rank whose device fails makes every rank raise the same error.
+  gpu::Backend& gpu_backend();
+  // What a CUDA call's execution needs (the backend must exist).
+  exec::GpuContext gpu_context();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -155,6 +159,10 @@ class Session {
   // creation is collective and unbounded, so it must not happen inside a
   // call that has a deadline.
   std::unique_ptr<host::ShmSegment> segment_;
+  // The GPU control plane: the table gathered with the topology and the
+  // decisions made from it, identical on every rank (topo/gpu_plane.hpp).
+  std::vector<topo::GpuRow> gpu_rows_;
+  topo::GpuPlane gpu_plane_;
   std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
   std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
   util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout

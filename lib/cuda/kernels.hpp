@@ -2,11 +2,13 @@
 // reduction (psgpu, host-staged paths), MEAN scaling, and batched
 // pack/unpack. All are asynchronous on `stream` and never synchronise.
 //
-// Semantics match lib/host/reduce_kernel.hpp bit for bit: f16/bf16 reduced
-// in f32 and rounded to nearest even once per step, integer sum/prod wrap,
-// min/max let a NaN through, integer division truncates toward zero.
-// Any alignment and size: 16-byte vector loads where the pointers allow,
-// scalar head and tail otherwise.
+// Semantics match lib/host/reduce_kernel.hpp bit for bit on non-NaN
+// results: f16/bf16 sum and prod correctly rounded to nearest even per step
+// (native paired instructions, the same bits as f32-then-round), integer
+// sum/prod wrap, min/max return an operand's original bits and let a NaN
+// through, integer division truncates toward zero. Any alignment and size:
+// 16-byte vector loads where the pointers allow, scalar head and tail
+// otherwise; grids sized to one wave of resident blocks (occupancy).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,7 +19,8 @@
 
 namespace strata::cuda {
 
-// dst[i] = a[i] op b[i], i < count. dst may be exactly a or b. op != mean.
+// dst[i] = a[i] op b[i], i < count. dst may be exactly a or b (no partial
+// overlap). op != mean.
 void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op,
             cudaStream_t stream);
 

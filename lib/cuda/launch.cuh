@@ -13,9 +13,21 @@ namespace strata::cuda {
 constexpr int kThreads = 256;
 constexpr std::size_t kVectorBytes = 16;
 
-// Blocks for `work` items: enough to cover the work, capped at a few waves
-// (grid-stride loops do the rest).
-unsigned grid_for(std::size_t work);
+// How many blocks of kThreads threads of `kernel` are resident at once on
+// the current device: its occupancy per SM
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor, which accounts for the
+// kernel's registers) times the SMs. Asked once per kernel and device.
+unsigned resident_blocks(const void* kernel);
+
+// Blocks for `work` items of one thread each: enough to cover the work,
+// at most one full wave of resident blocks (grid-stride loops do the rest,
+// so every launched block stays resident and no tail wave is left).
+template <typename Kernel>
+unsigned grid_for(Kernel kernel, std::size_t work) {
+  const unsigned cap = resident_blocks(reinterpret_cast<const void*>(kernel));
+  const std::size_t blocks = (work + kThreads - 1) / kThreads;
+  return blocks == 0 ? 1u : blocks < cap ? unsigned(blocks) : cap;
+}
 
 // Elements before the first 16-byte boundary of `p`, or `count` when the
 // pointers disagree modulo 16 (then everything is scalar).

@@ -44,9 +44,10 @@ void launch(const void* packed, const PackDesc* descs, std::size_t n, std::size_
   if (n == 0 || max_bytes == 0) return;
   // Split the usual block budget over up to 8 rows; more rows loop.
   const unsigned rows = unsigned(n < 65535 ? n : 65535);
-  const unsigned per_row = grid_for((max_bytes + kVectorBytes - 1) / kVectorBytes) / (rows < 8 ? rows : 8);
+  const auto kernel = &pack_kernel<Pack>;
+  const unsigned per_row = grid_for(kernel, (max_bytes + kVectorBytes - 1) / kVectorBytes) / (rows < 8 ? rows : 8);
   const dim3 grid(per_row > 0 ? per_row : 1, rows);
-  pack_kernel<Pack><<<grid, kThreads, 0, stream>>>(static_cast<std::byte*>(const_cast<void*>(packed)), descs, n);
+  kernel<<<grid, kThreads, 0, stream>>>(static_cast<std::byte*>(const_cast<void*>(packed)), descs, n);
   STRATA_CHECK_CUDA(cudaGetLastError());
 }
 

@@ -1,118 +1,179 @@
 // Element-wise reduction on the GPU: one kernel per (dtype, op), 40 in all.
 // Each thread handles 16-byte vectors of the aligned body (grid-stride), and
-// the few elements before and after it one by one. The operators are the
-// host's (lib/host/reduce_kernel.cpp), so both sides produce the same bits.
+// the few elements before and after it one by one. Results equal the host's
+// (lib/host/reduce_kernel.cpp) bit for bit on every non-NaN result:
+//   - integers: wrap-around sum and product, min/max;
+//   - f32/f64: IEEE arithmetic without fused operations;
+//   - f16/bf16 sum and prod: native paired instructions (__hadd2_rn,
+//     __hmul2_rn on __half2 / __nv_bfloat162), correctly rounded to nearest
+//     even; the host computes in f32 and rounds once, which gives the same
+//     bits because f32 carries more than 2p + 2 significant bits of either
+//     type (so rounding twice is innocuous; tests/unit/test_half_native
+//     checks it on the host, test_gpu_kernels on a GPU);
+//   - min/max of every floating type compare exactly (in f32 for f16/bf16)
+//     and return one operand's original bits; a NaN operand wins.
+// NaN results of sum/prod are a canonical NaN on the GPU (the host keeps an
+// operand's payload).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/check.hpp"
-#include "cuda/half.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 
 namespace strata::cuda {
 namespace {
 
+template <typename To, typename From>
+__device__ __forceinline__ To bits_as(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  memcpy(&to, &from, sizeof to);
+  return to;
+}
+
+// A NaN in b wins, then the smaller (larger) of the two; a NaN in a stays.
+template <ReduceOp Op, typename C>
+__device__ __forceinline__ bool take_b(C a, C b) {
+  if constexpr (Op == ReduceOp::min) return b < a || b != b;
+  else return b > a || b != b;
+}
+
+// Types whose arithmetic the GPU does natively in the element's own type.
 template <typename T, ReduceOp Op>
-__device__ __forceinline__ T apply(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;  // wrap-around, defined for signed types too
-    if constexpr (Op == ReduceOp::sum) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    else if constexpr (Op == ReduceOp::prod) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    else if constexpr (Op == ReduceOp::min) return b < a ? b : a;
-    else return b > a ? b : a;
-  } else {
-    if constexpr (Op == ReduceOp::sum) return a + b;
-    else if constexpr (Op == ReduceOp::prod) return a * b;
-    else if constexpr (Op == ReduceOp::min) return (b < a || b != b) ? b : a;  // a NaN is never hidden
-    else return (b > a || b != b) ? b : a;
+struct NativeOps {
+  using Storage = T;
+  __device__ static T one(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;  // wrap-around, defined for signed types too
+      if constexpr (Op == ReduceOp::sum) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      else if constexpr (Op == ReduceOp::prod) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      else if constexpr (Op == ReduceOp::min) return b < a ? b : a;
+      else return b > a ? b : a;
+    } else {
+      if constexpr (Op == ReduceOp::sum) return add_rn(a, b);
+      else if constexpr (Op == ReduceOp::prod) return mul_rn(a, b);
+      else return take_b<Op>(a, b) ? b : a;
+    }
   }
-}
+  __device__ static uint4 vector(uint4 x, uint4 y) {
+    constexpr int kPer = int(kVectorBytes / sizeof(T));
+    T xs[kPer], ys[kPer];
+    memcpy(xs, &x, sizeof x);
+    memcpy(ys, &y, sizeof y);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) xs[k] = one(xs[k], ys[k]);
+    memcpy(&x, xs, sizeof x);
+    return x;
+  }
 
-template <typename Codec, ReduceOp Op>
-__device__ __forceinline__ typename Codec::Storage one(typename Codec::Storage a, typename Codec::Storage b) {
-  using C = typename Codec::Compute;
-  return Codec::store(apply<C, Op>(Codec::load(a), Codec::load(b)));
-}
+ private:
+  // Round-to-nearest adds and multiplies that the compiler may not fuse.
+  __device__ static float add_rn(float a, float b) { return __fadd_rn(a, b); }
+  __device__ static double add_rn(double a, double b) { return __dadd_rn(a, b); }
+  __device__ static float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+  __device__ static double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+};
 
-template <typename Codec, ReduceOp Op>
-__global__ void reduce_kernel(typename Codec::Storage* __restrict__ dst, const typename Codec::Storage* a,
-                              const typename Codec::Storage* b, std::size_t head, std::size_t vectors,
+// f16 (H2 = __half2) and bf16 (H2 = __nv_bfloat162): two elements per
+// 32-bit word through the paired instructions.
+template <typename H2, ReduceOp Op>
+struct HalfOps {
+  using Storage = std::uint16_t;
+  __device__ static float to_float(std::uint16_t v) {
+    if constexpr (std::is_same_v<H2, __half2>) return __half2float(__ushort_as_half(v));
+    else return __uint_as_float(std::uint32_t(v) << 16);  // bf16 is f32's upper half: exact
+  }
+  __device__ static std::uint32_t pair(std::uint32_t a, std::uint32_t b) {
+    if constexpr (Op == ReduceOp::sum) {
+      return bits_as<std::uint32_t>(__hadd2_rn(bits_as<H2>(a), bits_as<H2>(b)));
+    } else if constexpr (Op == ReduceOp::prod) {
+      return bits_as<std::uint32_t>(__hmul2_rn(bits_as<H2>(a), bits_as<H2>(b)));
+    } else {
+      const auto lo = [](std::uint16_t x, std::uint16_t y) { return take_b<Op>(to_float(x), to_float(y)) ? y : x; };
+      return std::uint32_t(lo(std::uint16_t(a), std::uint16_t(b))) |
+             std::uint32_t(lo(std::uint16_t(a >> 16), std::uint16_t(b >> 16))) << 16;
+    }
+  }
+  // One element: the pair's low lane (the high lane is a dummy zero).
+  __device__ static std::uint16_t one(std::uint16_t a, std::uint16_t b) { return std::uint16_t(pair(a, b)); }
+  __device__ static uint4 vector(uint4 x, uint4 y) {
+    return make_uint4(pair(x.x, y.x), pair(x.y, y.y), pair(x.z, y.z), pair(x.w, y.w));
+  }
+};
+
+// dst may be exactly a or b (in place), so none of the pointers is
+// __restrict__; each vector is read completely before it is written.
+template <typename Ops>
+__global__ void reduce_kernel(typename Ops::Storage* dst, const typename Ops::Storage* a,
+                              const typename Ops::Storage* b, std::size_t head, std::size_t vectors,
                               std::size_t count) {
-  using S = typename Codec::Storage;
-  constexpr int kPer = kVectorBytes / sizeof(S);
+  using S = typename Ops::Storage;
+  constexpr std::size_t kPer = kVectorBytes / sizeof(S);
   const std::size_t start = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  // dst may alias a or b exactly, so no __restrict__ on the inputs; each
-  // vector is read completely before it is written.
   const auto* va = reinterpret_cast<const uint4*>(a + head);
   const auto* vb = reinterpret_cast<const uint4*>(b + head);
   auto* vd = reinterpret_cast<uint4*>(dst + head);
-  for (std::size_t i = start; i < vectors; i += stride) {
-    uint4 x = va[i];
-    const uint4 y = vb[i];
-    S* xs = reinterpret_cast<S*>(&x);
-    const S* ys = reinterpret_cast<const S*>(&y);
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) xs[k] = one<Codec, Op>(xs[k], ys[k]);
-    vd[i] = x;
-  }
-  for (std::size_t i = start; i < head; i += stride) dst[i] = one<Codec, Op>(a[i], b[i]);
-  for (std::size_t i = head + vectors * kPer + start; i < count; i += stride) dst[i] = one<Codec, Op>(a[i], b[i]);
+  for (std::size_t i = start; i < vectors; i += stride) vd[i] = Ops::vector(va[i], vb[i]);
+  for (std::size_t i = start; i < head; i += stride) dst[i] = Ops::one(a[i], b[i]);
+  for (std::size_t i = head + vectors * kPer + start; i < count; i += stride) dst[i] = Ops::one(a[i], b[i]);
 }
 
-template <typename Codec, ReduceOp Op>
+template <typename Ops>
 void launch(void* dst, const void* a, const void* b, std::size_t count, cudaStream_t stream) {
-  using S = typename Codec::Storage;
+  using S = typename Ops::Storage;
   constexpr std::size_t kPer = kVectorBytes / sizeof(S);
   const std::size_t head = aligned_head<S>(count, dst, a, b);
   const std::size_t vectors = (count - head) / kPer;
   const std::size_t scalar = count - vectors * kPer;
-  reduce_kernel<Codec, Op><<<grid_for(vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
+  const auto kernel = &reduce_kernel<Ops>;
+  kernel<<<grid_for(kernel, vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
       static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b), head, vectors, count);
   STRATA_CHECK_CUDA(cudaGetLastError());
 }
 
-template <typename Codec>
+template <template <ReduceOp> class Ops>
 void by_op(void* dst, const void* a, const void* b, std::size_t count, ReduceOp op, cudaStream_t stream) {
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::mean: return launch<Codec, ReduceOp::sum>(dst, a, b, count, stream);
-    case ReduceOp::prod: return launch<Codec, ReduceOp::prod>(dst, a, b, count, stream);
-    case ReduceOp::min: return launch<Codec, ReduceOp::min>(dst, a, b, count, stream);
-    case ReduceOp::max: return launch<Codec, ReduceOp::max>(dst, a, b, count, stream);
+    case ReduceOp::mean: return launch<Ops<ReduceOp::sum>>(dst, a, b, count, stream);
+    case ReduceOp::prod: return launch<Ops<ReduceOp::prod>>(dst, a, b, count, stream);
+    case ReduceOp::min: return launch<Ops<ReduceOp::min>>(dst, a, b, count, stream);
+    case ReduceOp::max: return launch<Ops<ReduceOp::max>>(dst, a, b, count, stream);
   }
 }
 
-}  // namespace
+template <typename T>
+struct Native {
+  template <ReduceOp Op>
+  using Ops = NativeOps<T, Op>;
+};
+template <typename H2>
+struct Half {
+  template <ReduceOp Op>
+  using Ops = HalfOps<H2, Op>;
+};
 
-unsigned grid_for(std::size_t work) {
-  // A few waves of resident blocks per SM; asked once per process (strata
-  // drives one device per rank).
-  static const unsigned cap = [] {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
-      sms = 108;
-    return unsigned(sms) * 8u;
-  }();
-  const std::size_t blocks = (work + kThreads - 1) / kThreads;
-  return blocks == 0 ? 1u : blocks < cap ? unsigned(blocks) : cap;
-}
+}  // namespace
 
 void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op,
             cudaStream_t stream) {
   if (count == 0) return;
   switch (dtype) {
-    case DataType::f32: return by_op<NativeCodec<float>>(dst, a, b, count, op, stream);
-    case DataType::f64: return by_op<NativeCodec<double>>(dst, a, b, count, op, stream);
-    case DataType::f16: return by_op<F16Codec>(dst, a, b, count, op, stream);
-    case DataType::bf16: return by_op<BF16Codec>(dst, a, b, count, op, stream);
-    case DataType::i8: return by_op<NativeCodec<std::int8_t>>(dst, a, b, count, op, stream);
-    case DataType::u8: return by_op<NativeCodec<std::uint8_t>>(dst, a, b, count, op, stream);
-    case DataType::i32: return by_op<NativeCodec<std::int32_t>>(dst, a, b, count, op, stream);
-    case DataType::u32: return by_op<NativeCodec<std::uint32_t>>(dst, a, b, count, op, stream);
-    case DataType::i64: return by_op<NativeCodec<std::int64_t>>(dst, a, b, count, op, stream);
-    case DataType::u64: return by_op<NativeCodec<std::uint64_t>>(dst, a, b, count, op, stream);
+    case DataType::f32: return by_op<Native<float>::Ops>(dst, a, b, count, op, stream);
+    case DataType::f64: return by_op<Native<double>::Ops>(dst, a, b, count, op, stream);
+    case DataType::f16: return by_op<Half<__half2>::Ops>(dst, a, b, count, op, stream);
+    case DataType::bf16: return by_op<Half<__nv_bfloat162>::Ops>(dst, a, b, count, op, stream);
+    case DataType::i8: return by_op<Native<std::int8_t>::Ops>(dst, a, b, count, op, stream);
+    case DataType::u8: return by_op<Native<std::uint8_t>::Ops>(dst, a, b, count, op, stream);
+    case DataType::i32: return by_op<Native<std::int32_t>::Ops>(dst, a, b, count, op, stream);
+    case DataType::u32: return by_op<Native<std::uint32_t>::Ops>(dst, a, b, count, op, stream);
+    case DataType::i64: return by_op<Native<std::int64_t>::Ops>(dst, a, b, count, op, stream);
+    case DataType::u64: return by_op<Native<std::uint64_t>::Ops>(dst, a, b, count, op, stream);
   }
 }
 

@@ -48,7 +48,8 @@ void launch(void* data, std::size_t count, std::size_t divisor, cudaStream_t str
   const std::size_t head = aligned_head<S>(count, data, data, data);
   const std::size_t vectors = (count - head) / kPer;
   const std::size_t scalar = count - vectors * kPer;
-  divide_kernel<Codec><<<grid_for(vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
+  const auto kernel = &divide_kernel<Codec>;
+  kernel<<<grid_for(kernel, vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
       static_cast<S*>(data), head, vectors, count, divisor);
   STRATA_CHECK_CUDA(cudaGetLastError());
 }

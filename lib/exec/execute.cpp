@@ -1,11 +1,79 @@
 #include "exec/execute.hpp"
 
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "exec/finish.hpp"
 #include "exec/hierarchical.hpp"
+#include "exec/host_levels.hpp"
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "host/transport.hpp"
+#include "plan/nan.hpp"
+#include "util/breaking.hpp"
+#include "util/where.hpp"
 
 namespace strata::exec {
+namespace {
+
+void run_flat(Collective collective, plan::Level& level, const plan::Job& job) {
+  switch (collective) {
+    case Collective::all_reduce: level.all_reduce(job); return;
+    case Collective::reduce: level.reduce(job); return;
+    case Collective::broadcast: level.broadcast(job); return;
+  }
+}
+
+// The GPU level of `algorithm` over `group`: a GPU algorithm's own, or a
+// host algorithm through pinned copies (the registry says which).
+plan::Level& gpu_level(gpu::Backend& backend, const plan::Algorithm& algorithm, plan::Group group) {
+  const Entry& entry = entry_of(algorithm);
+  return entry.gpu ? backend.level(*entry.gpu, group) : backend.staged(*entry.host, group);
+}
+
+void run_gpu_levels(Collective collective, const plan::Choice& choice, const plan::Job& job,
+                    const GpuContext& context) {
+  gpu::Backend& backend = *context.backend;
+  if (choice.shape == plan::Shape::hierarchical) {
+    // Every rank makes its node level first, then the cross members their
+    // cross level: NCCL communicators are created in the same order
+    // everywhere.
+    plan::Level& intra = gpu_level(backend, *choice.algorithm, plan::Group::node);
+    plan::Level* cross =
+        context.split->cross != MPI_COMM_NULL ? &gpu_level(backend, *choice.cross, plan::Group::cross) : nullptr;
+    hierarchical_all_reduce(job, *context.split, intra, cross);
+    return;
+  }
+  run_flat(collective, gpu_level(backend, *choice.algorithm, plan::Group::world), job);
+}
+
+void refuse_forbidden(const plan::Choice& choice, const GpuContext& context, const plan::CallInfo& info) {
+  if (const std::string why = context.plane->refusal(choice); !why.empty())
+    throw Unavailable(fmt::format("strata [{}]: {} #{} on CUDA tensors plans {}, which cannot run here: {}. Use a "
+                                  "spec whose levels need no NCCL there (psgpu, or a host algorithm such as xring), "
+                                  "or run one rank per GPU",
+                                  util::where(), info.collective, info.sequence, choice.describe(), why));
+}
+
+// Opens a GPU call for its scope.
+class CallScope {
+ public:
+  CallScope(gpu::Backend& backend, const gpu::CallContext& call) : backend_(backend) { backend_.open(call); }
+  ~CallScope() { backend_.close(); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  gpu::Backend& backend_;
+};
+
+template <typename Work>
+void breaking_backend(gpu::Backend& backend, Work&& work) {
+  util::breaking_on_failure(work, [&backend](const char* what) { backend.mark_broken(what); });
+}
+
+}  // namespace
 
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
               const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
@@ -13,24 +81,81 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
   const bool check_rides_along = segment && choice.shape == plan::Shape::flat && collective == Collective::all_reduce;
   if (check && !check_rides_along) verify_call(context, *check, deadline, info);
+  const topo::NodeSplit& split = *context.split;
   if (choice.shape == plan::Shape::hierarchical) {
-    hierarchical_all_reduce(job, algorithm, *entry_of(*choice.cross).host, *context.split, segment, deadline, info,
-                            *context.workspace, context.landing);
+    host::Transport local(split.node, deadline, info, *context.workspace, context.landing);
+    HostLevel intra(local, algorithm, segment);
+    std::optional<host::Transport> across;
+    std::optional<HostLevel> cross;
+    if (split.cross != MPI_COMM_NULL) {
+      across.emplace(split.cross, deadline, info, *context.workspace, context.landing);
+      cross.emplace(*across, *entry_of(*choice.cross).host, nullptr);
+    }
+    hierarchical_all_reduce(job, split, intra, cross ? &*cross : nullptr);
     return;
   }
   host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,
                             context.landing);
   // Flat over shared memory only happens on a one-node job, whose node
   // communicator orders ranks like `comm`.
-  transport.set_shared_memory(segment);
+  HostLevel flat(transport, algorithm, segment);
   if (check_rides_along) transport.set_check(check);
-  host::entry_point(algorithm, collective)(transport, job);
+  run_flat(collective, flat, job);
 }
 
-const host::Algorithm* staged_level(const plan::Choice& choice) {
-  if (choice.algorithm->memory == Memory::host) return entry_of(*choice.algorithm).host;
-  if (choice.cross && choice.cross->memory == Memory::host) return entry_of(*choice.cross).host;
-  return nullptr;
+void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+             const GpuContext& context, const gpu::CallContext& call) {
+  refuse_forbidden(choice, context, call.info);
+  gpu::Backend& backend = *context.backend;
+  CallScope scope(backend, call);
+  breaking_backend(backend, [&] {
+    plan::Job level_job = job;
+    if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
+    run_gpu_levels(collective, choice, level_job, context);
+    const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
+    finish_gpu(job.op, level_job, has_result && collective != Collective::broadcast, contributors, backend, 0);
+    backend.complete();
+  });
+}
+
+void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
+                  std::size_t contributors, const GpuContext& context, const gpu::CallContext& call) {
+  refuse_forbidden(choice, context, call.info);
+  gpu::Backend& backend = *context.backend;
+  CallScope scope(backend, call);
+  breaking_backend(backend, [&] {
+    const gpu::Packed packed = backend.pack(pack);
+    plan::Job job = proto;
+    job.in = job.out = packed.data[0];
+    job.count = packed.count;
+    job.dtype = pack.dtype;
+    if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
+    const std::size_t replicas = packed.data.size();
+    const Entry& entry = entry_of(*choice.algorithm);
+    // One NCCL rank per replica: a flat all-reduce by an algorithm that
+    // offers it, on an op NCCL reduces as strata does, where the control
+    // plane finds every replica of every rank on its own GPU (collective,
+    // identical on every rank).
+    const bool replica_ranks = replicas > 1 && collective == Collective::all_reduce &&
+                               choice.shape == plan::Shape::flat && entry.gpu && entry.gpu->replica_ranks &&
+                               plan::nccl_reduces(job.op, job.dtype) && backend.replica_ranks_usable(packed);
+    if (replica_ranks) {
+      backend.replica_all_reduce(packed, job.op);
+      for (std::size_t r = 0; r < replicas; ++r) {
+        plan::Job replica = job;
+        replica.in = replica.out = packed.data[r];
+        finish_gpu(proto.op, replica, true, contributors, backend, r);
+      }
+    } else {
+      if (replicas > 1 && collective != Collective::broadcast) backend.combine(packed, job.op);
+      run_gpu_levels(collective, choice, job, context);
+      const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
+      finish_gpu(proto.op, job, has_result && collective != Collective::broadcast, contributors, backend, 0);
+      if (pack.lands_here && replicas > 1) backend.spread(packed);
+    }
+    if (pack.lands_here) backend.unpack(pack, packed);
+    backend.complete();
+  });
 }
 
 }  // namespace strata::exec

@@ -1,16 +1,19 @@
-// The execute stage for host memory: run one planned collective as the plan
-// says (flat over the communicator, flat over the node's shared memory, or
-// hierarchical), with the registered algorithm's code. It decides nothing:
-// plan::choose made every choice.
+// The execute stage: run one planned collective as the plan says (flat over
+// the communicator, flat over the node's shared memory, or hierarchical),
+// with the registered algorithms' levels (plan::Level): host levels over
+// MPI and shared memory, GPU levels from the GPU backend. It decides
+// nothing: plan::choose made every choice, and the one hierarchical driver
+// (exec/hierarchical.hpp) serves both memories.
 #pragma once
 
 #include <mpi.h>
 
-#include "host/algorithm.hpp"
+#include "gpu/backend.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
+#include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 #include "util/arena.hpp"
 #include "util/deadline.hpp"
@@ -40,9 +43,31 @@ struct HostContext {
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
               const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check = nullptr);
 
-// CUDA memory: the host algorithm the GPU backend runs through pinned
-// copies for `choice` (gpu::GpuJob::host_algorithm): the flat algorithm
-// when it is a host one, else a host cross-node level; null otherwise.
-const host::Algorithm* staged_level(const plan::Choice& choice);
+// What a call on CUDA tensors runs over.
+struct GpuContext {
+  gpu::Backend* backend = nullptr;
+  const topo::NodeSplit* split = nullptr;
+  const topo::GpuPlane* plane = nullptr;  // the control plane's verdicts
+  int rank = 0;                           // in the communicator (decides who holds a rooted result)
+};
+
+// One collective on CUDA tensors, start to finish: refuses a plan whose
+// NCCL levels the control plane forbids (Unavailable, the same text on
+// every rank, before any work); opens the call (the stream order after
+// call.producer), runs the plan's levels, finishes (mean: the backend's
+// divide hook, where the result lands), waits until the result is in
+// job.out, and closes the call. `job.op` may be mean; `contributors` is its
+// divisor. A timeout or a backend failure marks the backend broken.
+void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+             const GpuContext& context, const gpu::CallContext& call);
+
+// One pack of a batch on CUDA tensors: packs every replica, combines the
+// replicas (or, for a flat plan whose algorithm gives each replica an NCCL
+// rank, runs one all-reduce over all of them), runs the plan as run_gpu
+// does on the packed buffer, finishes, spreads the result to the replicas
+// and unpacks it where the pack lands. `op` may be mean; job fields other
+// than in/out/count are as for run_gpu.
+void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
+                  std::size_t contributors, const GpuContext& context, const gpu::CallContext& call);
 
 }  // namespace strata::exec

@@ -1,30 +1,28 @@
-// Hierarchical all-reduce "a/b": `a` inside each node, `b` across nodes.
+// Hierarchical all-reduce "a/b", the one driver for host and CUDA memory:
+// `a` inside each node, `b` across nodes, each a plan::Level.
 //   1. reduce-scatter inside the node: local owner i (i < the smallest
-//      node's rank count) ends with slice i of its node's sum. Algorithms
-//      with shared memory do a real reduce-scatter; others all-reduce inside
-//      the node and keep their slice.
+//      node's rank count) ends with slice i of its node's sum (levels with
+//      shared memory or NCCL do a real reduce-scatter; others all-reduce
+//      inside the node and keep their slice);
 //   2. each owner runs `b` over the cross-node communicator (one owner per
 //      node, same local index) on its own slice: every local rank's link is
-//      busy at once, and each element crosses the network once per step.
+//      busy at once, and each element crosses the network once per step;
 //   3. all-gather inside the node.
-// Single-node jobs skip step 2; single-rank nodes skip steps 1 and 3.
+// Single-node jobs skip step 2; single-rank nodes copy instead of steps 1
+// and 3. Uneven nodes: local ranks at or above the smallest node's size own
+// nothing and only take part inside their node.
 #pragma once
 
-#include "host/algorithm.hpp"
-#include "host/shm_segment.hpp"
 #include "plan/job.hpp"
+#include "plan/level.hpp"
 #include "topo/node_split.hpp"
-#include "util/arena.hpp"
-#include "util/deadline.hpp"
-#include "util/workspace.hpp"
 
 namespace strata::exec {
 
-// `job.shards` is the cross-node algorithm's shard count. `segment` is the
-// node's shared-memory segment when the plan runs `intra` over it (else
-// null). `info` names the call in timeout messages.
-void hierarchical_all_reduce(const plan::Job& job, const host::Algorithm& intra, const host::Algorithm& cross,
-                             const topo::NodeSplit& split, host::ShmSegment* segment, const util::Deadline& deadline,
-                             const plan::CallInfo& info, util::Workspace& workspace, util::Arena* landing = nullptr);
+// `intra` runs over split.node; `cross` over split.cross, null where this
+// rank has no cross-node group (split.cross is MPI_COMM_NULL). `job.shards`
+// is the cross level's shard count.
+void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split, plan::Level& intra,
+                             plan::Level* cross);
 
 }  // namespace strata::exec

@@ -1,6 +1,7 @@
-// The GPU backend behind the seam (CUDA + NCCL builds): dispatch of a spec entry's name to the GPU algorithms in
-// lib/nccl, MEAN scaling, batches through the pack kernels, and the
-// blocking wait for the result.
+// The GPU backend behind the seam (CUDA + NCCL builds): the call scope, the
+// levels the registry's GPU algorithms make (lib/nccl/levels.hpp), mean's
+// divide kernel, and the pack primitives of batches. It decides nothing
+// about plans: exec drives it.
 #include "gpu/backend.hpp"
 
 #include <fmt/format.h>
@@ -8,104 +9,177 @@
 #include <algorithm>
 #include <vector>
 
-#include "util/where.hpp"
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
+#include "host/transport.hpp"
 #include "nccl/algorithms.hpp"
+#include "nccl/engine.hpp"
+#include "nccl/levels.hpp"
 #include "nccl/replicas.hpp"
 #include "strata/errors.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
 
 namespace strata::gpu {
 namespace {
 
-std::string_view intra_of(std::string_view name) { return name.substr(0, name.find('/')); }
-std::string_view cross_of(std::string_view name) {
-  const auto slash = name.find('/');
-  return slash == std::string_view::npos ? std::string_view() : name.substr(slash + 1);
-}
-
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(MPI_Comm comm, const topo::NodeSplit& split, int device) : engine_(comm, split, device) {
-    MPI_Comm_size(comm, &size_);
+  NcclBackend(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vector<topo::GpuRow> rows)
+      : engine_(comm, split, device, std::move(rows)) {
+    STRATA_CHECK_CUDA(cudaGetDeviceCount(&visible_));
+  }
+  ~NcclBackend() override {
+    drop_levels();
+    if (!engine_.broken_reason().empty()) {  // a given-up gather may still land: kept reachable, never freed
+      static auto* kept = new std::vector<Gathered*>;  // never destroyed: reachable at exit
+      kept->push_back(gathered_.release());
+    }
   }
 
+  nccl::Engine& engine() { return engine_; }
   int device() const override { return engine_.device(); }
 
-  void all_reduce(const GpuJob& job, const util::Deadline& deadline) override {
-    run(Collective::all_reduce, job, deadline);
-  }
-  void reduce(const GpuJob& job, const util::Deadline& deadline) override { run(Collective::reduce, job, deadline); }
-  void broadcast(const GpuJob& job, const util::Deadline& deadline) override {
-    run(Collective::broadcast, job, deadline);
+  void open(const CallContext& call) override {
+    engine_.ensure_usable();
+    devices_.assign(call.devices.begin(), call.devices.end());
+    if (devices_.empty()) devices_.push_back(-1);
+    for (std::size_t r = 0; r < devices_.size(); ++r) {
+      int& device = devices_[r];
+      if (device < 0) device = engine_.device();
+      if (r == 0 && device != engine_.device())
+        throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
+                                          "rank's GPU assignment: STRATA_GPU_MAP, hwloc or round robin; see "
+                                          "strata-topo)",
+                                          device, engine_.device()));
+      if (device >= visible_)
+        throw InvalidArgument(fmt::format("replica {} is on CUDA device {}, but this process sees {} CUDA "
+                                          "device(s)",
+                                          r, device, visible_));
+    }
+    // open() is not matched by close() when it throws: restore the device here.
+    engine_.breaking_on_failure([&] {
+      try {
+        engine_.open(*call.deadline, call.info, call.producer, devices_);
+      } catch (...) {
+        engine_.close();
+        throw;
+      }
+    });
   }
 
-  void run_pack(const GpuPack& pack, const GpuJob& proto, const util::Deadline& deadline) override {
-    engine_.ensure_usable();
+  void complete() override {
+    engine_.breaking_on_failure([&] { engine_.wait(); });
+  }
+
+  void close() noexcept override { engine_.close(); }
+
+  void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, std::size_t replica) override {
+    nccl::ReplicaSet& set = engine_.replicas();
+    cuda::DeviceGuard on(devices_.at(replica));
+    cuda::divide(data, count, dtype, divisor, set.stream(engine_, replica));
+  }
+
+  Packed pack(const GpuPack& pack) override {
+    Packed out;
+    out.devices = devices_;
+    out.dtype = pack.dtype;
     const std::size_t replicas = pack.replicas.size();
-    if (proto.count == 0 || replicas == 0) return;
-    std::vector<int> devices;
-    for (const GpuReplicaPack& replica : pack.replicas)
-      devices.push_back(replica.device < 0 ? engine_.device() : replica.device);
-    check_device(devices[0]);
     std::vector<std::vector<cuda::PackDesc>> layouts;
-    for (const GpuReplicaPack& replica : pack.replicas) layouts.push_back(describe(replica, proto.dtype));
+    for (const GpuReplicaPack& replica : pack.replicas) layouts.push_back(describe(replica, pack.dtype));
+    const std::size_t element = dtype_size(pack.dtype);
     if (replicas == 1 && layouts[0].size() == 1 && pack.lands_here) {
       // One piece of one replica: reduce it where it lies.
-      GpuJob job = proto;
-      job.in = job.out = layouts[0][0].ptr;
-      run(pack.collective, job, deadline);
-      return;
+      out.data = {layouts[0][0].ptr};
+      out.count = layouts[0][0].bytes / element;
+      out.in_place = true;
+      return out;
     }
-    cuda::DeviceGuard guard(engine_.device());
     nccl::ReplicaSet& set = engine_.replicas();
-    GpuJob job = proto;
-    const std::size_t element = dtype_size(proto.dtype);
     const std::size_t bytes = packed_bytes(layouts[0]);
-    job.count = bytes / element;
-    const plan::CallInfo info = info_for(pack.collective, job);
-    engine_.breaking_on_failure([&] {
-      // 1. Every replica's pieces into its pack buffer, on its own stream.
-      std::vector<void*> packed(replicas);
-      std::vector<Descriptors> descs(replicas);
-      for (std::size_t r = 0; r < replicas; ++r) {
-        cuda::DeviceGuard on(devices[r]);
-        const std::vector<cuda::PackDesc>& host = layouts[r];
-        cuda::DeviceBuffer& device_descs = r == 0 ? descs_ : set.slot(r, devices[r]).descs;
-        packed[r] = r == 0 ? engine_.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes);
-        descs[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))), host.size(),
-                    largest_piece(host)};
-        const cudaStream_t stream = set.stream(engine_, r);
-        // From pageable memory: returns once the descriptors are staged.
-        STRATA_CHECK_CUDA(cudaMemcpyAsync(descs[r].device, host.data(), host.size() * sizeof(cuda::PackDesc),
-                                          cudaMemcpyHostToDevice, stream));
-        cuda::pack(packed[r], descs[r].device, descs[r].count, descs[r].largest, stream);
-      }
-      job.in = job.out = packed[0];
+    out.count = bytes / element;
+    descs_.resize(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      cuda::DeviceGuard on(devices_[r]);
+      const std::vector<cuda::PackDesc>& host = layouts[r];
+      cuda::DeviceBuffer& device_descs = r == 0 ? descs0_ : set.slot(r, devices_[r]).descs;
+      out.data.push_back(r == 0 ? engine_.device_scratch(2, bytes) : set.slot(r, devices_[r]).packed.get(bytes));
+      descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))),
+                   host.size(), largest_piece(host)};
+      const cudaStream_t stream = set.stream(engine_, r);
+      // From pageable memory: returns once the descriptors are staged.
+      STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, host.data(), host.size() * sizeof(cuda::PackDesc),
+                                        cudaMemcpyHostToDevice, stream));
+      cuda::pack(out.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, stream);
+    }
+    return out;
+  }
 
-      // 2. Combine the replicas and run the algorithm across ranks.
-      if (replicas > 1 && pack.collective == Collective::all_reduce && job.algorithm == "nccl") {
-        plan::Job level = level_of(job);
-        nccl::nccl_replica_all_reduce(engine_, devices, packed, level, deadline, info);
-        if (job.op == ReduceOp::mean)
-          for (std::size_t r = 0; r < replicas; ++r) {
-            cuda::DeviceGuard on(devices[r]);
-            cuda::divide(packed[r], job.count, job.dtype, job.contributors, set.stream(engine_, r));
-          }
-      } else {
-        if (replicas > 1 && pack.collective != Collective::broadcast) combine_on_first(set, devices, packed, job);
-        run(pack.collective, job, deadline, /*wait=*/false);
-        if (pack.lands_here && replicas > 1) spread_from_first(set, devices, packed, bytes);
-      }
+  void combine(const Packed& packed, ReduceOp op) override {
+    const DataType dtype = packed.dtype;
+    // Each replica waits for its pack kernel, crosses with a peer copy and
+    // is reduced on the engine's device, in replica order.
+    nccl::ReplicaSet& set = engine_.replicas();
+    const std::size_t bytes = packed.count * dtype_size(dtype);
+    void* incoming = engine_.device_scratch(0, bytes);
+    for (std::size_t r = 1; r < packed.data.size(); ++r) {
+      nccl::ReplicaSet::Slot& slot = set.slot(r, packed.devices[r]);
+      slot.ready->record(slot.stream->get());
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine_.stream(), slot.ready->get(), 0));
+      STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(incoming, engine_.device(), packed.data[r], packed.devices[r], bytes,
+                                            engine_.stream()));
+      cuda::reduce(packed.data[0], packed.data[0], incoming, packed.count, dtype, op, engine_.stream());
+    }
+  }
 
-      // 3. The results back into the callers' tensors.
-      if (pack.lands_here)
-        for (std::size_t r = 0; r < replicas; ++r) {
-          cuda::DeviceGuard on(devices[r]);
-          cuda::unpack(packed[r], descs[r].device, descs[r].count, descs[r].largest, set.stream(engine_, r));
-        }
-    });
-    finish(deadline, info);
+  bool replica_ranks_usable(const Packed& packed) override {
+    // Every rank's replica devices, gathered in this call (a cached answer
+    // could differ between ranks whose devices changed and ranks whose did
+    // not), then the control plane's decision, identical on every rank.
+    host_table_ = gather_devices(packed.devices);
+    const topo::ReplicaPlane plane = topo::decide_replicas(engine_.rows(), host_table_);
+    if (!plane.mismatch.empty()) throw Mismatch(fmt::format("strata [{}]: {}", util::where(), plane.mismatch));
+    if (!plane.invalid.empty()) throw InvalidArgument(fmt::format("strata [{}]: {}", util::where(), plane.invalid));
+    return plane.nccl.usable;
+  }
+
+  void replica_all_reduce(const Packed& packed, ReduceOp op) override {
+    const std::span<const ncclComm_t> comms = engine_.replicas().world(engine_, host_table_);
+    plan::Job job;
+    job.count = packed.count;
+    job.dtype = packed.dtype;
+    job.op = op;
+    nccl::nccl_replica_all_reduce(engine_, comms, packed.data, job);
+  }
+
+  void spread(const Packed& packed) override {
+    nccl::ReplicaSet& set = engine_.replicas();
+    const std::size_t bytes = packed.count * dtype_size(packed.dtype);
+    cuda::Event& done = engine_.event(0);
+    done.record(engine_.stream());
+    for (std::size_t r = 1; r < packed.data.size(); ++r) {
+      nccl::ReplicaSet::Slot& slot = set.slot(r, packed.devices[r]);
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(slot.stream->get(), done.get(), 0));
+      STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(packed.data[r], packed.devices[r], packed.data[0], engine_.device(),
+                                            bytes, slot.stream->get()));
+    }
+  }
+
+  void unpack(const GpuPack& pack, const Packed& packed) override {
+    if (packed.in_place) return;
+    nccl::ReplicaSet& set = engine_.replicas();
+    for (std::size_t r = 0; r < packed.data.size(); ++r) {
+      cuda::DeviceGuard on(packed.devices[r]);
+      cuda::unpack(packed.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, set.stream(engine_, r));
+    }
+    (void)pack;
+  }
+
+  void mark_broken(const std::string& reason) noexcept override { engine_.mark_broken(reason); }
+
+ protected:
+  std::unique_ptr<plan::Level> make_staged(const host::Algorithm& algorithm, plan::Group group) override {
+    return nccl::make_staged_level(engine_, algorithm, group);
   }
 
  private:
@@ -139,118 +213,60 @@ class NcclBackend final : public Backend {
     return largest;
   }
 
-  static plan::Job level_of(const GpuJob& job) {
-    return plan::Job{job.in,   job.out,    job.count, job.dtype, job.op == ReduceOp::mean ? ReduceOp::sum : job.op,
-                       job.root, job.shards, job.chunk_bytes};
-  }
-
-  void check_device(int device) const {
-    if (device >= 0 && device != engine_.device())
-      throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
-                                        "rank's GPU assignment: STRATA_GPU_MAP, hwloc or round robin; see "
-                                        "strata-topo)",
-                                        device, engine_.device()));
-  }
-
-  // Replicas 1.. into replica 0's pack, in replica order (deterministic):
-  // each waits for its pack kernel, crosses with a peer copy and is reduced
-  // on the engine's device. Mean sums here; run() divides at the end.
-  void combine_on_first(nccl::ReplicaSet& set, const std::vector<int>& devices, const std::vector<void*>& packed,
-                        const GpuJob& job) {
-    const std::size_t bytes = job.count * dtype_size(job.dtype);
-    void* incoming = engine_.device_scratch(0, bytes);
-    const ReduceOp op = job.op == ReduceOp::mean ? ReduceOp::sum : job.op;
-    for (std::size_t r = 1; r < packed.size(); ++r) {
-      nccl::ReplicaSet::Slot& slot = set.slot(r, devices[r]);
-      slot.ready->record(slot.stream->get());
-      STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine_.stream(), slot.ready->get(), 0));
-      STRATA_CHECK_CUDA(
-          cudaMemcpyPeerAsync(incoming, engine_.device(), packed[r], devices[r], bytes, engine_.stream()));
-      cuda::reduce(packed[0], packed[0], incoming, job.count, job.dtype, op, engine_.stream());
-    }
-  }
-
-  // Replica 0's result to the other replicas' packs, once it is complete.
-  void spread_from_first(nccl::ReplicaSet& set, const std::vector<int>& devices, const std::vector<void*>& packed,
-                         std::size_t bytes) {
-    cuda::Event& done = engine_.event(0);
-    done.record(engine_.stream());
-    for (std::size_t r = 1; r < packed.size(); ++r) {
-      nccl::ReplicaSet::Slot& slot = set.slot(r, devices[r]);
-      STRATA_CHECK_CUDA(cudaStreamWaitEvent(slot.stream->get(), done.get(), 0));
-      STRATA_CHECK_CUDA(
-          cudaMemcpyPeerAsync(packed[r], devices[r], packed[0], engine_.device(), bytes, slot.stream->get()));
-    }
-  }
-
-  plan::CallInfo info_for(Collective collective, const GpuJob& job) const {
-    static constexpr std::string_view names[] = {"all_reduce", "reduce", "broadcast"};
-    return plan::CallInfo{names[int(collective)], job.sequence, job.count * dtype_size(job.dtype), job.algorithm};
-  }
-
-  // Waits for the call's GPU work (every replica stream included).
-  void finish(const util::Deadline& deadline, const plan::CallInfo& info) {
-    engine_.breaking_on_failure([&] { engine_.wait(deadline, info); });
-  }
-
-  void run(Collective collective, const GpuJob& job, const util::Deadline& deadline, bool wait = true) {
-    engine_.ensure_usable();
-    if (job.count == 0) return;
-    check_device(job.device);
-    cuda::DeviceGuard guard(engine_.device());
-    const plan::CallInfo info = info_for(collective, job);
-    const plan::Job level = level_of(job);
-    const std::string_view intra = intra_of(job.algorithm), cross = cross_of(job.algorithm);
-    const topo::NodeSplit& split = engine_.split();
-    engine_.breaking_on_failure([&] {
-      if (collective == Collective::all_reduce && serves_natively(job.algorithm) && !cross.empty() &&
-          split.node_count > 1) {
-        nccl::hierarchical_all_reduce(engine_, intra, cross == "nccl" ? nullptr : job.host_algorithm, level, deadline,
-                                      info);
-      } else if (intra == "nccl") {
-        // Flat NCCL (hierarchical names on one node, and reduce/broadcast, run `a` flat).
-        nccl::Comm& world = engine_.world(deadline, info);
-        switch (collective) {
-          case Collective::all_reduce: nccl::nccl_all_reduce(engine_, world, level, deadline, info); break;
-          case Collective::reduce: nccl::nccl_reduce(engine_, world, level, deadline, info); break;
-          case Collective::broadcast: nccl::nccl_broadcast(engine_, world, level, deadline, info); break;
-        }
-      } else if (intra == "psgpu" && collective != Collective::broadcast) {
-        const int owners = job.shards >= 2 ? std::min(job.shards, size_) : size_;
-        plan::Job whole = level;
-        if (collective == Collective::reduce) {
-          // Reduce = all-reduce into scratch; the root keeps it.
-          whole.out = engine_.device_scratch(1, job.count * dtype_size(job.dtype));
-        }
-        nccl::psgpu_reduce_scatter(engine_, engine_.comm(), whole, owners, deadline, info);
-        nccl::psgpu_all_gather(engine_, engine_.comm(), whole, owners, deadline, info);
-        if (collective == Collective::reduce && engine_rank() == job.root)
-          STRATA_CHECK_CUDA(cudaMemcpyAsync(job.out, whole.out, job.count * dtype_size(job.dtype),
-                                            cudaMemcpyDeviceToDevice, engine_.stream()));
-      } else {
-        // A host algorithm (or psgpu's broadcast): run it on pinned copies.
-        nccl::staged(engine_, engine_.comm(), collective, *job.host_algorithm, level, deadline, info);
-      }
-      const bool has_result = collective == Collective::all_reduce ||
-                              (collective == Collective::reduce && engine_rank() == job.root);
-      if (job.op == ReduceOp::mean && has_result)
-        cuda::divide(job.out, job.count, job.dtype, job.contributors, engine_.stream());
-    });
-    if (wait) finish(deadline, info);
-  }
-
-  int engine_rank() const {
-    int rank = 0;
-    MPI_Comm_rank(engine_.comm(), &rank);
-    return rank;
+  // Every rank's replica devices, by rank (collective, bounded by the call's
+  // deadline). The MPI buffers are members, so that a gather given up at
+  // the deadline (the backend is then broken) never writes into freed memory.
+  std::vector<std::vector<int>> gather_devices(const std::vector<int>& mine) {
+    const MPI_Comm comm = engine_.comm();
+    int size = 1;
+    STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
+    host::Transport bounded(comm, engine_.deadline(), engine_.info(), engine_.workspace());
+    Gathered& g = *gathered_;
+    g.count = int(mine.size());
+    g.counts.assign(std::size_t(size), 0);
+    MPI_Request request = MPI_REQUEST_NULL;
+    STRATA_CHECK_MPI(MPI_Iallgather(&g.count, 1, MPI_INT, g.counts.data(), 1, MPI_INT, comm, &request));
+    bounded.wait_collective(request);
+    g.offsets.assign(std::size_t(size), 0);
+    int total = 0;
+    for (int r = 0; r < size; ++r) g.offsets[std::size_t(r)] = total, total += g.counts[std::size_t(r)];
+    g.mine = mine;
+    g.all.assign(std::size_t(total), -1);
+    STRATA_CHECK_MPI(MPI_Iallgatherv(g.mine.data(), g.count, MPI_INT, g.all.data(), g.counts.data(),
+                                     g.offsets.data(), MPI_INT, comm, &request));
+    bounded.wait_collective(request);
+    std::vector<std::vector<int>> table(static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r)
+      table[std::size_t(r)].assign(g.all.begin() + g.offsets[std::size_t(r)],
+                                   g.all.begin() + g.offsets[std::size_t(r)] + g.counts[std::size_t(r)]);
+    return table;
   }
 
   nccl::Engine engine_;
-  int size_ = 1;
-  cuda::DeviceBuffer descs_;
+  int visible_ = 0;
+  std::vector<int> devices_;  // the open call's replica devices
+  std::vector<std::vector<int>> host_table_;  // every rank's replica devices, from replica_ranks_usable
+  // gather_devices' MPI buffers, leaked rather than freed once broken.
+  struct Gathered {
+    int count = 0;
+    std::vector<int> counts, offsets, mine, all;
+  };
+  std::unique_ptr<Gathered> gathered_ = std::make_unique<Gathered>();
+  cuda::DeviceBuffer descs0_;
+  std::vector<Descriptors> descs_;
 };
 
+nccl::Engine& engine_of(Backend& backend) { return static_cast<NcclBackend&>(backend).engine(); }
+
 }  // namespace
+
+std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group) {
+  return nccl::make_nccl_level(engine_of(backend), group);
+}
+
+std::unique_ptr<plan::Level> make_psgpu_level(Backend& backend, plan::Group group) {
+  return nccl::make_psgpu_level(engine_of(backend), group);
+}
 
 bool built() { return true; }
 
@@ -269,7 +285,8 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device) {
+std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device,
+                                      std::vector<topo::GpuRow> rows) {
   std::string why;
   if (!device_available(&why))
     throw Unavailable(fmt::format("strata [{}]: CUDA tensors are unavailable: {}; pass host tensors or run on a "
@@ -280,25 +297,31 @@ std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& spli
   if (device < 0 || device >= count)
     throw Unavailable(fmt::format("strata [{}]: CUDA device {} does not exist here ({} visible)", util::where(),
                                   device, count));
-  return std::make_unique<NcclBackend>(comm, split, device);
+  return std::make_unique<NcclBackend>(comm, split, device, std::move(rows));
 }
 
-std::vector<std::string> visible_devices() {
+topo::CudaProbe probe_devices() {
+  topo::CudaProbe probe;
+  if (!device_available(&probe.problem)) return probe;
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // not sticky: later calls must see their own errors
-    return {};
-  }
-  std::vector<std::string> ids;
+  cudaGetDeviceCount(&count);
   for (int device = 0; device < count; ++device) {
     char bus[32] = {};
+    int mode = -1;
     if (cudaDeviceGetPCIBusId(bus, int(sizeof bus), device) != cudaSuccess) {
-      cudaGetLastError();
-      return {};
+      cudaGetLastError();  // not sticky: later calls must see their own errors
+      probe = {};
+      probe.problem = fmt::format("cudaDeviceGetPCIBusId failed for CUDA device {}", device);
+      return probe;
     }
-    ids.emplace_back(bus);
+    if (cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device) != cudaSuccess) {
+      cudaGetLastError();
+      mode = -1;
+    }
+    probe.bus_ids.emplace_back(bus);
+    probe.modes.push_back(mode);
   }
-  return ids;
+  return probe;
 }
 
 }  // namespace strata::gpu

@@ -1,30 +1,33 @@
-// The seam between the core and the GPU backend. The core validates a call on
-// CUDA tensors, picks the spec entry for its size, and hands a GpuJob to the
-// Backend; the backend moves the bytes (NCCL inside and across nodes, or host
-// staging through pinned buffers for host algorithms across nodes) and
-// returns when the result is in the output tensor.
+// The seam between the execute stage (lib/exec) and the GPU backend. exec
+// opens a call, asks the backend for the levels the plan runs
+// (Backend::level for GPU algorithms from the registry, Backend::staged for
+// host algorithms through pinned copies), drives them (flat, or the one
+// hierarchical driver), finishes (Backend::divide for mean), then waits
+// (Backend::complete) and closes the call. Batches add the pack primitives.
 //
-// This header needs no CUDA or NCCL headers, so the core compiles it in
-// every build. Host-only builds (-Dcuda=disabled, or no nvcc/NCCL found)
-// link lib/gpu/backend_stub.cpp: built() is false, device_available() false
-// with a reason, and make_backend() throws strata::Unavailable.
+// This header needs no CUDA or NCCL headers, so every build compiles it.
+// Host-only builds (-Dcuda=disabled, or no nvcc/NCCL found) link
+// lib/gpu/backend_stub.cpp: built() is false, device_available() false with
+// a reason, and make_backend() throws strata::Unavailable.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "gpu/algorithm.hpp"
 #include "host/algorithm.hpp"
-#include "util/deadline.hpp"
+#include "plan/job.hpp"
+#include "plan/level.hpp"
 #include "strata/types.hpp"
+#include "topo/discover.hpp"
+#include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
+#include "util/deadline.hpp"
 
 namespace strata::gpu {
 
@@ -35,34 +38,10 @@ bool built();
 // Never throws; on false, `why` (if non-null) gets a one-line reason.
 bool device_available(std::string* why = nullptr);
 
-// The algorithm names the backend serves natively (valid in specs):
-// "nccl", "psgpu", and "a/b" with a in {nccl, psgpu} and b = nccl or any host
-// algorithm (xring, rechd, pscpu, tree, mpi). Any other name (a host
-// algorithm such as "xring" or "pscpu/pscpu") runs the host algorithm flat on
-// pinned host copies of the CUDA tensors.
-bool serves_natively(std::string_view algorithm);
-
-using strata::Collective;  // all_reduce, reduce, broadcast
-
-// One validated collective on CUDA memory, as the backend sees it.
-struct GpuJob {
-  const void* in = nullptr;  // device pointer; for broadcast == out
-  void* out = nullptr;       // device pointer; == in for in place; may be null on non-roots of reduce
-  std::size_t count = 0;     // may be 0 (returns at once: nothing is collective in the backend at 0)
-  DataType dtype = DataType::f32;
-  ReduceOp op = ReduceOp::sum;    // mean allowed: the backend reduces with sum and divides by `contributors`
-  std::size_t contributors = 1;   // mean's divisor (ranks x replicas); ignored for other ops
-  int root = 0;                   // reduce and broadcast
-  int device = -1;                // the tensors' CUDA device; -1 = the backend's device
-  std::string_view algorithm = "nccl";  // the planned name ("nccl", "nccl/xring", "psgpu", "xring", ...)
-  // The host algorithm of a host-staged level: the flat algorithm when it
-  // is a host one, else the cross-node level of "a/b" when that is a host
-  // one; null otherwise. The planner guarantees it serves the collective.
-  const host::Algorithm* host_algorithm = nullptr;
-  int shards = 1;                 // the spec entry's shard count
-  std::size_t chunk_bytes = 0;    // pipeline granularity of host staging; 0 = default (4 MiB)
-  std::uint64_t sequence = 0;     // the communicator's call number, for messages
-};
+// What this process sees of CUDA: every device's PCI bus id and compute
+// mode, or why it sees none. Never throws (every Communicator's topology
+// discovery calls it).
+topo::CudaProbe probe_devices();
 
 // One pack of a batch, as every local replica holds it: replica r's pack is
 // the concatenation of its pieces (caller tensors, or ranges of them, in
@@ -77,53 +56,110 @@ struct GpuReplicaPack {
   std::vector<GpuPiece> pieces;
 };
 struct GpuPack {
-  Collective collective = Collective::all_reduce;
+  DataType dtype = DataType::f32;
   std::vector<GpuReplicaPack> replicas;  // one per local replica, the same count on every rank
   bool lands_here = true;                // whether this rank's replicas receive the result
+};
+
+// A pack staged in device memory: replica r's buffer on devices[r].
+struct Packed {
+  std::vector<void*> data;
+  std::vector<int> devices;
+  DataType dtype = DataType::f32;
+  std::size_t count = 0;  // elements in each buffer (pieces at 16-byte offsets, padding included)
+  bool in_place = false;  // data[0] is the caller's only piece: nothing to unpack
+};
+
+// One call as the backend sees it.
+struct CallContext {
+  const util::Deadline* deadline = nullptr;  // the call's; outlives the call
+  plan::CallInfo info;                        // for messages; its strings outlive the call
+  // The stream that produced the tensors (CommunicationOptions::stream),
+  // or null: the legacy default stream of each tensor's device.
+  void* producer = nullptr;
+  std::vector<int> devices;  // the tensors' devices, by replica (-1 = the backend's device)
 };
 
 class Backend {
  public:
   virtual ~Backend();
 
-  // The CUDA device this rank drives (see make_backend).
+  // The CUDA device this rank drives.
   virtual int device() const = 0;
 
-  // Blocking collectives: when they return, the result is in job.out (the
-  // GPU work is complete). Throws DeadlineExceeded when `deadline` passes
-  // (NCCL communicators are aborted), BackendError for CUDA/NCCL/MPI
-  // failures, Unavailable when the algorithm cannot run here (e.g. two ranks
-  // of one NCCL communicator share a GPU), PeerFailure once broken.
-  virtual void all_reduce(const GpuJob& job, const util::Deadline& deadline) = 0;
-  virtual void reduce(const GpuJob& job, const util::Deadline& deadline) = 0;
-  virtual void broadcast(const GpuJob& job, const util::Deadline& deadline) = 0;
+  // Opens a call: checks the tensors' devices (replica 0 on the backend's
+  // device, every device one this process sees: InvalidArgument otherwise,
+  // before any work), makes the backend's device current (close() restores
+  // the caller's), and orders the backend's streams after the producer:
+  // nothing strata enqueues reads the tensors before the work the producer
+  // stream had enqueued by now. Throws PeerFailure once broken.
+  virtual void open(const CallContext& call) = 0;
+  // Waits (polling against the call's deadline) until all of the call's GPU
+  // work finished: the result is in the tensors. Throws DeadlineExceeded
+  // (NCCL communicators aborted), BackendError.
+  virtual void complete() = 0;
+  // Restores the caller's current device. Never throws; once per open().
+  virtual void close() noexcept = 0;
 
-  // One pack of a batch, in place in the callers' tensors: every replica's
-  // pieces are packed (one kernel per replica) unless the pack is one piece
-  // of one replica, the replicas are combined, `proto`'s algorithm runs
-  // across ranks, and where `lands_here` every replica's pieces receive the
-  // result (one unpack kernel each). Replicas combine in replica order on
-  // the backend's device (peer copies and strata's kernels), except for the
-  // flat "nccl" all-reduce, which runs one NCCL rank per replica device in
-  // group calls (distinct devices required: Unavailable otherwise).
-  // proto.count is the pack's element count; proto.contributors counts
-  // replicas of all ranks. Blocking; throws as all_reduce, and Mismatch when
-  // ranks hold different replica counts for NCCL's group path.
-  virtual void run_pack(const GpuPack& pack, const GpuJob& proto, const util::Deadline& deadline) = 0;
+  // The executor of GPU algorithm `algorithm` over `group`, made on first
+  // use (collective over the group: NCCL communicators are created then,
+  // bounded by topo::setup_seconds(), every member raising the same error on a
+  // failure) and kept. Only within an open call.
+  plan::Level& level(const Algorithm& algorithm, plan::Group group);
+  // The executor that runs host algorithm `algorithm` on CUDA tensors
+  // through pinned host buffers over `group`.
+  plan::Level& staged(const host::Algorithm& algorithm, plan::Group group);
 
+  // The finish stage's hook for mean: divides `count` elements at `data`
+  // (on replica `replica`'s device) by `divisor` in the dtype, enqueued
+  // after the call's work.
+  virtual void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, std::size_t replica) = 0;
+
+  // Batches. pack: every replica's pieces into its pack buffer (one kernel
+  // per replica on its own stream), or the caller's memory itself when the
+  // pack is one piece of one replica that lands here.
+  virtual Packed pack(const GpuPack& pack) = 0;
+  // Replicas 1.. reduced into replica 0's buffer, in replica order
+  // (deterministic), on the backend's device. op != mean.
+  virtual void combine(const Packed& packed, ReduceOp op) = 0;
+  // Collective: whether every replica of every rank can be an NCCL rank of
+  // one communicator (decided from every rank's replica devices, identical
+  // on every rank). Throws Mismatch when ranks hold different replica
+  // counts, InvalidArgument for a device some rank does not have, on every
+  // rank.
+  virtual bool replica_ranks_usable(const Packed& packed) = 0;
+  // All-reduce over every replica of every rank, one NCCL rank each (only
+  // where replica_ranks_usable). op is a native NCCL reduction (plan/nan.hpp).
+  virtual void replica_all_reduce(const Packed& packed, ReduceOp op) = 0;
+  // Replica 0's buffer to the other replicas' buffers.
+  virtual void spread(const Packed& packed) = 0;
+  // Every replica's buffer back into its pieces (nothing when in place).
+  virtual void unpack(const GpuPack& pack, const Packed& packed) = 0;
+
+  // After a timeout or a backend failure: abort the NCCL communicators and
+  // refuse further calls (PeerFailure). Never throws.
+  virtual void mark_broken(const std::string& reason) noexcept = 0;
+
+ protected:
+  virtual std::unique_ptr<plan::Level> make_staged(const host::Algorithm& algorithm, plan::Group group) = 0;
+  // Derived destructors call it first: levels refer to the derived state.
+  void drop_levels() noexcept { levels_.clear(); }
+
+ private:
+  struct Made {
+    const void* algorithm;  // a gpu::Algorithm or a host::Algorithm
+    plan::Group group;
+    std::unique_ptr<plan::Level> level;
+  };
+  std::vector<Made> levels_;
 };
 
 // The backend of one rank over `comm`, driving CUDA device `device` (the
-// rank's topology assignment, see strata::GpuAssignment). Local: no
-// communication (NCCL communicators, whole job, per node and per local
-// index across nodes, are created lazily on first use, collectively).
-// `comm` and `split` must outlive the backend. Throws Unavailable in a
-// host-only build or when the device cannot be used.
-std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device);
-
-// The PCI bus ids of the CUDA devices this process sees, by CUDA device
-// index; empty in a host-only build or without a usable device. Never
-// throws (topology discovery calls it in every program).
-std::vector<std::string> visible_devices();
+// rank's row in `rows`, the GPU control plane's table). `comm` and `split`
+// must outlive it. Local: no communication (NCCL communicators are made
+// with the levels). Throws Unavailable in a host-only build or when the
+// device cannot be used, BackendError when CUDA fails.
+std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device,
+                                      std::vector<topo::GpuRow> rows);
 
 }  // namespace strata::gpu

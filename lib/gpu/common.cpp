@@ -1,21 +1,25 @@
 // The parts of the GPU seam that need no CUDA: compiled in every build.
-#include <fmt/format.h>
 
 #include "gpu/backend.hpp"
-#include "strata/errors.hpp"
 
 namespace strata::gpu {
 
 Backend::~Backend() = default;
 
-bool serves_natively(std::string_view algorithm) {
-  const auto slash = algorithm.find('/');
-  const std::string_view intra = algorithm.substr(0, slash);
-  if (intra != "nccl" && intra != "psgpu") return false;
-  if (slash == std::string_view::npos) return true;
-  // The planner only keeps cross levels it knows: nccl or a host algorithm
-  // run through pinned copies; psgpu has no cross-node form.
-  return algorithm.substr(slash + 1) != "psgpu";
+plan::Level& Backend::level(const Algorithm& algorithm, plan::Group group) {
+  for (Made& made : levels_)
+    if (made.algorithm == &algorithm && made.group == group) return *made.level;
+  std::unique_ptr<plan::Level> level = algorithm.make_level(*this, group);
+  levels_.push_back({&algorithm, group, std::move(level)});
+  return *levels_.back().level;
+}
+
+plan::Level& Backend::staged(const host::Algorithm& algorithm, plan::Group group) {
+  for (Made& made : levels_)
+    if (made.algorithm == &algorithm && made.group == group) return *made.level;
+  std::unique_ptr<plan::Level> level = make_staged(algorithm, group);
+  levels_.push_back({&algorithm, group, std::move(level)});
+  return *levels_.back().level;
 }
 
 }  // namespace strata::gpu

@@ -3,24 +3,46 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
-#include <chrono>
-#include <cstring>
 
+#include "cuda/check.hpp"
+#include "nccl/replicas.hpp"
+#include "strata/errors.hpp"
+#include "util/agree.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"
-#include "nccl/replicas.hpp"
-#include "cuda/check.hpp"
-#include "strata/errors.hpp"
 
 namespace strata::nccl {
 namespace {
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return text;
+constexpr double kTeardownSeconds = 10;  // a destructor waits at most this long for the GPU
+
+// Waits for a non-blocking MPI collective until `bound` passes.
+void wait_bounded(MPI_Request& request, const util::Deadline& bound, const std::string& what) {
+  util::Backoff backoff;
+  for (;;) {
+    int done = 0;
+    STRATA_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (bound.expired())
+      throw DeadlineExceeded(fmt::format("strata [{}]: {} did not finish within its own limit of {} s "
+                                         "(STRATA_GPU_SETUP_TIMEOUT): a rank is missing or stuck",
+                                         util::where(), what, bound.seconds()),
+                             {});
+    backoff.pause();
+  }
 }
+
+// Restores the current device on scope exit without throwing (destructors).
+struct QuietDeviceGuard {
+  int previous = -1;
+  explicit QuietDeviceGuard(int device) {
+    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+    cudaSetDevice(device);
+  }
+  ~QuietDeviceGuard() {
+    if (previous >= 0) cudaSetDevice(previous);
+  }
+};
 
 }  // namespace
 
@@ -42,7 +64,7 @@ void close(ncclComm_t comm) {
   // Finalize flushes outstanding work; bounded so teardown never hangs.
   const ncclResult_t rc = ncclCommFinalize(comm);
   bool expired = false;
-  const util::Deadline bound(10.0);
+  const util::Deadline bound(kTeardownSeconds);
   if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm, bound, expired) != ncclSuccess || expired) {
     ncclCommAbort(comm);
     return;
@@ -50,69 +72,102 @@ void close(ncclComm_t comm) {
   ncclCommDestroy(comm);
 }
 
-void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
-                          const plan::CallInfo& info) {
-  constexpr std::size_t kIdBytes = 32;
-  const std::size_t mine = devices.size() * kIdBytes;
-  std::vector<char> ids(mine, '\0');
-  for (std::size_t d = 0; d < devices.size(); ++d)
-    STRATA_CHECK_CUDA(cudaDeviceGetPCIBusId(&ids[d * kIdBytes], int(kIdBytes), devices[d]));
-  std::vector<char> all(mine * std::size_t(bounded.size()));
-  MPI_Request request = MPI_REQUEST_NULL;
-  STRATA_CHECK_MPI(MPI_Iallgather(ids.data(), int(mine), MPI_CHAR, all.data(), int(mine), MPI_CHAR, bounded.comm(),
-                                  &request));
-  bounded.wait_collective(request);
-  // NCCL rank k is member k / devices.size(), device k % devices.size().
-  const std::size_t total = all.size() / kIdBytes;
-  for (std::size_t a = 0; a < total; ++a)
-    for (std::size_t b = a + 1; b < total; ++b)
-      if (std::strncmp(&all[a * kIdBytes], &all[b * kIdBytes], kIdBytes) == 0) {
-        const std::size_t n = devices.size();
-        const std::string who = n == 1 ? fmt::format("its ranks {} and {}", a, b)
-                                : a / n == b / n
-                                    ? fmt::format("rank {}'s replicas {} and {}", a / n, a % n, b % n)
-                                    : fmt::format("rank {} (replica {}) and rank {} (replica {})", a / n, a % n,
-                                                  b / n, b % n);
-        throw Unavailable(fmt::format(
-            "strata [{}]: {} #{} needs the {} NCCL communicator, but {} both drive GPU {}; NCCL needs one GPU per "
-            "NCCL rank. Run one rank per GPU (or set STRATA_GPU_MAP, or give each replica its own device), or use "
-            "an algorithm that needs no NCCL communicator here, such as psgpu or xring",
-            util::where(), info.collective, info.sequence, name, who, lower(&all[a * kIdBytes])));
+std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices, const std::string& name,
+                                     const util::Deadline& bound) {
+  int rank = 0, size = 1;
+  STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank));
+  STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size));
+  const int count = int(devices.size());
+
+  // 1. Rank 0's unique id, or its failure, reaches every member. The id's
+  //    buffer is leaked if its broadcast is given up (it may land later).
+  auto held = std::make_unique<ncclUniqueId>();
+  ncclUniqueId& id = *held;
+  {
+    util::Agreement step(mpi, fmt::format("creating the {} NCCL communicator (ncclGetUniqueId)", name), bound);
+    if (rank == 0)
+      if (const ncclResult_t rc = ncclGetUniqueId(&id); rc != ncclSuccess)
+        step.fail(util::Agreement::Kind::backend,
+                  fmt::format("{}: ncclGetUniqueId failed: {}", util::where(), ncclGetErrorString(rc)));
+    step.throw_if_failed();
+    MPI_Request request = MPI_REQUEST_NULL;
+    STRATA_CHECK_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, mpi, &request));
+    try {
+      wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
+    } catch (...) {
+      // A collective's request may not be freed: it and its buffer stay
+      // behind, reachable and never freed.
+      static auto* kept = new std::vector<ncclUniqueId*>;  // never destroyed: reachable at exit
+      kept->push_back(held.release());
+      throw;
+    }
+  }
+
+  // 2. Initialise this member's NCCL ranks (one group when there are
+  //    several), then poll them; give up early when a peer failed.
+  util::Agreement step(mpi, fmt::format("creating the {} NCCL communicator", name), bound);
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  const auto abort_all = [&comms] {
+    for (ncclComm_t& c : comms)
+      if (c) ncclCommAbort(c), c = nullptr;
+  };
+  {
+    cuda::DeviceGuard guard(devices[0]);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t failed = count > 1 ? ncclGroupStart() : ncclSuccess;
+    for (int i = 0; i < count && failed == ncclSuccess; ++i) {
+      STRATA_CHECK_CUDA(cudaSetDevice(devices[std::size_t(i)]));
+      const ncclResult_t rc = ncclCommInitRankConfig(&comms[std::size_t(i)], size * count, id, rank * count + i,
+                                                     &config);
+      if (rc != ncclSuccess && rc != ncclInProgress) failed = rc;
+    }
+    if (count > 1)
+      if (const ncclResult_t end = ncclGroupEnd(); end != ncclSuccess && end != ncclInProgress && !failed)
+        failed = end;
+    if (failed != ncclSuccess)
+      step.fail(util::Agreement::Kind::backend,
+                fmt::format("{}: ncclCommInitRankConfig failed: {}", util::where(), ncclGetErrorString(failed)));
+  }
+  util::Backoff backoff;
+  while (!step.failed()) {
+    bool pending = false;
+    for (ncclComm_t c : comms) {
+      if (!c) continue;
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(c, &state) != ncclSuccess) state = ncclSystemError;
+      if (state == ncclInProgress) {
+        pending = true;
+      } else if (state != ncclSuccess) {
+        step.fail(util::Agreement::Kind::backend, fmt::format("{}: NCCL initialisation failed: {}; NCCL_DEBUG=WARN "
+                                                              "says more",
+                                                              util::where(), ncclGetErrorString(state)));
+        break;
       }
+    }
+    if (!pending || step.failed() || step.peer_failed()) break;
+    if (bound.expired()) {
+      step.fail(util::Agreement::Kind::deadline,
+                fmt::format("{}: NCCL initialisation did not finish within {} s (STRATA_GPU_SETUP_TIMEOUT)",
+                            util::where(), bound.seconds()));
+      break;
+    }
+    backoff.pause();
+  }
+  // A peer's failure leaves this member's init pending: abort it too.
+  try {
+    step.throw_if_failed();
+  } catch (...) {
+    abort_all();
+    throw;
+  }
+  return comms;
 }
 
-Comm::Comm(Engine& engine, MPI_Comm mpi, const char* name, const util::Deadline& deadline,
-           const plan::CallInfo& info)
-    : name_(name) {
+Comm::Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadline& bound) : name_(name) {
   STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size_));
-  // NCCL refuses two ranks on one GPU; say so plainly (all ranks agree).
-  // Non-blocking MPI polled against the deadline: a missing peer must not
-  // park this rank outside the call's bound.
-  host::Transport bounded(mpi, rank_, size_, deadline, info, engine.workspace());
-  const int device = engine.device();
-  ensure_distinct_gpus(bounded, std::span(&device, 1), name, info);
-  MPI_Request request = MPI_REQUEST_NULL;
-
-  ncclUniqueId id{};
-  if (rank_ == 0) STRATA_CHECK_NCCL(ncclGetUniqueId(&id));
-  STRATA_CHECK_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, mpi, &request));
-  bounded.wait_collective(request);
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  const ncclResult_t rc = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
-  if (rc != ncclSuccess && rc != ncclInProgress) STRATA_CHECK_NCCL(rc);
-  bool expired = false;
-  const ncclResult_t state = settle(comm_, deadline, expired);
-  if (expired || state != ncclSuccess) {
-    abort();
-    if (expired)
-      throw DeadlineExceeded(
-          fmt::format("strata [{}]: {} #{}: creating the {} NCCL communicator did not finish within {} s; aborted",
-                      util::where(), info.collective, info.sequence, name, deadline.seconds()),
-          {});
-    cuda::throw_nccl_error(state, "ncclCommInitRankConfig", __FILE__, __LINE__);
-  }
+  comm_ = create_comms(mpi, std::span(&device, 1), name, bound).front();
 }
 
 Comm::~Comm() {
@@ -124,40 +179,120 @@ void Comm::abort() {
   aborted_ = true;
 }
 
-Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device)
-    : comm_(comm), split_(split), device_(device) {
-  STRATA_CHECK_CUDA(cudaSetDevice(device_));
+Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vector<topo::GpuRow> rows)
+    : comm_(comm), split_(split), device_(device), rows_(std::move(rows)) {
+  cuda::DeviceGuard guard(device_);  // the caller's current device stays theirs
   stream_ = std::make_unique<cuda::Stream>();
   replicas_ = std::make_unique<ReplicaSet>();
 }
 
 Engine::~Engine() {
-  if (!broken_.empty()) {
+  QuietDeviceGuard guard(device_);
+  bool idle = broken_.empty();
+  if (idle) {
+    // Bounded: a peer that never arrives must not hang the destructor.
+    const util::Deadline bound(kTeardownSeconds);
+    util::Backoff backoff;
+    try {
+      while (!(stream_->done() && replicas_->idle())) {
+        if (bound.expired()) {
+          idle = false;
+          break;
+        }
+        backoff.pause();
+      }
+    } catch (const std::exception&) {
+      idle = false;
+    }
+    if (!idle) mark_broken("the GPU work of the last call did not finish within 10 s of the communicator's end");
+  }
+  if (!idle) {
     // Aborted work may still reference these buffers: leak them on purpose.
     for (auto& b : device_buffers_) b.abandon();
     for (auto& b : pinned_) b.abandon();
+    for (auto& b : staging_) b->abandon();
     workspace_.abandon();
     replicas_->abandon();
-  } else if (stream_) {
-    cudaStreamSynchronize(stream_->get());
   }
   replicas_.reset();
-  cross_.reset();
-  node_.reset();
-  world_.reset();
+  for (auto& c : comms_) c.reset();
 }
 
-Comm& Engine::world(const util::Deadline& deadline, const plan::CallInfo& info) {
-  if (!world_) world_ = std::make_unique<Comm>(*this, comm_, "whole-job", deadline, info);
-  return *world_;
+void Engine::open(const util::Deadline& deadline, const plan::CallInfo& info, void* producer,
+                  std::span<const int> devices) {
+  ensure_usable();
+  deadline_ = &deadline;
+  info_ = info;
+  STRATA_CHECK_CUDA(cudaGetDevice(&previous_device_));
+  if (previous_device_ != device_) STRATA_CHECK_CUDA(cudaSetDevice(device_));
+  // Replica streams exist before anything is ordered on them.
+  for (std::size_t r = 1; r < devices.size(); ++r) replicas_->slot(r, devices[r]);
+  const auto stream_of = [&](std::size_t r) { return replicas_->stream(*this, r); };
+  const auto event_on = [&](int device) -> cuda::Event& {
+    if (producer_events_.size() <= std::size_t(device)) producer_events_.resize(std::size_t(device) + 1);
+    if (!producer_events_[std::size_t(device)]) {
+      cuda::DeviceGuard on(device);
+      producer_events_[std::size_t(device)] = std::make_unique<cuda::Event>();
+    }
+    return *producer_events_[std::size_t(device)];
+  };
+  if (producer) {
+    // The caller's stream: everything strata enqueues waits for what it
+    // holds now (an event is recorded on the stream's own device).
+    const auto stream = static_cast<cudaStream_t>(producer);
+    int device = device_;
+    STRATA_CHECK_CUDA(cudaStreamGetDevice(stream, &device));
+    cuda::Event& produced = event_on(device);
+    {
+      cuda::DeviceGuard on(device);
+      produced.record(stream);
+    }
+    for (std::size_t r = 0; r < std::max<std::size_t>(devices.size(), 1); ++r)
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream_of(r), produced.get(), 0));
+    return;
+  }
+  // The default: each replica's stream waits for its device's legacy
+  // default stream (where cudaMemcpy, kernels launched on stream 0 and
+  // PyTorch's default stream put their work), which itself follows every
+  // blocking stream of that device.
+  for (std::size_t r = 0; r < std::max<std::size_t>(devices.size(), 1); ++r) {
+    const int device = r == 0 ? device_ : devices[r];
+    cuda::Event& produced = event_on(device);
+    {
+      cuda::DeviceGuard on(device);
+      produced.record(cudaStreamLegacy);
+    }
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream_of(r), produced.get(), 0));
+  }
 }
-Comm& Engine::node(const util::Deadline& deadline, const plan::CallInfo& info) {
-  if (!node_) node_ = std::make_unique<Comm>(*this, split_.node, "node-local", deadline, info);
-  return *node_;
+
+void Engine::close() noexcept {
+  if (previous_device_ >= 0 && previous_device_ != device_) cudaSetDevice(previous_device_);
+  previous_device_ = -1;
+  deadline_ = nullptr;
 }
-Comm& Engine::cross(const util::Deadline& deadline, const plan::CallInfo& info) {
-  if (!cross_) cross_ = std::make_unique<Comm>(*this, split_.cross, "cross-node", deadline, info);
-  return *cross_;
+
+MPI_Comm Engine::mpi(plan::Group group) const {
+  switch (group) {
+    case plan::Group::world: return comm_;
+    case plan::Group::node: return split_.node;
+    case plan::Group::cross: return split_.cross;
+  }
+  return comm_;
+}
+
+Comm& Engine::nccl(plan::Group group) {
+  std::unique_ptr<Comm>& comm = comms_[int(group)];
+  if (!comm) {
+    static constexpr const char* names[] = {"whole-communicator", "node-local", "cross-node"};
+    comm = std::make_unique<Comm>(mpi(group), names[int(group)], device_, util::Deadline(topo::setup_seconds()));
+  }
+  return *comm;
+}
+
+void* Engine::staging(std::size_t index, std::size_t bytes) {
+  while (staging_.size() <= index) staging_.push_back(std::make_unique<cuda::PinnedBuffer>());
+  return staging_[index]->get(bytes);
 }
 
 cuda::Event& Engine::event(std::size_t index) {
@@ -172,61 +307,61 @@ void Engine::ensure_usable() const {
                                   util::where(), broken_));
 }
 
-void Engine::mark_broken(const std::string& reason) {
+void Engine::mark_broken(const std::string& reason) noexcept {
   if (broken_.empty()) broken_ = reason;
-  for (Comm* c : {world_.get(), node_.get(), cross_.get()})
+  for (auto& c : comms_)
     if (c) c->abort();
   replicas_->abort();
 }
 
-void Engine::expire(const util::Deadline& deadline, const plan::CallInfo& info) {
+void Engine::expire() {
   const std::string what = fmt::format(
       "strata [{}]: {} #{} ({} bytes, {}) did not finish within {} s on GPU {}; NCCL cannot say which peer is "
       "missing. The NCCL communicators were aborted and this communicator refuses further calls",
-      util::where(), info.collective, info.sequence, info.bytes, info.algorithm, deadline.seconds(), device_);
+      util::where(), info_.collective, info_.sequence, info_.bytes, info_.algorithm, deadline_->seconds(), device_);
   mark_broken(what);
   throw DeadlineExceeded(what, {});
 }
 
-void Engine::check_async(const plan::CallInfo& info) {
-  for (Comm* c : {world_.get(), node_.get(), cross_.get()}) {
+void Engine::check_async() {
+  for (auto& c : comms_) {
     if (!c) continue;
     ncclResult_t state = ncclSuccess;
     if (ncclCommGetAsyncError(c->get(), &state) != ncclSuccess) state = ncclSystemError;
     if (state != ncclSuccess && state != ncclInProgress) {
-      mark_broken(fmt::format("{} #{}: NCCL error on the {} communicator: {}", info.collective, info.sequence,
+      mark_broken(fmt::format("{} #{}: NCCL error on the {} communicator: {}", info_.collective, info_.sequence,
                               c->name(), ncclGetErrorString(state)));
       cuda::throw_nccl_error(state, "ncclCommGetAsyncError", __FILE__, __LINE__);
     }
   }
   if (const std::string error = replicas_->async_error(); !error.empty()) {
-    mark_broken(fmt::format("{} #{}: NCCL error on the replica communicator: {}", info.collective, info.sequence,
+    mark_broken(fmt::format("{} #{}: NCCL error on the replica communicator: {}", info_.collective, info_.sequence,
                             error));
     throw BackendError(broken_, "NCCL", 0, util::hostname(), util::world_rank());
   }
 }
 
-void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
-                      const plan::CallInfo& info) {
+void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call) {
   if (rc == ncclSuccess) return;
   if (rc != ncclInProgress) {
-    mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(rc)));
+    mark_broken(fmt::format("{} #{}: {} failed: {}", info_.collective, info_.sequence, call, ncclGetErrorString(rc)));
     cuda::throw_nccl_error(rc, call, __FILE__, __LINE__);
   }
   bool expired = false;
-  const ncclResult_t state = settle(comm, deadline, expired);
-  if (expired) expire(deadline, info);
+  const ncclResult_t state = settle(comm, *deadline_, expired);
+  if (expired) expire();
   if (state != ncclSuccess) {
-    mark_broken(fmt::format("{} #{}: {} failed: {}", info.collective, info.sequence, call, ncclGetErrorString(state)));
+    mark_broken(
+        fmt::format("{} #{}: {} failed: {}", info_.collective, info_.sequence, call, ncclGetErrorString(state)));
     cuda::throw_nccl_error(state, call, __FILE__, __LINE__);
   }
 }
 
-void Engine::wait(const util::Deadline& deadline, const plan::CallInfo& info, cuda::Event* event) {
+void Engine::wait(cuda::Event* event) {
   util::Backoff backoff;
   while (!(event ? event->done() : stream_->done() && replicas_->idle())) {
-    check_async(info);
-    if (deadline.expired()) expire(deadline, info);
+    check_async();
+    if (deadline_->expired()) expire();
     backoff.pause();
   }
 }

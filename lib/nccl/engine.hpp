@@ -1,13 +1,19 @@
-// The per-communicator GPU state every GPU algorithm runs on: the device,
-// one non-blocking stream, the lazily created NCCL communicators (whole job,
-// node, cross-node per local index), grow-only device and pinned buffers,
-// and the polling waits that honour a call's deadline.
+// The per-communicator GPU state every GPU level runs on: the device, one
+// non-blocking stream, the call in progress (its deadline, and the order
+// after the caller's producer stream), the NCCL communicator of each group
+// (whole communicator, node, cross-node), grow-only device buffers, a ring
+// of pinned staging buffers, and the polling waits that honour a call's
+// deadline.
 //
-// NCCL communicators are created non-blocking (ncclConfig_t.blocking = 0):
-// no NCCL call parks the thread, so a wait can poll cudaStreamQuery and
-// ncclCommGetAsyncError against the deadline. On expiry every communicator
-// is aborted (ncclCommAbort), the engine is marked broken, and
-// DeadlineExceeded is raised; later calls throw PeerFailure.
+// NCCL communicators are created non-blocking (ncclConfig_t.blocking = 0),
+// collectively over their group when a level first needs one, bounded by
+// the GPU setup limit (gpu::setup_seconds(), not the call's deadline), and
+// every member of the group ends the creation with the same outcome
+// (util::Agreement): no member is left waiting in NCCL's bootstrap for a
+// peer that failed. No NCCL call parks the thread, so a wait polls
+// cudaStreamQuery and ncclCommGetAsyncError against the deadline. On expiry
+// every communicator is aborted (ncclCommAbort), the engine is marked
+// broken, and DeadlineExceeded is raised; later calls throw PeerFailure.
 #pragma once
 
 #include <mpi.h>
@@ -18,16 +24,17 @@
 #include <string>
 #include <vector>
 
+#include "cuda/stream.hpp"
+#include "plan/job.hpp"
+#include "plan/level.hpp"
+#include "topo/gpu_plane.hpp"
+#include "topo/node_split.hpp"
 #include "util/breaking.hpp"
 #include "util/deadline.hpp"
 #include "util/workspace.hpp"
-#include "cuda/stream.hpp"
-#include "host/transport.hpp"
-#include "topo/node_split.hpp"
 
 namespace strata::nccl {
 
-class Engine;
 class ReplicaSet;
 
 // Poll a non-blocking communicator until its pending operation (init,
@@ -39,20 +46,22 @@ ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expir
 // that fails or takes too long. Never throws; for teardown.
 void close(ncclComm_t comm);
 
-// Collective over `bounded`'s communicator: every member passes its CUDA
-// devices (the same number on every member). Throws Unavailable on every
-// member when two of the devices (on one member or two members of one host)
-// are the same GPU, naming `name`: NCCL needs one GPU per NCCL rank.
-// Bounded by the transport's deadline.
-void ensure_distinct_gpus(host::Transport& bounded, std::span<const int> devices, const char* name,
-                          const plan::CallInfo& info);
+// Creates NCCL communicators over MPI communicator `mpi` (collective over
+// it): `count` local NCCL ranks per member, on `devices` (NCCL rank =
+// member rank x count + i). Rank 0's unique id reaches every member, then
+// every member initialises its ranks in one group and polls them. Every
+// step ends in an agreement bounded by `bound`: a failure anywhere (unique
+// id, init error, the bound passing) raises the same error on every member
+// (BackendError, or DeadlineExceeded for the bound), after aborting what
+// was created. `name` names the communicator in messages.
+std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices, const std::string& name,
+                                     const util::Deadline& bound);
 
 // One NCCL communicator over the ranks of an MPI communicator.
 class Comm {
  public:
-  // Collective over `mpi`. Throws Unavailable when two of its ranks drive
-  // the same GPU (NCCL refuses that), BackendError when NCCL fails.
-  Comm(Engine& engine, MPI_Comm mpi, const char* name, const util::Deadline& deadline, const plan::CallInfo& info);
+  // Collective over `mpi` (see create_comms).
+  Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadline& bound);
   ~Comm();  // ncclCommFinalize + ncclCommDestroy (bounded), or nothing after abort
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -60,59 +69,74 @@ class Comm {
   ncclComm_t get() const { return comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
-  const char* name() const { return name_; }
+  const std::string& name() const { return name_; }
   void abort();  // never throws
 
  private:
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
   int size_ = 1;
-  const char* name_;
+  std::string name_;
   bool aborted_ = false;
 };
 
 class Engine {
  public:
-  Engine(MPI_Comm comm, const topo::NodeSplit& split, int device);
+  // `rows`: the GPU control plane's table (for the replica decisions).
+  // Makes a stream on `device`, leaving the caller's current device as it was.
+  Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vector<topo::GpuRow> rows);
+  // Waits for outstanding work at most 10 s (else leaks the buffers it may
+  // still use), then frees everything. Never throws.
   ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
   MPI_Comm comm() const { return comm_; }
   const topo::NodeSplit& split() const { return split_; }
+  std::span<const topo::GpuRow> rows() const { return rows_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }
   util::Workspace& workspace() { return workspace_; }
 
-  // The NCCL communicators, created on first use (collective over their
-  // MPI communicator: every member reaches the same call in the same plan).
-  Comm& world(const util::Deadline& deadline, const plan::CallInfo& info);
-  Comm& node(const util::Deadline& deadline, const plan::CallInfo& info);
-  Comm& cross(const util::Deadline& deadline, const plan::CallInfo& info);  // only where split().cross != NULL
+  // The call in progress (Backend::open .. close). `devices` are the
+  // replicas' devices ([0] = this engine's). Makes the device current and
+  // orders every replica stream after `producer` (null: each device's
+  // legacy default stream).
+  void open(const util::Deadline& deadline, const plan::CallInfo& info, void* producer, std::span<const int> devices);
+  void close() noexcept;
+  const util::Deadline& deadline() const { return *deadline_; }
+  const plan::CallInfo& info() const { return info_; }
+
+  // The MPI communicator of a group, and its NCCL communicator, created on
+  // first use (collective over the group, bounded by gpu::setup_seconds()).
+  MPI_Comm mpi(plan::Group group) const;
+  Comm& nccl(plan::Group group);
 
   // Check the return code of an enqueueing NCCL call on `comm`:
-  // ncclInProgress is polled to completion against the deadline.
-  void enqueued(Comm& comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
-                const plan::CallInfo& info) {
-    enqueued(comm.get(), rc, call, deadline, info);
-  }
-  void enqueued(ncclComm_t comm, ncclResult_t rc, const char* call, const util::Deadline& deadline,
-                const plan::CallInfo& info);
+  // ncclInProgress is polled to completion against the call's deadline.
+  void enqueued(ncclComm_t comm, ncclResult_t rc, const char* call);
+  void enqueued(Comm& comm, ncclResult_t rc, const char* call) { enqueued(comm.get(), rc, call); }
 
   // Block (politely) until all work on the stream (and the replica
-  // devices' streams) finished, or `event` when given. Throws DeadlineExceeded (after aborting NCCL) or BackendError.
-  void wait(const util::Deadline& deadline, const plan::CallInfo& info, cuda::Event* event = nullptr);
+  // devices' streams) finished, or `event` when given. Throws
+  // DeadlineExceeded (after aborting NCCL) or BackendError.
+  void wait(cuda::Event* event = nullptr);
 
   // The other devices of a rank with several replicas (see replicas.hpp).
   ReplicaSet& replicas() { return *replicas_; }
 
-  // Scratch: device slots 0-2 (0 and 1 for the algorithms, 2 for packs),
-  // pinned host slots 0 and 1.
+  // Scratch: device slots 0-3 (0 and 1 for the levels, 2 for packs, 3 for
+  // NaN-safe reductions), grow-only.
   void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes); }
+  // Staging: `count` pinned buffers of `bytes` each (a ring reused by
+  // chunked copies), allocated once per size; never the whole tensor.
+  void* staging(std::size_t index, std::size_t bytes);
+  // Pinned scratch of `bytes` for slot 0 or 1 (psgpu, which stages whole slices).
   void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes); }
   cuda::Event& event(std::size_t index);
 
-  // Runs `work` (GPU work of one call); a timeout or a CUDA/NCCL failure
-  // marks the engine broken, aborting its communicators, before the
-  // exception goes on.
+  // Runs `work`; a timeout or a CUDA/NCCL failure marks the engine broken,
+  // aborting its communicators, before the exception goes on.
   template <typename Work>
   void breaking_on_failure(Work&& work) {
     util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
@@ -121,21 +145,27 @@ class Engine {
   // Broken state (see the header comment).
   const std::string& broken_reason() const { return broken_; }
   void ensure_usable() const;
-  void mark_broken(const std::string& reason);
+  void mark_broken(const std::string& reason) noexcept;
 
  private:
-  [[noreturn]] void expire(const util::Deadline& deadline, const plan::CallInfo& info);
-  void check_async(const plan::CallInfo& info);
+  [[noreturn]] void expire();
+  void check_async();
 
   MPI_Comm comm_;
   const topo::NodeSplit& split_;
   int device_;
+  std::vector<topo::GpuRow> rows_;
+  int previous_device_ = -1;  // the caller's, restored by close()
+  const util::Deadline* deadline_ = nullptr;
+  plan::CallInfo info_;
   std::unique_ptr<cuda::Stream> stream_;
-  std::unique_ptr<Comm> world_, node_, cross_;
+  std::unique_ptr<Comm> comms_[3];  // by plan::Group
   std::unique_ptr<ReplicaSet> replicas_;
-  cuda::DeviceBuffer device_buffers_[3];
+  cuda::DeviceBuffer device_buffers_[4];
   cuda::PinnedBuffer pinned_[2];
+  std::vector<std::unique_ptr<cuda::PinnedBuffer>> staging_;
   std::vector<std::unique_ptr<cuda::Event>> events_;
+  std::vector<std::unique_ptr<cuda::Event>> producer_events_;  // by device
   util::Workspace workspace_;
   std::string broken_;
 };

@@ -2,11 +2,17 @@
 // slices strata's hierarchy uses (even_slice over `owners` <= ranks): native
 // ncclReduceScatter / ncclAllGather when the slices are equal and every
 // rank owns one, otherwise grouped ncclReduce / ncclBroadcast per slice.
+// For the ops NCCL reduces differently from strata (floating min/max: NaN),
+// exchange_reduce_scatter moves the bytes with NCCL and reduces with
+// strata's kernels.
 #include <nccl.h>
 
 #include "cuda/check.hpp"
+#include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
 #include "nccl/replicas.hpp"
+#include "plan/nan.hpp"
+#include "strata/errors.hpp"
 #include "util/slice.hpp"
 
 namespace strata::nccl {
@@ -28,10 +34,14 @@ ncclDataType_t to_nccl(DataType dtype) {
   return ncclFloat32;
 }
 
-ncclRedOp_t to_nccl(ReduceOp op) {
-  switch (op) {
+// NCCL's operator for a job whose op NCCL reduces as strata does.
+ncclRedOp_t to_nccl(const plan::Job& job) {
+  if (!plan::nccl_reduces(job.op, job.dtype))
+    throw BackendError("strata: internal error: a floating min/max reached NCCL's own reduction (it drops NaN)",
+                       "NCCL", 0, "", -1);
+  switch (job.op) {
     case ReduceOp::sum:
-    case ReduceOp::mean: return ncclSum;  // mean: sum here, the backend divides (integers truncate)
+    case ReduceOp::mean: return ncclSum;  // mean: sum here, the finish stage divides (integers truncate)
     case ReduceOp::prod: return ncclProd;
     case ReduceOp::min: return ncclMin;
     case ReduceOp::max: return ncclMax;
@@ -42,8 +52,7 @@ ncclRedOp_t to_nccl(ReduceOp op) {
 // One rooted NCCL call per non-empty even slice s (root: its owner s), all
 // in one group: the uneven-slice fallback of reduce-scatter and all-gather.
 template <typename Call>
-void per_slice(Engine& e, Comm& comm, const plan::Job& job, int owners, const char* what, const util::Deadline& d,
-               const plan::CallInfo& info, Call&& call) {
+void per_slice(Engine& e, Comm& comm, const plan::Job& job, int owners, const char* what, Call&& call) {
   STRATA_CHECK_NCCL(ncclGroupStart());
   ncclResult_t rc = ncclSuccess;
   for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
@@ -51,70 +60,68 @@ void per_slice(Engine& e, Comm& comm, const plan::Job& job, int owners, const ch
     if (slice.count > 0) rc = call(s, slice);
   }
   const ncclResult_t end = ncclGroupEnd();
-  e.enqueued(comm, rc != ncclSuccess ? rc : end, what, d, info);
+  e.enqueued(comm, rc != ncclSuccess ? rc : end, what);
 }
 
 }  // namespace
 
-void nccl_all_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
+void nccl_all_reduce(Engine& e, Comm& comm, const plan::Job& job) {
   e.enqueued(comm,
-             ncclAllReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job.op), comm.get(), e.stream()),
-             "ncclAllReduce", d, info);
+             ncclAllReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job), comm.get(), e.stream()),
+             "ncclAllReduce");
 }
 
-void nccl_reduce(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
+void nccl_reduce(Engine& e, Comm& comm, const plan::Job& job) {
   // NCCL wants a receive buffer on the root only.
   e.enqueued(comm,
-             ncclReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job.op), job.root, comm.get(),
+             ncclReduce(job.in, job.out, job.count, to_nccl(job.dtype), to_nccl(job), job.root, comm.get(),
                         e.stream()),
-             "ncclReduce", d, info);
+             "ncclReduce");
 }
 
-void nccl_broadcast(Engine& e, Comm& comm, const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
+void nccl_broadcast(Engine& e, Comm& comm, const plan::Job& job) {
   e.enqueued(comm, ncclBroadcast(job.out, job.out, job.count, to_nccl(job.dtype), job.root, comm.get(), e.stream()),
-             "ncclBroadcast", d, info);
+             "ncclBroadcast");
 }
 
-void nccl_replica_all_reduce(Engine& e, std::span<const int> devices, std::span<void* const> buffers,
-                             const plan::Job& job, const util::Deadline& d, const plan::CallInfo& info) {
+void nccl_replica_all_reduce(Engine& e, std::span<const ncclComm_t> comms, std::span<void* const> buffers,
+                             const plan::Job& job) {
   ReplicaSet& set = e.replicas();
-  const std::span<const ncclComm_t> comms = set.world(e, devices, d, info);
+  const ncclRedOp_t op = to_nccl(job);
   ncclResult_t rc = ncclGroupStart();
   for (std::size_t r = 0; r < buffers.size() && rc == ncclSuccess; ++r)
-    rc = ncclAllReduce(buffers[r], buffers[r], job.count, to_nccl(job.dtype), to_nccl(job.op), comms[r],
-                       set.stream(e, r));
+    rc = ncclAllReduce(buffers[r], buffers[r], job.count, to_nccl(job.dtype), op, comms[r], set.stream(e, r));
   const ncclResult_t end = ncclGroupEnd();
   if (rc == ncclSuccess) rc = end;
   // Non-blocking communicators: each may still be enqueueing; settle all.
   for (ncclComm_t comm : comms) {
-    e.enqueued(comm, rc, "ncclAllReduce (replicas, grouped)", d, info);
+    e.enqueued(comm, rc, "ncclAllReduce (replicas, grouped)");
     if (rc == ncclSuccess) break;
   }
 }
 
-void nccl_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
-                         const plan::CallInfo& info) {
+void nccl_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int owners) {
   const std::size_t element = dtype_size(job.dtype);
   const auto* in = static_cast<const std::byte*>(job.in);
   auto* out = static_cast<std::byte*>(job.out);
+  const ncclRedOp_t op = to_nccl(job);
   if (owners == comm.size() && job.count % std::size_t(owners) == 0) {
     const std::size_t each = job.count / std::size_t(owners);
     // Out of place into my slice of out: in place only when NCCL's layout
     // matches ours (recvbuff == sendbuff + rank * each), which it does here.
     e.enqueued(comm,
-               ncclReduceScatter(in, out + std::size_t(comm.rank()) * each * element, each, to_nccl(job.dtype),
-                                 to_nccl(job.op), comm.get(), e.stream()),
-               "ncclReduceScatter", d, info);
+               ncclReduceScatter(in, out + std::size_t(comm.rank()) * each * element, each, to_nccl(job.dtype), op,
+                                 comm.get(), e.stream()),
+               "ncclReduceScatter");
     return;
   }
-  per_slice(e, comm, job, owners, "ncclReduce (grouped reduce-scatter)", d, info, [&](int s, util::Slice slice) {
-    return ncclReduce(in + slice.offset * element, out + slice.offset * element, slice.count, to_nccl(job.dtype),
-                      to_nccl(job.op), s, comm.get(), e.stream());
+  per_slice(e, comm, job, owners, "ncclReduce (grouped reduce-scatter)", [&](int s, util::Slice slice) {
+    return ncclReduce(in + slice.offset * element, out + slice.offset * element, slice.count, to_nccl(job.dtype), op,
+                      s, comm.get(), e.stream());
   });
 }
 
-void nccl_all_gather(Engine& e, Comm& comm, const plan::Job& job, int owners, const util::Deadline& d,
-                     const plan::CallInfo& info) {
+void nccl_all_gather(Engine& e, Comm& comm, const plan::Job& job, int owners) {
   const std::size_t element = dtype_size(job.dtype);
   auto* out = static_cast<std::byte*>(job.out);
   if (owners == comm.size() && job.count % std::size_t(owners) == 0) {
@@ -122,13 +129,71 @@ void nccl_all_gather(Engine& e, Comm& comm, const plan::Job& job, int owners, co
     e.enqueued(comm,
                ncclAllGather(out + std::size_t(comm.rank()) * each * element, out, each, to_nccl(job.dtype),
                              comm.get(), e.stream()),
-               "ncclAllGather", d, info);
+               "ncclAllGather");
     return;
   }
-  per_slice(e, comm, job, owners, "ncclBroadcast (grouped all-gather)", d, info, [&](int s, util::Slice slice) {
+  per_slice(e, comm, job, owners, "ncclBroadcast (grouped all-gather)", [&](int s, util::Slice slice) {
     std::byte* at = out + slice.offset * element;
     return ncclBroadcast(at, at, slice.count, to_nccl(job.dtype), s, comm.get(), e.stream());
   });
+}
+
+void exchange_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int owners) {
+  const std::size_t element = dtype_size(job.dtype);
+  const int rank = comm.rank(), size = comm.size();
+  const util::Slice mine =
+      rank < owners ? util::even_slice(job.count, std::size_t(owners), std::size_t(rank)) : util::Slice{};
+  const std::size_t slice_bytes = mine.count * element;
+  const auto* in = static_cast<const std::byte*>(job.in);
+  auto* out = static_cast<std::byte*>(job.out);
+  // Contribution r of my slice lands at [r * slice_bytes]; mine is copied
+  // first, since out (== in when in place) receives the result.
+  auto* contributions = static_cast<std::byte*>(e.device_scratch(3, slice_bytes * std::size_t(size)));
+  if (mine.count > 0)
+    STRATA_CHECK_CUDA(cudaMemcpyAsync(contributions + std::size_t(rank) * slice_bytes, in + mine.offset * element,
+                                      slice_bytes, cudaMemcpyDeviceToDevice, e.stream()));
+  STRATA_CHECK_NCCL(ncclGroupStart());
+  ncclResult_t rc = ncclSuccess;
+  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    if (slice.count == 0) continue;
+    if (s != rank) {
+      rc = ncclSend(in + slice.offset * element, slice.count * element, ncclUint8, s, comm.get(), e.stream());
+      continue;
+    }
+    for (int r = 0; r < size && rc == ncclSuccess; ++r)
+      if (r != rank)
+        rc = ncclRecv(contributions + std::size_t(r) * slice_bytes, slice_bytes, ncclUint8, r, comm.get(),
+                      e.stream());
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclSend/ncclRecv (reduce-scatter for NaN-keeping min/max)");
+  if (mine.count == 0) return;
+  // acc = c0 op c1 op c2 ... in rank order: the same bits on every rank.
+  void* acc = out + mine.offset * element;
+  if (size == 1) {
+    STRATA_CHECK_CUDA(cudaMemcpyAsync(acc, contributions, slice_bytes, cudaMemcpyDeviceToDevice, e.stream()));
+    return;
+  }
+  cuda::reduce(acc, contributions, contributions + slice_bytes, mine.count, job.dtype, job.op, e.stream());
+  for (int r = 2; r < size; ++r)
+    cuda::reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, mine.count, job.dtype, job.op, e.stream());
+}
+
+void gather_slices(Engine& e, Comm& comm, const plan::Job& job, int owners, int root) {
+  const std::size_t element = dtype_size(job.dtype);
+  auto* out = static_cast<std::byte*>(job.out);
+  STRATA_CHECK_NCCL(ncclGroupStart());
+  ncclResult_t rc = ncclSuccess;
+  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
+    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    if (slice.count == 0 || s == root) continue;
+    std::byte* at = out + slice.offset * element;
+    if (comm.rank() == s) rc = ncclSend(at, slice.count * element, ncclUint8, root, comm.get(), e.stream());
+    else if (comm.rank() == root) rc = ncclRecv(at, slice.count * element, ncclUint8, s, comm.get(), e.stream());
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclSend/ncclRecv (gather to the root)");
 }
 
 }  // namespace strata::nccl

@@ -9,13 +9,13 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nccl/algorithms.hpp"
+#include "host/transport.hpp"
 #include "util/slice.hpp"
 
 namespace strata::nccl {
 
-void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
-                          const plan::CallInfo& info) {
-  host::Transport t(comm, d, info, e.workspace());
+void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int owners) {
+  host::Transport t(comm, e.deadline(), e.info(), e.workspace());
   const std::size_t element = dtype_size(job.dtype);
   const std::size_t bytes = job.count * element;
   const int rank = t.rank(), size = t.size();
@@ -37,7 +37,7 @@ void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int ow
   if (mine.count > 0)
     for (int r = 0; r < size; ++r)
       if (r != rank) t.irecv(requests, gathered + std::size_t(r) * slice_bytes, slice_bytes, r);
-  e.wait(d, info);  // staged is complete
+  e.wait();  // staged is complete
   for (int s = 0; s < owners; ++s) {
     const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
     if (s != rank && slice.count > 0) t.isend(requests, staged + slice.offset * element, slice.count * element, s);
@@ -59,12 +59,11 @@ void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int ow
     for (int r = 2; r < size; ++r)
       cuda::reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, mine.count, job.dtype, job.op, e.stream());
   }
-  e.wait(d, info);
+  e.wait();
 }
 
-void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners, const util::Deadline& d,
-                      const plan::CallInfo& info) {
-  host::Transport t(comm, d, info, e.workspace());
+void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners) {
+  host::Transport t(comm, e.deadline(), e.info(), e.workspace());
   const std::size_t element = dtype_size(job.dtype);
   const int rank = t.rank(), size = t.size();
   auto* staged = static_cast<std::byte*>(e.pinned(0, job.count * element));
@@ -73,7 +72,7 @@ void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners
     const util::Slice mine = util::even_slice(job.count, std::size_t(owners), std::size_t(rank));
     STRATA_CHECK_CUDA(cudaMemcpyAsync(staged + mine.offset * element, out + mine.offset * element,
                                       mine.count * element, cudaMemcpyDeviceToHost, e.stream()));
-    e.wait(d, info);
+    e.wait();
   }
   host::Requests requests;
   for (int s = 0; s < owners; ++s) {
@@ -94,7 +93,7 @@ void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners
       STRATA_CHECK_CUDA(cudaMemcpyAsync(out + slice.offset * element, staged + slice.offset * element,
                                         slice.count * element, cudaMemcpyHostToDevice, e.stream()));
   }
-  e.wait(d, info);
+  e.wait();
 }
 
 }  // namespace strata::nccl

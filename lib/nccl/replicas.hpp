@@ -15,7 +15,6 @@
 
 #include "util/deadline.hpp"
 #include "cuda/stream.hpp"
-#include "host/transport.hpp"
 
 namespace strata::nccl {
 
@@ -40,14 +39,14 @@ class ReplicaSet {
   // when the device changes.
   Slot& slot(std::size_t r, int device);
 
-  // The NCCL communicators over every replica of every rank for `devices`
-  // (devices[0] = the engine's), one per device, created on first use and
-  // again when the devices change. Collective over the engine's MPI
-  // communicator, bounded by `deadline`. Throws Mismatch when ranks hold
-  // different replica counts, Unavailable when two replicas of the job
-  // share a GPU, DeadlineExceeded, BackendError.
-  std::span<const ncclComm_t> world(Engine& engine, std::span<const int> devices, const util::Deadline& deadline,
-                                    const plan::CallInfo& info);
+  // The NCCL communicators over every replica of every rank, one per local
+  // device: `all[r]` lists rank r's replica devices (every rank passes the
+  // same table, gathered in the same call, and the control plane found no
+  // two replicas on one GPU). Created on first use and again when the table
+  // changes — a decision every rank makes alike. Collective over the
+  // engine's MPI communicator, bounded by topo::setup_seconds(); failures
+  // raise the same error on every rank (nccl::create_comms).
+  std::span<const ncclComm_t> world(Engine& engine, const std::vector<std::vector<int>>& all);
 
   // The stream of replica r: the engine's for r = 0, the slot's otherwise.
   cudaStream_t stream(Engine& engine, std::size_t r);
@@ -61,7 +60,7 @@ class ReplicaSet {
   void destroy_world();
 
   std::vector<std::unique_ptr<Slot>> slots_;  // index r - 1
-  std::vector<int> world_devices_;
+  std::vector<std::vector<int>> world_devices_;  // the table the communicators were made for
   std::vector<ncclComm_t> world_;
   bool aborted_ = false;
 };

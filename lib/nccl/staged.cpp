@@ -1,25 +1,29 @@
 // Host staging: run a host algorithm on CUDA data. The data is cut into
-// chunks; all device-to-host copies are queued at once, each chunk's host
-// collective starts as soon as its copy landed, and its host-to-device copy
-// is queued right after, so copies of later (and earlier) chunks overlap the
-// MPI transfers of the current one. Every rank cuts the same chunks, so the
-// per-chunk collectives match up.
+// chunks that cycle through a ring of kRing pinned buffers: the first
+// kRing device-to-host copies are queued at once, each chunk's host
+// collective starts as soon as its copy landed, then its host-to-device
+// copy and the next chunk's device-to-host copy into the same buffer are
+// queued behind it, so copies of other chunks overlap the MPI transfers of
+// the current one. The pinned memory is kRing chunks (16 MiB by default),
+// allocated once and reused, never the size of the tensor. Every rank cuts
+// the same chunks, so the per-chunk collectives match up.
 #include <algorithm>
 
 #include "cuda/check.hpp"
+#include "host/transport.hpp"
 #include "nccl/algorithms.hpp"
-#include "strata/errors.hpp"
 
 namespace strata::nccl {
 namespace {
 
 constexpr std::size_t kDefaultChunkBytes = 4u << 20;  // big enough to amortise a collective's latency
-
+constexpr std::size_t kRing = 4;                       // chunks in flight
+constexpr std::size_t kHostChunkBytes = 256 * 1024;    // the host algorithms' own pipeline inside a chunk
 
 }  // namespace
 
-void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm, const plan::Job& job,
-            const util::Deadline& d, const plan::CallInfo& info) {
+void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm,
+            const plan::Job& job) {
   if (job.count == 0) return;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -28,42 +32,56 @@ void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorit
   const bool download = collective != Collective::broadcast || is_root;
   const bool receive = collective == Collective::all_reduce ? true
                        : collective == Collective::reduce   ? is_root
-                                                                 : !is_root;
+                                                            : !is_root;
   const host::CollectiveFn run = host::entry_point(algorithm, collective);  // the planner checked it serves
 
   const std::size_t element = dtype_size(job.dtype);
-  const std::size_t wanted = job.chunk_bytes ? std::max(job.chunk_bytes, kDefaultChunkBytes) : kDefaultChunkBytes;
-  const std::size_t per_chunk = std::max<std::size_t>(1, wanted / element);
+  const std::size_t wanted = std::max(job.chunk_bytes, kDefaultChunkBytes);
+  const std::size_t per_chunk = std::min(job.count, std::max<std::size_t>(1, wanted / element));
   const std::size_t chunks = (job.count + per_chunk - 1) / per_chunk;
-  auto* host_data = static_cast<std::byte*>(e.pinned(0, job.count * element));
   const auto* src = static_cast<const std::byte*>(collective == Collective::broadcast ? job.out : job.in);
   auto* dst = static_cast<std::byte*>(job.out);
+  const auto buffer = [&](std::size_t c) { return static_cast<std::byte*>(e.staging(c % kRing, per_chunk * element)); };
+  const auto first_of = [&](std::size_t c) { return c * per_chunk; };
+  const auto count_of = [&](std::size_t c) { return std::min(per_chunk, job.count - first_of(c)); };
+  // ready[c % kRing]: the stream's last use of that buffer before chunk c's
+  // host step may touch it (chunk c's download, or chunk c - kRing's upload).
+  std::vector<bool> armed(kRing, false);
+  const auto download_chunk = [&](std::size_t c) {
+    STRATA_CHECK_CUDA(cudaMemcpyAsync(buffer(c), src + first_of(c) * element, count_of(c) * element,
+                                      cudaMemcpyDeviceToHost, e.stream()));
+    e.event(c % kRing).record(e.stream());
+    armed[c % kRing] = true;
+  };
 
   if (download)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t first = c * per_chunk, n = std::min(per_chunk, job.count - first);
-      STRATA_CHECK_CUDA(cudaMemcpyAsync(host_data + first * element, src + first * element, n * element,
-                                        cudaMemcpyDeviceToHost, e.stream()));
-      e.event(c).record(e.stream());
-    }
+    for (std::size_t c = 0; c < std::min(chunks, kRing); ++c) download_chunk(c);
   for (std::size_t c = 0; c < chunks; ++c) {
-    const std::size_t first = c * per_chunk, n = std::min(per_chunk, job.count - first);
-    if (download) e.wait(d, info, &e.event(c));
-    host::Transport t(comm, d, info, e.workspace());
+    if (armed[c % kRing]) e.wait(&e.event(c % kRing));
+    armed[c % kRing] = false;
+    host::Transport t(comm, e.deadline(), e.info(), e.workspace());
     plan::Job chunk;
-    chunk.in = chunk.out = host_data + first * element;
-    chunk.count = n;
+    chunk.in = chunk.out = buffer(c);
+    chunk.count = count_of(c);
     chunk.dtype = job.dtype;
     chunk.op = job.op;
     chunk.root = job.root;
     chunk.shards = job.shards;
-    chunk.chunk_bytes = 256 * 1024;
+    chunk.chunk_bytes = kHostChunkBytes;
     run(t, chunk);
-    if (receive && dst)
-      STRATA_CHECK_CUDA(cudaMemcpyAsync(dst + first * element, host_data + first * element, n * element,
+    if (receive && dst) {
+      STRATA_CHECK_CUDA(cudaMemcpyAsync(dst + first_of(c) * element, buffer(c), count_of(c) * element,
                                         cudaMemcpyHostToDevice, e.stream()));
+      if (!download) {  // the host fills this buffer again for chunk c + kRing
+        e.event(c % kRing).record(e.stream());
+        armed[c % kRing] = true;
+      }
+    }
+    // Queued behind this chunk's upload on the same stream, so it cannot
+    // overwrite the buffer before the upload read it.
+    if (download && c + kRing < chunks) download_chunk(c + kRing);
   }
-  e.wait(d, info);
+  e.wait();
 }
 
 }  // namespace strata::nccl

@@ -20,6 +20,9 @@ struct Algorithm {
   // Inside one node it runs over the node's shared-memory segment (flat on a
   // one-node job, and as the intra-node level of "a/b").
   bool shared_memory = false;
+  // It runs over NCCL communicators: a plan may use it over a group of ranks
+  // only where the GPU control plane lets NCCL run there (plan::Layout).
+  bool nccl = false;
 };
 
 using Catalogue = std::span<const Algorithm* const>;

@@ -17,7 +17,13 @@ namespace {
 // Several nodes: shared memory inside the node, latency-bound recursive
 // halving-doubling across nodes for small messages, slice owners for medium
 // and the pipelined ring for large ones. Reduce and broadcast: a binomial
-// tree while latency dominates, the pipelined ring above. CUDA memory: NCCL.
+// tree while latency dominates, the pipelined ring above.
+// CUDA memory (docs/GPU.md, "Which algorithm"): NCCL where the GPU control
+// plane allows it for the groups a plan runs over — flat on one node,
+// NCCL inside the node then NCCL across nodes on several — else psgpu
+// inside the node (it needs no NCCL) and the host tables' cross levels
+// through pinned copies; reduce and broadcast: flat NCCL, else the host
+// table through pinned copies.
 // Written as tuples (not parsed text) so they need no catalogue; a unit test
 // checks that every name in them is registered.
 constexpr long long k64KiB = 64LL << 10, k16MiB = 16LL << 20;
@@ -25,6 +31,11 @@ const Spec kOneNode{{{"pscpu", 1, -1}}};
 const Spec kMultiNode{{{"pscpu/rechd", 1, k64KiB}, {"pscpu/pscpu", 1, k16MiB}, {"pscpu/xring", 1, -1}}};
 const Spec kRooted{{{"tree", 1, k64KiB}, {"xring", 1, -1}}};
 const Spec kCuda{{{"nccl", 1, -1}}};
+const Spec kCudaNoNccl{{{"psgpu", 1, -1}}};
+const Spec kCudaNodes{{{"nccl/nccl", 1, -1}}};
+const Spec kCudaNcclInside{{{"nccl/rechd", 1, k64KiB}, {"nccl/pscpu", 1, k16MiB}, {"nccl/xring", 1, -1}}};
+const Spec kCudaNcclAcross{{{"psgpu/nccl", 1, -1}}};
+const Spec kCudaNoNcclNodes{{{"psgpu/rechd", 1, k64KiB}, {"psgpu/pscpu", 1, k16MiB}, {"psgpu/xring", 1, -1}}};
 
 std::string_view intra_level(std::string_view name) { return name.substr(0, name.find('/')); }
 std::string_view cross_level(std::string_view name) {
@@ -69,10 +80,19 @@ std::string Choice::name() const {
 
 std::string Choice::describe() const { return shards > 1 ? fmt::format("{}#{}", name(), shards) : name(); }
 
-const Spec& default_spec(Collective collective, Memory memory, int node_count) {
-  if (memory == Memory::cuda) return kCuda;
+const Spec& default_spec(Collective collective, Memory memory, const Layout& layout) {
+  if (memory == Memory::cuda) {
+    if (collective != Collective::all_reduce || layout.node_count == 1)
+      return layout.nccl_world ? kCuda : collective == Collective::all_reduce ? kCudaNoNccl : kRooted;
+    if (layout.nccl_node) return layout.nccl_cross ? kCudaNodes : kCudaNcclInside;
+    return layout.nccl_cross ? kCudaNcclAcross : kCudaNoNcclNodes;
+  }
   if (collective != Collective::all_reduce) return kRooted;
-  return node_count > 1 ? kMultiNode : kOneNode;
+  return layout.node_count > 1 ? kMultiNode : kOneNode;
+}
+
+const Spec& default_spec(Collective collective, Memory memory, int node_count) {
+  return default_spec(collective, memory, Layout{node_count, 1});
 }
 
 Spec resolve_spec(std::string_view configured, Catalogue known) {
@@ -116,7 +136,7 @@ Choice choose(Catalogue known, const Spec& spec, Collective collective, std::siz
     throw InvalidArgument(
         "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
         "use automatic or ring for host tensors");
-  const Spec& defaults = default_spec(collective, memory, layout.node_count);
+  const Spec& defaults = default_spec(collective, memory, layout);
   const SpecEntry& entry = implementation == Implementation::ring   ? SpecEntry{"xring", 1, -1}
                            : implementation == Implementation::nccl ? kCuda.entries.front()
                            : spec.is_auto()                         ? defaults.select(bytes)

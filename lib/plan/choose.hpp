@@ -40,11 +40,23 @@ struct Choice {
 struct Layout {
   int node_count = 1;  // nodes (real or virtual)
   int local_size = 1;  // ranks on this rank's node
+  // CUDA memory: whether NCCL may run over the whole communicator, inside
+  // every node and across nodes. The GPU control plane's verdicts
+  // (lib/topo/gpu_plane.hpp), identical on every rank, so every rank plans
+  // the same; true where nothing is known (host memory, tests).
+  bool nccl_world = true;
+  bool nccl_node = true;
+  bool nccl_cross = true;
 };
 
 // The table "auto" stands for: host memory, one node: shared-memory pscpu;
-// several nodes: hierarchical plans; reduce and broadcast: tree then xring;
-// CUDA memory: flat nccl (measurements behind them: docs/ALGORITHMS.md).
+// several nodes: hierarchical plans; reduce and broadcast: tree then xring
+// (measurements behind them: docs/ALGORITHMS.md). CUDA memory: flat nccl on
+// one node and for reduce/broadcast, "nccl/nccl" on several nodes; where
+// the layout's NCCL flags forbid a level, psgpu inside the node and the
+// host tables' levels (through pinned copies) instead (docs/GPU.md).
+const Spec& default_spec(Collective collective, Memory memory, const Layout& layout);
+// The same for a layout of `node_count` nodes where NCCL may run everywhere.
 const Spec& default_spec(Collective collective, Memory memory, int node_count);
 
 // The spec a communicator uses: `configured` if non-empty, else

@@ -9,15 +9,23 @@
 #include <vector>
 
 #include "strata/topology.hpp"
+#include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 
 namespace strata::topo {
 
+// What this process sees of CUDA (the GPU backend's probe_devices()).
+struct CudaProbe {
+  std::vector<std::string> bus_ids;  // PCI bus id of each CUDA device, by CUDA index; empty without one
+  std::vector<int> modes;            // compute mode of each (kCompute* in topo/gpu_plane.hpp), -1 unknown
+  std::string problem;               // why CUDA cannot be used in this process; "" when it can
+};
+
 // Collective over `comm`; `split` must be split_nodes(comm)'s result (or the
-// same grouping). `cuda_bus_ids`: the PCI bus ids of the CUDA devices this
-// process sees, by CUDA index (the GPU backend's visible_devices(); empty
-// without one), for the GPU assignment. Otherwise as
-// strata::discover_topology.
-Topology discover(MPI_Comm comm, const NodeSplit& split, std::vector<std::string> cuda_bus_ids);
+// same grouping). `cuda` feeds the GPU assignment (and the rows). When
+// `gpu_rows` is given, it receives the GPU control plane's table, one row
+// per rank, identical on every rank. Otherwise as strata::discover_topology.
+Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda,
+                  std::vector<GpuRow>* gpu_rows = nullptr);
 
 }  // namespace strata::topo

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "topo/advice.hpp"
 #include "topo/discover.hpp"
 #include "topo/gpu_map.hpp"
+#include "topo/gpu_plane.hpp"
 #include "topo/hwloc_node.hpp"
 #include "topo/node_split.hpp"
 
@@ -34,8 +36,11 @@ namespace {
 // node's leader.
 struct Record {
   std::string hostname;
+  std::string host_id;  // topo::host_identity(): tells hosts apart as NCCL does
   topo::Binding binding;
   std::vector<std::string> cuda_bus_ids;  // by CUDA device index
+  std::vector<int> cuda_modes;            // compute mode of each
+  std::string cuda_problem;               // why CUDA is unusable in this process ("" when it is usable)
   std::string gpu_map;                    // STRATA_GPU_MAP as this process sees it
   bool has_hardware = false;
   topo::NodeHardware hardware;
@@ -103,9 +108,12 @@ class Reader {
 std::string encode(const Record& r) {
   Writer w;
   w.put(r.hostname);
+  w.put(r.host_id);
   w.put(r.binding.cores);
   w.put(r.binding.numa);
   w.put(r.cuda_bus_ids);
+  w.put(r.cuda_modes);
+  w.put(r.cuda_problem);
   w.put(r.gpu_map);
   w.put(static_cast<std::int32_t>(r.has_hardware));
   if (r.has_hardware) {
@@ -125,9 +133,12 @@ Record decode(std::string_view bytes) {
   Reader in(bytes);
   Record r;
   r.hostname = in.get_string();
+  r.host_id = in.get_string();
   r.binding.cores = in.get_ints();
   r.binding.numa = in.get_ints();
   r.cuda_bus_ids = in.get_strings();
+  r.cuda_modes = in.get_ints();
+  r.cuda_problem = in.get_string();
   r.gpu_map = in.get_string();
   r.has_hardware = in.get_int() != 0;
   if (r.has_hardware) {
@@ -229,14 +240,17 @@ std::string local_record(MPI_Comm node, bool leader, Record& record) {
 
 namespace topo {
 
-Topology discover(MPI_Comm comm, const NodeSplit& split, std::vector<std::string> cuda_bus_ids) {
+Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, std::vector<GpuRow>* gpu_rows) {
   int rank = 0, size = 1;
   STRATA_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   STRATA_CHECK_MPI(MPI_Comm_size(comm, &size));
 
   Record mine;
   mine.hostname = util::hostname();
-  mine.cuda_bus_ids = std::move(cuda_bus_ids);
+  mine.host_id = topo::host_identity();
+  mine.cuda_bus_ids = cuda.bus_ids;
+  mine.cuda_modes = cuda.modes;
+  mine.cuda_problem = cuda.problem;
   if (const char* map = std::getenv("STRATA_GPU_MAP")) mine.gpu_map = map;
   const std::string error = local_record(split.node, split.local_rank == 0, mine);
   // Agree before the all-gather: a rank that failed must not leave the
@@ -283,6 +297,29 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, std::vector<std::string
     std::vector<std::vector<int>> rank_numa;
     for (const int peer : node.ranks) rank_numa.push_back(topology.ranks[peer].numa);
     info.gpu = topo::assign_gpu({node.gpus, rank_numa}, info.local_rank, records[r].cuda_bus_ids, records[r].gpu_map);
+  }
+  // The GPU control plane's table: one row per rank (topo/gpu_plane.hpp).
+  if (gpu_rows) {
+    gpu_rows->clear();
+    for (int r = 0; r < size; ++r) {
+      const RankInfo& info = topology.ranks[r];
+      Record& record = records[r];
+      GpuRow row;
+      row.hostname = record.hostname;
+      row.host = record.host_id;
+      row.node = info.node;
+      row.local_rank = info.local_rank;
+      // A process whose CUDA is unusable has no device, whatever the map says.
+      row.device = record.cuda_problem.empty() ? info.gpu.cuda_device : -1;
+      row.problem = !record.cuda_problem.empty() ? record.cuda_problem : row.device < 0 ? info.gpu.how : "";
+      for (const std::string& id : record.cuda_bus_ids) {
+        std::string lower = id;
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        row.bus_ids.push_back(std::move(lower));
+      }
+      row.modes = std::move(record.cuda_modes);
+      gpu_rows->push_back(std::move(row));
+    }
   }
   if (rank == 0) topo::warn_about_binding_once(topology);
   return topology;

@@ -200,7 +200,7 @@ def git(*args):
 
 def assemble(build, out):
     build = os.path.realpath(build)
-    config = open(os.path.join(build, "strata_config.h")).read()
+    config = open(os.path.join(build, "include", "strata", "version.hpp")).read()
     if not re.search(r"#define STRATA_HAVE_CUDA 1", config):
         fail(f"{build} was built without the GPU backend: configure it with -Dcuda=enabled")
 

@@ -59,6 +59,7 @@ TEST_ORDER = [
     ("tests", r"^test_gpu_kernels"),
     ("tests", r"^strata-gpu-kernels$"),
     ("tests", r"^test_gpu_collectives-np1\b"),
+    ("tests", r"^test_gpu_stream-np1\b"),
     ("tests", r"^test_gpu_collectives-np2-rpn1$"),
     ("tests", r"^test_gpu_batch-np1\b"),
     ("tests", r"^test_gpu_batch-np2-rpn1$"),

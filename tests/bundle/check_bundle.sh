@@ -24,7 +24,7 @@ OUTSIDE_OK='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libuti
 
 if [ "${1:-}" = --from-build ]; then
   build=${2:?--from-build needs a build directory}
-  if ! grep -q '#define STRATA_HAVE_CUDA 1' "$build/strata_config.h"; then
+  if ! grep -q '#define STRATA_HAVE_CUDA 1' "$build/include/strata/version.hpp"; then
     echo "check_bundle: SKIP: $build has no GPU backend (configure with -Dcuda=enabled)"
     exit 77
   fi

@@ -7,8 +7,13 @@
 //     ranks and to one rank (others untouched), mean over ranks x replicas,
 //     and broadcast to all and to one rank.
 // Data are small integers, so every reduction order gives the same exact
-// result. A case raising Unavailable (the flat NCCL path with two replicas
-// on one GPU) is reported and counted as skipped. Exits 77 without a device.
+// result. Uploads are pageable cudaMemcpy on the legacy default stream,
+// which strata's work follows by default (CommunicationOptions::stream).
+// The communicator's default spec ("auto") follows the GPU control plane,
+// so it must pass in every layout; an explicit spec whose NCCL levels the
+// plane refuses here (ranks sharing a GPU) raises Unavailable on every
+// rank, which is reported with its reason and counted as skipped. Exits 77
+// without a device.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -153,6 +158,7 @@ void replica_cases(Communicator& comm, const std::vector<int>& devices, const st
       } catch (const Unavailable& e) {
         if (rank == 0) std::printf("skip %s: %s\n", label.c_str(), e.what());
         ++skipped;
+        if (spec == "auto") verdict(false, "auto was refused: " + std::string(e.what()));
         return;
       }
       bool ok = true;
@@ -176,8 +182,15 @@ void replica_cases(Communicator& comm, const std::vector<int>& devices, const st
       owned.back()->upload(host_values(DataType::f32, 100003, 9, rank, r));
       value.push_back(owned.back()->t);
     }
-    strategy.broadcast(value, destination < 0 ? Destination::all_ranks() : Destination::rank(destination), size - 1,
-                       options);
+    try {
+      strategy.broadcast(value, destination < 0 ? Destination::all_ranks() : Destination::rank(destination),
+                         size - 1, options);
+    } catch (const Unavailable& e) {
+      if (rank == 0) std::printf("skip %s broadcast: %s\n", spec.c_str(), e.what());
+      ++skipped;
+      if (spec == "auto") verdict(false, "auto broadcast was refused: " + std::string(e.what()));
+      return;
+    }
     bool ok = true;
     const bool lands = destination < 0 || destination == rank;
     for (int r = 0; r < replicas; ++r)
@@ -214,7 +227,7 @@ int main(int argc, char** argv) {
     // Two replicas: on their own devices where there are two, else sharing.
     const std::vector<int> devices = count >= 2 ? std::vector<int>{device, (device + 1) % count}
                                                 : std::vector<int>{device, device};
-    for (const char* spec : {"psgpu", "xring", "nccl/xring", "nccl/pscpu", "pscpu/pscpu", "nccl"})
+    for (const char* spec : {"auto", "psgpu", "xring", "nccl/xring", "nccl/pscpu", "pscpu/pscpu", "nccl"})
       replica_cases(comm, devices, spec);
   }
   if (rank == 0) std::printf("%d cases, %d failing, %d specs skipped (Unavailable)\n", cases, failures, skipped);

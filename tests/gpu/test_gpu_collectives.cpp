@@ -1,42 +1,80 @@
-// Every GPU algorithm x op x dtype through the backend seam against a host
-// reference, and identical bits on every rank. Run under mpirun with
-// STRATA_RANKS_PER_NODE (virtual nodes), so hierarchical paths run even with
-// one GPU; NCCL communicators that would put two ranks on one GPU are
-// refused by the backend with Unavailable, which this test reports as a
-// skipped case. Exits 77 without a CUDA device.
+// Every GPU plan x op x dtype through the public API on CUDA tensors
+// against a host reference, identical bits on every rank, in and out of
+// place; min/max with NaN inputs (one semantics on every path: NaN wins);
+// a message of several host-staging chunks; reduce and broadcast. Each spec is a Communicator's all_reduce_spec, so
+// the call takes the real path: plan (plan::choose, the control plane's
+// verdicts), execute (the registry's GPU levels, the one hierarchical
+// driver), finish.
+//
+// Run under mpirun with STRATA_RANKS_PER_NODE (virtual nodes), so
+// hierarchical paths run even with one GPU. A spec whose NCCL levels the
+// control plane refuses here (two ranks of one NCCL communicator on one
+// GPU) must raise Unavailable on every rank with the same text before any
+// work: the test checks that, reports the case as skipped with the reason,
+// and goes on. "auto" must never be refused. Exits 77 without a CUDA device.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
-#include "util/half.hpp"
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
-#include "strata/errors.hpp"
-#include "exec/execute.hpp"
-#include "exec/registry.hpp"
-#include "plan/choose.hpp"
-#include "topo/discover.hpp"
-#include "topo/node_split.hpp"
+#include "strata/strata.hpp"
+#include "util/half.hpp"
 
 using namespace strata;
 
 namespace {
 
+int rank = 0, size = 1, failures = 0, cases = 0, skipped = 0;
+
+std::uint64_t fnv(const std::vector<std::byte>& bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::byte b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
+  return h;
+}
+
+bool same_everywhere(std::uint64_t mine) {
+  std::uint64_t first = mine;
+  MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  int same = first == mine;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return same;
+}
+
+bool agreed(bool ok) {
+  int all = ok;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all;
+}
+
+void verdict(bool ok, const std::string& what) {
+  ++cases;
+  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
+  if (!agreed(ok)) ++failures;
+}
+
+bool floating(DataType d) {
+  return d == DataType::f32 || d == DataType::f64 || d == DataType::f16 || d == DataType::bf16;
+}
+
 // Small integers in every dtype: sums, products and means are exact and
 // independent of the reduction order, so any correct algorithm matches.
-std::vector<std::byte> make_input(DataType dtype, std::size_t count, int rank) {
+// With `nan`, a floating input also holds a quiet NaN where i % 97 == rank.
+std::vector<std::byte> make_input(DataType dtype, std::size_t count, int q, bool nan) {
   const std::size_t e = dtype_size(dtype);
   std::vector<std::byte> bytes(count * e);
   for (std::size_t i = 0; i < count; ++i) {
-    const int v = int((i * 7 + std::size_t(rank) * 3) % 5) - 2;
+    const int v = int((i * 7 + std::size_t(q) * 3) % 5) - 2;
     std::byte* at = bytes.data() + i * e;
-    const float f = float(v);
-    const double d = double(v);
+    const bool here = nan && i % 97 == std::size_t(q);
+    const float f = here ? std::numeric_limits<float>::quiet_NaN() : float(v);
+    const double d = here ? std::numeric_limits<double>::quiet_NaN() : double(v);
     const long long l = v;
     switch (dtype) {
       case DataType::f32: std::memcpy(at, &f, e); break;
@@ -49,25 +87,154 @@ std::vector<std::byte> make_input(DataType dtype, std::size_t count, int rank) {
   return bytes;
 }
 
-std::uint64_t fnv(const std::vector<std::byte>& bytes) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::byte b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
-  return h;
+bool is_nan(const std::byte* at, DataType dtype) {
+  switch (dtype) {
+    case DataType::f32: { float f; std::memcpy(&f, at, 4); return std::isnan(f); }
+    case DataType::f64: { double d; std::memcpy(&d, at, 8); return std::isnan(d); }
+    case DataType::f16: { std::uint16_t h; std::memcpy(&h, at, 2); return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+    case DataType::bf16: { std::uint16_t h; std::memcpy(&h, at, 2); return (h & 0x7f80) == 0x7f80 && (h & 0x7f); }
+    default: return false;
+  }
 }
 
-// What the planner makes of `spelled` for one call (the same resolution the
-// Communicator does): the name the backend runs and the host algorithm of a
-// staged level.
-struct Planned {
-  std::string name;
-  int shards = 1;
-  const host::Algorithm* host_algorithm = nullptr;
+// Bits equal, or both NaN (payloads may differ between host and GPU arithmetic).
+bool matches(const std::vector<std::byte>& got, const std::vector<std::byte>& want, DataType dtype) {
+  const std::size_t e = dtype_size(dtype);
+  for (std::size_t i = 0; i < got.size(); i += e)
+    if (std::memcmp(&got[i], &want[i], e) != 0 && !(is_nan(&got[i], dtype) && is_nan(&want[i], dtype))) return false;
+  return true;
+}
+
+struct Device {
+  void* p = nullptr;
+  explicit Device(std::size_t bytes) { cudaMalloc(&p, bytes ? bytes : 1); }
+  ~Device() { cudaFree(p); }
 };
-Planned plan_for(const char* spelled, Collective collective, std::size_t bytes, const topo::NodeSplit& split) {
-  const plan::Spec spec = plan::parse_spec(spelled, exec::catalogue());
-  const plan::Choice choice = plan::choose(exec::catalogue(), spec, collective, bytes, Implementation::automatic,
-                                           Memory::cuda, {split.node_count, split.local_size});
-  return {choice.name(), choice.shards, exec::staged_level(choice)};
+
+// Runs `call`; on Unavailable checks that every rank raised the same text.
+// Returns false (skipped) when it was refused.
+template <typename Call>
+bool run_or_skip(const std::string& label, Call&& call) {
+  std::string refused;
+  try {
+    call();
+  } catch (const Unavailable& e) {
+    refused = e.what();
+  }
+  // Identical outcome on every rank: refused with one text, or not at all.
+  // (Messages start "strata [host:rank]:", which differs; compare the rest.)
+  const std::string tail = refused.substr(std::min(refused.size(), refused.find("]: ") + 1));
+  verdict(same_everywhere(refused.empty() ? 0 : fnv(std::vector<std::byte>(
+                                                    reinterpret_cast<const std::byte*>(tail.data()),
+                                                    reinterpret_cast<const std::byte*>(tail.data()) + tail.size()))),
+          label + ": ranks disagree on whether (or why) it is Unavailable");
+  if (refused.empty()) return true;
+  if (rank == 0) std::printf("skip %s: %s\n", label.c_str(), refused.c_str());
+  ++skipped;
+  return false;
+}
+
+void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
+  const DataType dtypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i8,
+                             DataType::u8,  DataType::i32, DataType::u32, DataType::i64,  DataType::u64};
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
+  for (const std::size_t count : {std::size_t(5), std::size_t(4099), std::size_t(300001)})
+    for (DataType dtype : dtypes)
+      for (ReduceOp op : ops)
+        for (const bool nan : {false, true}) {
+          if (nan && !(floating(dtype) && (op == ReduceOp::min || op == ReduceOp::max))) continue;
+          // The large size (vector bodies, chunked staging) for one dtype of each width class.
+          if (count > 10000 && dtype != DataType::f32 && dtype != DataType::bf16 && dtype != DataType::i64) continue;
+          const std::size_t e = dtype_size(dtype), bytes = count * e;
+          std::vector<std::byte> want = make_input(dtype, count, 0, nan);
+          for (int q = 1; q < size; ++q) {
+            const auto other = make_input(dtype, count, q, nan);
+            host::reduce_into(want.data(), want.data(), other.data(), count, dtype,
+                              op == ReduceOp::mean ? ReduceOp::sum : op);
+          }
+          if (op == ReduceOp::mean) host::divide_by(want.data(), count, dtype, std::size_t(size));
+          const auto input = make_input(dtype, count, rank, nan);
+          Device din(bytes), dout(bytes);
+          for (const bool in_place : {false, true}) {
+            // Pageable cudaMemcpy on the legacy default stream: strata orders
+            // its work after that stream by default (CommunicationOptions::stream).
+            cudaMemcpy(din.p, input.data(), bytes, cudaMemcpyHostToDevice);
+            const std::string label = spec + " " + std::string(to_string(dtype)) + " " + std::string(to_string(op)) +
+                                      " count " + std::to_string(count) + (nan ? " with NaN" : "") +
+                                      (in_place ? " in place" : " out of place");
+            const Tensor in{din.p, count, dtype, Memory::cuda, device};
+            const Tensor out{in_place ? din.p : dout.p, count, dtype, Memory::cuda, device};
+            if (!run_or_skip(label, [&] { comm.all_reduce(in, out, op, {.timeout_seconds = 120}); })) return;
+            std::vector<std::byte> got(bytes);
+            cudaMemcpy(got.data(), out.data, bytes, cudaMemcpyDeviceToHost);
+            verdict(matches(got, want, dtype), label + ": differs from the host reference");
+            verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+          }
+        }
+}
+
+// A message of several host-staging chunks (4 MiB each, a ring of four
+// pinned buffers): the ring wraps around and the last chunk is partial.
+void large_case(Communicator& comm, const std::string& spec, int device) {
+  const std::size_t count = 5000003, bytes = count * 4;
+  std::vector<std::byte> want = make_input(DataType::f32, count, 0, false);
+  for (int q = 1; q < size; ++q)
+    host::reduce_into(want.data(), want.data(), make_input(DataType::f32, count, q, false).data(), count,
+                      DataType::f32, ReduceOp::sum);
+  const auto input = make_input(DataType::f32, count, rank, false);
+  Device d(bytes);
+  cudaMemcpy(d.p, input.data(), bytes, cudaMemcpyHostToDevice);
+  const Tensor t{d.p, count, DataType::f32, Memory::cuda, device};
+  const std::string label = spec + " f32 sum count 5000003 (several staging chunks) in place";
+  if (!run_or_skip(label, [&] { comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 300}); })) return;
+  std::vector<std::byte> got(bytes);
+  cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
+  verdict(got == want, label + ": differs from the host reference");
+  verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+}
+
+void rooted_cases(Communicator& comm, const std::string& spec, int device) {
+  const std::size_t count = 100003, bytes = count * 4;
+  for (int root : {0, size - 1}) {
+    // Broadcast from root.
+    {
+      const auto mine = make_input(DataType::i32, count, rank, false);
+      Device d(bytes);
+      cudaMemcpy(d.p, mine.data(), bytes, cudaMemcpyHostToDevice);
+      const std::string label = spec + " broadcast from " + std::to_string(root);
+      if (!run_or_skip(label, [&] {
+            comm.broadcast({d.p, count, DataType::i32, Memory::cuda, device}, root, {.timeout_seconds = 120});
+          }))
+        return;
+      std::vector<std::byte> got(bytes);
+      cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
+      verdict(got == make_input(DataType::i32, count, root, false), label + ": wrong");
+    }
+    // Reduce (max, with NaN in f32) to root.
+    for (const DataType dtype : {DataType::i32, DataType::f32}) {
+      const bool nan = dtype == DataType::f32;
+      const auto mine = make_input(dtype, count, rank, nan);
+      std::vector<std::byte> want = make_input(dtype, count, 0, nan);
+      for (int q = 1; q < size; ++q)
+        host::reduce_into(want.data(), want.data(), make_input(dtype, count, q, nan).data(), count, dtype,
+                          ReduceOp::max);
+      Device din(bytes), dout(bytes);
+      cudaMemcpy(din.p, mine.data(), bytes, cudaMemcpyHostToDevice);
+      const std::string label = spec + " reduce max " + std::string(to_string(dtype)) + " to " + std::to_string(root);
+      if (!run_or_skip(label, [&] {
+            comm.reduce({din.p, count, dtype, Memory::cuda, device}, {dout.p, count, dtype, Memory::cuda, device},
+                        ReduceOp::max, root, {.timeout_seconds = 120});
+          }))
+        return;
+      if (rank == root) {
+        std::vector<std::byte> got(bytes);
+        cudaMemcpy(got.data(), dout.p, bytes, cudaMemcpyDeviceToHost);
+        verdict(matches(got, want, dtype), label + ": wrong on the root");
+      } else {
+        verdict(true, label);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -75,111 +242,24 @@ Planned plan_for(const char* spelled, Collective collective, std::size_t bytes, 
 int main(int argc, char** argv) {
   gpu_test::skip_without_device("test_gpu_collectives");
   MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  topo::NodeSplit split = topo::split_nodes(MPI_COMM_WORLD);
-  int failures = 0, cases = 0, skipped = 0;
-  {
-    // The device topology discovery assigns (with virtual nodes on one GPU,
-    // every rank gets device 0).
-    const Topology topology = topo::discover(MPI_COMM_WORLD, split, gpu::visible_devices());
-    auto backend = gpu::make_backend(MPI_COMM_WORLD, split, topology.ranks[std::size_t(rank)].gpu.cuda_device);
-    const char* algorithms[] = {"nccl",       "psgpu",       "psgpu#2",     "nccl/nccl", "nccl/xring",
-                                "nccl/rechd", "nccl/pscpu",  "psgpu/xring", "psgpu/pscpu", "xring"};
-    const DataType dtypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i8,
-                               DataType::u8,  DataType::i32, DataType::u32, DataType::i64,  DataType::u64};
-    const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
-    for (const char* spelled : algorithms) {
-      bool unavailable = false;
-      for (DataType dtype : dtypes)
-        for (ReduceOp op : ops)
-          for (std::size_t count : {std::size_t(5), std::size_t(4099), std::size_t(300001)}) {
-            if (unavailable) continue;
-            const std::size_t e = dtype_size(dtype), bytes = count * e;
-            // Reference: host reduction in rank order, then mean's division.
-            std::vector<std::byte> want = make_input(dtype, count, 0);
-            for (int r = 1; r < size; ++r) {
-              const auto other = make_input(dtype, count, r);
-              host::reduce_into(want.data(), want.data(), other.data(), count, dtype,
-                                op == ReduceOp::mean ? ReduceOp::sum : op);
-            }
-            if (op == ReduceOp::mean) host::divide_by(want.data(), count, dtype, std::size_t(size));
-            const auto input = make_input(dtype, count, rank);
-            void *din = nullptr, *dout = nullptr;
-            cudaMalloc(&din, bytes);
-            cudaMalloc(&dout, bytes);
-            cudaMemcpy(din, input.data(), bytes, cudaMemcpyHostToDevice);
-            const Planned planned = plan_for(spelled, Collective::all_reduce, bytes, split);
-            for (int in_place = 0; in_place < 2; ++in_place) {
-              gpu::GpuJob job;
-              job.in = din;
-              job.out = in_place ? din : dout;
-              job.count = count;
-              job.dtype = dtype;
-              job.op = op;
-              job.contributors = std::size_t(size);
-              job.algorithm = planned.name;
-              job.host_algorithm = planned.host_algorithm;
-              job.shards = planned.shards;
-              job.sequence = std::uint64_t(++cases);
-              try {
-                backend->all_reduce(job, util::Deadline(120));
-              } catch (const Unavailable& ex) {
-                if (rank == 0) std::printf("skip %s: %s\n", spelled, ex.what());
-                unavailable = true;
-                ++skipped;
-                break;
-              }
-              std::vector<std::byte> got(bytes);
-              cudaMemcpy(got.data(), job.out, bytes, cudaMemcpyDeviceToHost);
-              std::uint64_t mine = fnv(got), first = mine;
-              MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-              const bool ok = got == want && mine == first;
-              int all_ok = ok;
-              MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-              if (!ok)
-                std::printf("FAIL on rank %d: %s %s %s count %zu %s: %s\n", rank, spelled,
-                            std::string(to_string(dtype)).c_str(), std::string(to_string(op)).c_str(), count,
-                            in_place ? "in place" : "out of place",
-                            got != want ? "differs from the host reference" : "differs from rank 0");
-              if (!all_ok) ++failures;
-              cudaMemcpy(din, input.data(), bytes, cudaMemcpyHostToDevice);
-            }
-            cudaFree(din);
-            cudaFree(dout);
-          }
-    }
-    // Broadcast and reduce on the flat paths.
-    for (const char* name : {"nccl", "psgpu", "xring"}) {
-      const std::size_t count = 100003, bytes = count * 4;
-      auto input = make_input(DataType::i32, count, rank);
-      const auto root_data = make_input(DataType::i32, count, size - 1);
-      void* d = nullptr;
-      cudaMalloc(&d, bytes);
-      cudaMemcpy(d, input.data(), bytes, cudaMemcpyHostToDevice);
-      gpu::GpuJob job;
-      job.in = job.out = d;
-      job.count = count;
-      job.dtype = DataType::i32;
-      job.root = size - 1;
-      const Planned planned = plan_for(name, Collective::broadcast, bytes, split);
-      job.algorithm = planned.name;
-      job.host_algorithm = planned.host_algorithm;
-      try {
-        backend->broadcast(job, util::Deadline(120));
-        std::vector<std::byte> got(bytes);
-        cudaMemcpy(got.data(), d, bytes, cudaMemcpyDeviceToHost);
-        if (got != root_data) ++failures, std::printf("FAIL on rank %d: broadcast %s\n", rank, name);
-      } catch (const Unavailable& ex) {
-        ++skipped;
-        if (rank == 0) std::printf("skip broadcast %s: %s\n", name, ex.what());
-      }
-      cudaFree(d);
-    }
+  for (const char* spec : {"auto", "nccl", "psgpu", "psgpu#2", "nccl/nccl", "nccl/xring", "nccl/rechd", "nccl/pscpu",
+                           "psgpu/xring", "psgpu/pscpu", "psgpu/nccl", "xring", "pscpu/pscpu"}) {
+    Communicator comm(MPI_COMM_WORLD, Config{spec, 0});
+    const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
+    if (rank == 0)
+      std::printf("spec %s: all_reduce of 1 MiB runs %s\n", spec,
+                  comm.algorithm_for(1 << 20, Collective::all_reduce, Memory::cuda).c_str());
+    const int before = skipped;
+    all_reduce_cases(comm, spec, device);
+    large_case(comm, spec, device);
+    rooted_cases(comm, spec, device);
+    if (std::string(spec) == "auto")
+      verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
   }
-  topo::free_split(split);
-  if (rank == 0) std::printf("%d cases, %d failing, %d algorithms skipped (Unavailable)\n", cases, failures, skipped);
+  if (rank == 0) std::printf("%d cases, %d failing, %d skipped (Unavailable, same on every rank)\n", cases, failures,
+                             skipped);
   MPI_Finalize();
   return failures ? 1 : 0;
 }

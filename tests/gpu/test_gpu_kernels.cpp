@@ -1,11 +1,16 @@
 // strata's CUDA kernels against the host kernels (lib/host/reduce_kernel):
 // every dtype x op, sizes around the vector width, pointers misaligned in
-// agreeing and disagreeing ways; MEAN scaling; batched pack/unpack. The
-// results must be bit-identical. Exits 77 without a CUDA device.
+// agreeing and disagreeing ways; every f16/bf16 pattern against special and
+// random partners (the native paired instructions give the host's
+// f32-then-round bits; min/max return an operand's original bits); NaN in
+// f32/f64 min/max; MEAN scaling; batched pack/unpack. The results must be
+// bit-identical (NaN results: NaN on both sides). Exits 77 without a CUDA
+// device.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -136,6 +141,90 @@ void check_pack(std::mt19937& rng) {
   cudaFree(base), cudaFree(packed), cudaFree(ddescs);
 }
 
+bool is_nan(const std::byte* at, DataType dtype) {
+  std::uint16_t h = 0;
+  switch (dtype) {
+    case DataType::f32: { float f; std::memcpy(&f, at, 4); return f != f; }
+    case DataType::f64: { double d; std::memcpy(&d, at, 8); return d != d; }
+    case DataType::f16: std::memcpy(&h, at, 2); return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    case DataType::bf16: std::memcpy(&h, at, 2); return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    default: return false;
+  }
+}
+
+// Every 16-bit pattern of f16/bf16 as `a`, against `partners` values of `b`
+// (all special classes plus random patterns): sum and prod must give the
+// host's bits (f32, rounded once) wherever the result is not NaN; min and
+// max must return one operand's original bits, NaN winning. Exhaustive in
+// `a`: about 4 M elements per (dtype, op).
+void check_all_halves(DataType dtype, std::mt19937& rng) {
+  std::vector<std::uint16_t> partners = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x3c00, 0xbc00, 0x7bff, 0x3f80,
+                                         0xbf80, 0x7f7f, 0x0080, 0x7c00, 0xfc00, 0x7f80, 0xff80, 0x7e00, 0x7fc0};
+  while (partners.size() < 64) partners.push_back(std::uint16_t(rng()));
+  const std::size_t n = 65536 * partners.size();
+  std::vector<std::uint16_t> a(n), b(n), want(n), got(n);
+  for (std::size_t i = 0; i < n; ++i) a[i] = std::uint16_t(i % 65536), b[i] = partners[i / 65536];
+  std::uint16_t *da, *db, *dd;
+  CUDA_OK(cudaMalloc(&da, n * 2));
+  CUDA_OK(cudaMalloc(&db, n * 2));
+  CUDA_OK(cudaMalloc(&dd, n * 2));
+  CUDA_OK(cudaMemcpy(da, a.data(), n * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db, b.data(), n * 2, cudaMemcpyHostToDevice));
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    host::reduce_into(want.data(), a.data(), b.data(), n, dtype, op);
+    cuda::reduce(dd, da, db, n, dtype, op, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(got.data(), dd, n * 2, cudaMemcpyDeviceToHost));
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* g = reinterpret_cast<const std::byte*>(&got[i]);
+      const auto* w = reinterpret_cast<const std::byte*>(&want[i]);
+      const bool selects = op == ReduceOp::min || op == ReduceOp::max;
+      const bool ok = selects ? (got[i] == a[i] || got[i] == b[i]) &&
+                                    (got[i] == want[i] || (is_nan(g, dtype) && is_nan(w, dtype)))
+                              : got[i] == want[i] || (is_nan(g, dtype) && is_nan(w, dtype));
+      if (!ok && bad++ < 3)
+        std::printf("FAIL %s %s: a=%04x b=%04x gpu=%04x host=%04x\n", std::string(to_string(dtype)).c_str(),
+                    std::string(to_string(op)).c_str(), a[i], b[i], got[i], want[i]);
+    }
+    if (bad) ++failures;
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dd);
+}
+
+// min/max with NaN in f32/f64: NaN wins and the result is an operand's bits.
+void check_nan_select(DataType dtype, std::mt19937& rng) {
+  const std::size_t e = dtype_size(dtype), n = 4099;
+  std::vector<std::byte> a(n * e), b(n * e), got(n * e), want(n * e);
+  fill(a, dtype, rng);
+  fill(b, dtype, rng);
+  for (std::size_t i = 0; i < n; i += 3) {
+    std::byte* at = (i % 2 ? a : b).data() + i * e;
+    if (dtype == DataType::f32) { const float f = std::numeric_limits<float>::quiet_NaN(); std::memcpy(at, &f, 4); }
+    else { const double d = std::numeric_limits<double>::quiet_NaN(); std::memcpy(at, &d, 8); }
+  }
+  std::byte *da, *db, *dd;
+  CUDA_OK(cudaMalloc(&da, n * e));
+  CUDA_OK(cudaMalloc(&db, n * e));
+  CUDA_OK(cudaMalloc(&dd, n * e));
+  CUDA_OK(cudaMemcpy(da, a.data(), n * e, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db, b.data(), n * e, cudaMemcpyHostToDevice));
+  for (ReduceOp op : {ReduceOp::min, ReduceOp::max}) {
+    host::reduce_into(want.data(), a.data(), b.data(), n, dtype, op);
+    cuda::reduce(dd, da, db, n, dtype, op, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(got.data(), dd, n * e, cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::memcmp(&got[i * e], &want[i * e], e) != 0 || (i % 3 == 0 && !is_nan(&got[i * e], dtype))) {
+        ++failures;
+        std::printf("FAIL NaN %s %s at %zu\n", std::string(to_string(dtype)).c_str(),
+                    std::string(to_string(op)).c_str(), i);
+        break;
+      }
+  }
+  cudaFree(da), cudaFree(db), cudaFree(dd);
+}
+
 }  // namespace
 
 int main() {
@@ -152,6 +241,10 @@ int main() {
     for (std::size_t divisor : {std::size_t(1), std::size_t(3), std::size_t(8), std::size_t(1000)})
       for (std::size_t offset : {std::size_t(0), std::size_t(1)}) check_divide(dtype, 10007, offset, divisor, rng);
   }
+  check_all_halves(DataType::f16, rng);
+  check_all_halves(DataType::bf16, rng);
+  check_nan_select(DataType::f32, rng);
+  check_nan_select(DataType::f64, rng);
   check_pack(rng);
   std::printf("%s\n", failures ? "FAILED" : "OK");
   return failures ? 1 : 0;

@@ -101,6 +101,10 @@ def main():
         wanted = args[args.index("--sizes") + 1].split(",")
         if [p["size"] for p in plans] != wanted:
             fail(f"plan sizes {[p['size'] for p in plans]}, expected {wanted}", proc)
+    # The GPU plan per size, for the same sizes (NCCL where the control plane allows it).
+    cuda = doc.get("cuda_all_reduce")
+    if not cuda or [p["bytes"] for p in cuda] != [p["bytes"] for p in plans] or any(not p["algorithm"] for p in cuda):
+        fail(f"bad CUDA plan rows: {cuda}", proc)
 
 
 if __name__ == "__main__":

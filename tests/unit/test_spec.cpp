@@ -224,6 +224,7 @@ TEST_CASE("the registry's descriptors agree with their backend entry points") {
     CAPTURE(entry.info->name);
     CHECK((entry.host != nullptr) != (entry.gpu != nullptr));
     CHECK(entry.info->memory == (entry.host ? strata::Memory::host : strata::Memory::cuda));
+    if (entry.gpu) CHECK(bool(entry.gpu->make_level));  // its executor comes from the registry
     if (entry.host) {
       CHECK(bool(entry.host->all_reduce));
       CHECK(entry.info->reduce == bool(entry.host->reduce));

@@ -1,0 +1,51 @@
+#include "exec/host_levels.hpp"
+
+#include <cstring>
+
+#include "host/shm_rounds.hpp"
+#include "util/slice.hpp"
+
+namespace strata::exec {
+
+HostLevel::HostLevel(host::Transport& transport, const host::Algorithm& algorithm, host::ShmSegment* segment)
+    : transport_(transport), algorithm_(algorithm), segment_(segment) {
+  transport_.set_shared_memory(segment);
+}
+
+void HostLevel::copy(const plan::Job& job) {
+  if (job.out != job.in && job.out) std::memcpy(job.out, job.in, job.bytes());
+}
+
+void HostLevel::reduce_scatter(const plan::Job& job, int owners) {
+  if (segment_) {
+    host::shm::reduce_scatter(transport_, *segment_, job.in, job.out, job.count, job.dtype, job.op, owners);
+    return;
+  }
+  plan::Job whole = job;
+  whole.shards = 1;
+  algorithm_.all_reduce(transport_, whole);
+}
+
+void HostLevel::all_gather(const plan::Job& job, int owners) {
+  if (segment_) {
+    host::shm::all_gather(transport_, *segment_, job.out, job.count, job.dtype, owners);
+    return;
+  }
+  const std::size_t element = dtype_size(job.dtype);
+  auto* data = static_cast<std::byte*>(job.out);
+  host::Requests requests;
+  for (int s = 0; s < owners; ++s) {
+    const util::Slice slice = util::even_slice(job.count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+    if (slice.count == 0) continue;
+    std::byte* at = data + slice.offset * element;
+    if (s == transport_.rank()) {
+      for (int peer = 0; peer < transport_.size(); ++peer)
+        if (peer != s) transport_.isend(requests, at, slice.count * element, peer);
+    } else {
+      transport_.irecv(requests, at, slice.count * element, s);
+    }
+  }
+  transport_.wait(requests);
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,36 @@
+// The host levels (plan::Level over a host::Transport): a host algorithm on
+// one group of ranks for one call, with the node's shared-memory segment
+// where the plan runs the level over it.
+#pragma once
+
+#include "host/algorithm.hpp"
+#include "host/shm_segment.hpp"
+#include "host/transport.hpp"
+#include "plan/level.hpp"
+
+namespace strata::exec {
+
+class HostLevel final : public plan::Level {
+ public:
+  // `transport` is over the group (and outlives the level). With `segment`
+  // (the group is one node), reduce-scatter and all-gather run over shared
+  // memory and the collectives see it through the transport.
+  HostLevel(host::Transport& transport, const host::Algorithm& algorithm, host::ShmSegment* segment);
+
+  void copy(const plan::Job& job) override;
+  // Without shared memory: the algorithm all-reduces the whole buffer (every
+  // member then holds every slice).
+  void reduce_scatter(const plan::Job& job, int owners) override;
+  // Without shared memory: each owner sends its slice to every other member.
+  void all_gather(const plan::Job& job, int owners) override;
+  void all_reduce(const plan::Job& job) override { algorithm_.all_reduce(transport_, job); }
+  void reduce(const plan::Job& job) override { algorithm_.reduce(transport_, job); }
+  void broadcast(const plan::Job& job) override { algorithm_.broadcast(transport_, job); }
+
+ private:
+  host::Transport& transport_;
+  const host::Algorithm& algorithm_;
+  host::ShmSegment* segment_;
+};
+
+}  // namespace strata::exec

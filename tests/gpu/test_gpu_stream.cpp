@@ -1,0 +1,123 @@
+// Ordering after the producer of the data (CommunicationOptions::stream)
+// and the caller's current device, through the public API on CUDA tensors.
+// The producer stream is held back 200 ms by a host function
+// (cudaLaunchHostFunc) before it uploads the input, and strata is called at
+// once, without synchronising: a call that does not wait for the producer
+// reads the old contents (zeros) and fails. Cases:
+//   - default (stream = nullptr): the producer is the legacy default stream
+//     (where cudaMemcpy and PyTorch's default stream put their work);
+//   - stream = a non-blocking stream of the caller's;
+//   - the same for a batch (batch_all_reduce);
+//   - with two or more devices, the caller's current device is another
+//     one and must be current again after the call (with one device this
+//     cannot be observed, and is reported).
+// Exits 77 without a CUDA device.
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_test.hpp"
+#include "strata/strata.hpp"
+
+using namespace strata;
+
+namespace {
+
+int rank = 0, size = 1, failures = 0;
+constexpr std::size_t kCount = 1 << 22;  // 16 MiB of f32
+
+void verdict(bool ok, const std::string& what) {
+  int all = ok;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
+  if (!all) ++failures;
+  if (all && rank == 0) std::printf("ok: %s\n", what.c_str());
+}
+
+void CUDART_CB hold_back(void*) { usleep(200 * 1000); }
+
+// Enqueues on `stream`: 200 ms of nothing, then the upload of rank + 1.
+void produce(float* device, float* pinned, cudaStream_t stream) {
+  for (std::size_t i = 0; i < kCount; ++i) pinned[i] = float(rank + 1);
+  cudaLaunchHostFunc(stream, hold_back, nullptr);
+  cudaMemcpyAsync(device, pinned, kCount * sizeof(float), cudaMemcpyHostToDevice, stream);
+}
+
+bool holds_sum(const float* device) {
+  std::vector<float> got(kCount);
+  cudaMemcpy(got.data(), device, kCount * sizeof(float), cudaMemcpyDeviceToHost);
+  const float want = float(size * (size + 1) / 2);
+  for (float v : got)
+    if (v != want) return false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gpu_test::skip_without_device("test_gpu_stream");
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  {
+    Communicator comm(MPI_COMM_WORLD);
+    const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
+    cudaSetDevice(device);
+    float *d = nullptr, *pinned = nullptr;
+    cudaMalloc(&d, kCount * sizeof(float));
+    cudaMallocHost(&pinned, kCount * sizeof(float));
+    const Tensor t{d, kCount, DataType::f32, Memory::cuda, device};
+
+    // 1. The legacy default stream, by default.
+    cudaMemset(d, 0, kCount * sizeof(float));
+    cudaDeviceSynchronize();
+    produce(d, pinned, cudaStreamLegacy);
+    comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 120});
+    verdict(holds_sum(d), "all_reduce waits for the legacy default stream by default");
+
+    // 2. The caller's own non-blocking stream, named in the options.
+    cudaStream_t mine = nullptr;
+    cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+    cudaMemset(d, 0, kCount * sizeof(float));
+    cudaDeviceSynchronize();
+    produce(d, pinned, mine);
+    CommunicationOptions options;
+    options.timeout_seconds = 120;
+    options.stream = static_cast<StreamHandle>(mine);
+    comm.all_reduce(t, t, ReduceOp::sum, options);
+    verdict(holds_sum(d), "all_reduce waits for CommunicationOptions::stream");
+
+    // 3. A batch on the caller's stream (two tensors: one pack by default).
+    cudaMemset(d, 0, kCount * sizeof(float));
+    cudaDeviceSynchronize();
+    produce(d, pinned, mine);
+    std::vector<Tensor> halves = {{d, kCount / 2, DataType::f32, Memory::cuda, device},
+                                  {d + kCount / 2, kCount / 2, DataType::f32, Memory::cuda, device}};
+    comm.batch_all_reduce(halves, ReduceOp::sum, options);
+    verdict(holds_sum(d), "batch_all_reduce waits for CommunicationOptions::stream");
+    cudaStreamDestroy(mine);
+
+    // 4. The caller's current device survives the call.
+    int count = 0;
+    cudaGetDeviceCount(&count);
+    if (count >= 2) {
+      const int other = (device + 1) % count;
+      cudaSetDevice(other);
+      comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 120});
+      int current = -1;
+      cudaGetDevice(&current);
+      verdict(current == other, "the caller's current device is current again after the call");
+      cudaSetDevice(device);
+    } else if (rank == 0) {
+      std::printf("note: one CUDA device, so restoring the caller's current device cannot be observed here\n");
+    }
+    cudaFree(d);
+    cudaFreeHost(pinned);
+  }
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}

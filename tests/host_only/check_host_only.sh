@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The host-only build check (CI, from a build with the GPU backend):
+# configure SOURCE with -Dcuda=disabled (no apps, no Python, no
+# optimisation: only whether it compiles and links matters here), build the
+# library and test_gpu_unavailable, then check that
+#   - the library needs neither cudart nor NCCL (readelf NEEDED),
+#   - version.hpp says STRATA_HAVE_CUDA 0,
+#   - test_gpu_unavailable passes there (built() false, a reason, and
+#     make_backend throws Unavailable).
+# The build folder is kept (BUILD/host-only) so reruns are incremental.
+#   check_host_only.sh SOURCE BUILD
+set -euo pipefail
+source_dir=$1
+build=$2/host-only
+start=$(date +%s)
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$source_dir" -Dcuda=disabled -Dapps=false -Dpython=disabled -Dtests=true \
+    -Dbuildtype=plain >"$build.log" 2>&1 || { cat "$build.log"; exit 1; }
+fi
+ninja -C "$build" tests/gpu/test_gpu_unavailable >"$build.log" 2>&1 || { tail -50 "$build.log"; exit 1; }
+echo "host-only build: configured and built in $(( $(date +%s) - start )) s"
+
+status=0
+library=$(ls "$build"/lib/libstrata.so.*.*.* | head -1)
+if readelf -d "$library" | grep -Eq 'NEEDED.*(cudart|nccl)'; then
+  echo "FAIL: the host-only library links CUDA or NCCL:"; readelf -d "$library" | grep NEEDED; status=1
+else
+  echo "ok: $(basename "$library") needs neither cudart nor NCCL"
+fi
+if grep -q '#define STRATA_HAVE_CUDA 0' "$build/include/strata/version.hpp"; then
+  echo "ok: version.hpp says STRATA_HAVE_CUDA 0"
+else
+  echo "FAIL: version.hpp does not say STRATA_HAVE_CUDA 0"; status=1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if output=$("$build/tests/gpu/test_gpu_unavailable" 2>&1) && grep -q "built: 0" <<<"$output"; then
+  echo "ok: test_gpu_unavailable passes in the host-only build"
+else
+  echo "FAIL: test_gpu_unavailable in the host-only build:"; echo "$output"; status=1
+fi
+echo "host-only build check took $(( $(date +%s) - start )) s"
+exit $status
