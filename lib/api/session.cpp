@@ -196,11 +196,12 @@ void Session::run(const Call& call) {
 }
 
 void Session::run_host(const Call& call, const util::Deadline& deadline, bool check) {
-  current_ = {to_string(call.collective), sequence_, call.job.bytes(), "call check"};
+  const std::string_view collective_name = to_string(call.collective);
   std::optional<plan::Fingerprint> mine;
   if (check && size_ > 1) mine = fingerprint(call, sequence_);
   if (call.job.count == 0) {  // still collective: the ranks must agree that it is
-    if (mine) verify(*mine, deadline, current_.collective);
+    current_ = {collective_name, sequence_, 0, "call check"};
+    if (mine) verify(*mine, deadline, collective_name);
     return;
   }
   const std::size_t bytes = call.job.bytes();
@@ -210,7 +211,6 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
   job.chunk_bytes = config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
-  const std::string_view collective_name = to_string(call.collective);
   const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
   current_ = info;
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);

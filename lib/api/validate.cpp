@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "strata/errors.hpp"
+#include "util/element.hpp"
 
 namespace strata::api {
 
@@ -47,23 +48,25 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
                                       tensor.device));
   if (tensor.memory != Memory::host && tensor.memory != Memory::cuda)
     throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
-  const std::size_t element = dtype_size(tensor.dtype);
+  // (No divisions: this runs on every call, and element sizes are powers of two.)
+  const std::size_t element = util::element_bytes(tensor.dtype);  // (dtype checked above)
   // No buffer is larger than PTRDIFF_MAX bytes, and none wraps around the
   // end of the address space: checked here so no byte count downstream can
   // overflow.
-  if (tensor.count > static_cast<std::size_t>(PTRDIFF_MAX) / element)
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(tensor.count, element, &bytes) || bytes > static_cast<std::size_t>(PTRDIFF_MAX))
     throw InvalidArgument(fmt::format("{}.count = {} x {} bytes is larger than any buffer can be", field,
                                       tensor.count, element));
   if (data_required && tensor.data == nullptr && tensor.count > 0)
     throw InvalidArgument(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count));
   const auto address = reinterpret_cast<std::uintptr_t>(tensor.data);
-  if (address > UINTPTR_MAX - tensor.count * element)
-    throw InvalidArgument(fmt::format("{}.data = {} + {} bytes wraps around the address space", field, tensor.data,
-                                      tensor.count * element));
+  if (address > UINTPTR_MAX - bytes)
+    throw InvalidArgument(
+        fmt::format("{}.data = {} + {} bytes wraps around the address space", field, tensor.data, bytes));
   // Element-aligned buffers only: the kernels load whole elements (and
   // vectors of them); a misaligned f64 load is undefined behaviour on the
   // host and a fault on the GPU. Copy unaligned data into an aligned buffer.
-  if (address % element != 0)
+  if ((address & (element - 1)) != 0)
     throw InvalidArgument(fmt::format("{}.data = {} is not aligned to {} bytes, the size of one {} element; pass "
                                       "element-aligned buffers",
                                       field, tensor.data, element, to_string(tensor.dtype)));

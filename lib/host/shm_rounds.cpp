@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "util/deadline.hpp"
+#include "util/element.hpp"
 #include "host/reduce_kernel.hpp"
 #include "util/slice.hpp"
 
@@ -16,8 +17,10 @@ using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
 
 // Wait until `counter` of every rank in [first, last) other than me reaches
 // `value`. Polls with backoff; only when the deadline passed does it list
-// the laggards (no allocation on the latency path).
-void wait_for(Transport& t, const ShmSegment& seg, Counter counter, int first, int last, std::uint64_t value) {
+// the laggards (no allocation on the latency path). The counter is a
+// template argument so that the polling loop inlines its accessor.
+template <Counter counter>
+void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value) {
   auto behind = [&](int r) {
     return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
   };
@@ -39,10 +42,11 @@ void wait_for(Transport& t, const ShmSegment& seg, Counter counter, int first, i
 // Step 1 of a round: my set for `round` is free once every peer consumed
 // round - 2.
 void claim_set(Transport& t, const ShmSegment& seg, std::uint64_t round) {
-  if (round > 2) wait_for(t, seg, &ShmSegment::consumed, 0, seg.local_size(), round - 2);
+  if (round > 2) wait_for<&ShmSegment::consumed>(t, seg, 0, seg.local_size(), round - 2);
 }
 
-void publish(const ShmSegment& seg, Counter counter, std::uint64_t round) {
+template <Counter counter>
+void publish(const ShmSegment& seg, std::uint64_t round) {
   (seg.*counter)(seg.local_rank()).store(round, std::memory_order_release);
 }
 
@@ -56,19 +60,26 @@ void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Finge
   seg.digest(seg.local_rank(), round) = plan::digest(*check);
 }
 
+[[noreturn]] void throw_difference(Transport& t, const ShmSegment& seg, std::uint64_t round) {
+  std::vector<plan::Fingerprint> all;
+  for (int r = 0; r < seg.local_size(); ++r) all.push_back(seg.fingerprint(r, round));
+  publish<&ShmSegment::consumed>(seg, round);
+  plan::throw_mismatch(t.info(), t.rank(), all);
+}
+
 void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint* check) {
   if (!check) return;
   // Digests first (in the lines `staged` already brought over); whole
   // fingerprints only to describe a difference.
   const std::uint64_t mine = seg.digest(seg.local_rank(), round);
-  bool same = true;
-  for (int r = 0; r < seg.local_size() && same; ++r) same = seg.digest(r, round) == mine;
-  if (same) return;
-  std::vector<plan::Fingerprint> all;
-  for (int r = 0; r < seg.local_size(); ++r) all.push_back(seg.fingerprint(r, round));
-  publish(seg, &ShmSegment::consumed, round);
-  plan::throw_mismatch(t.info(), t.rank(), all);
+  for (int r = 0; r < seg.local_size(); ++r)
+    if (seg.digest(r, round) != mine) throw_difference(t, seg, round);
 }
+
+// The one-round path carries the digest right after the data, in the line
+// the peers read anyway: a write into `staged`'s line while a peer spins
+// on it would cost one more transfer of that line per call.
+std::size_t digest_offset(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
 
 // Bytes per block of a segment: what set_bytes_for gave it, per rank.
 std::size_t segment_block(const ShmSegment& seg) {
@@ -105,7 +116,7 @@ std::size_t set_bytes_for(int local_size) {
 void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                     ReduceOp op, int owners) {
   const int me = seg.local_rank(), n = seg.local_size();
-  const std::size_t block = segment_block(seg), element = dtype_size(dtype), per_block = block / element;
+  const std::size_t block = segment_block(seg), element = util::element_bytes(dtype), per_block = block / element;
   const auto* src = static_cast<const std::byte*>(in);
   auto* dst = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
@@ -121,15 +132,15 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
     }
     const plan::Fingerprint* check = b == 0 ? t.take_check() : nullptr;
     publish_check(seg, round, check);
-    publish(seg, &ShmSegment::staged, round);
+    publish<&ShmSegment::staged>(seg, round);
     if (check) {  // every rank (owners wait below anyway) sees every fingerprint before going on
-      wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+      wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
       verify_check(t, seg, round, check);
     }
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       if (blk.count > 0) {
-        wait_for(t, seg, &ShmSegment::staged, 0, n, round);
+        wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
         // Own input first, then the others in rank order: a fixed order per
         // slice, and in place works because the first step reads `in` once.
         std::byte* acc = dst + blk.offset * element;
@@ -144,13 +155,13 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
         if (first && acc != own) std::memcpy(acc, own, blk.count * element);  // a node of one rank
       }
     }
-    publish(seg, &ShmSegment::consumed, round);
+    publish<&ShmSegment::consumed>(seg, round);
   }
 }
 
 void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners) {
   const int me = seg.local_rank();
-  const std::size_t block = segment_block(seg), element = dtype_size(dtype), per_block = block / element;
+  const std::size_t block = segment_block(seg), element = util::element_bytes(dtype), per_block = block / element;
   auto* data = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
   for (std::size_t b = 0; b < rounds; ++b) {
@@ -160,29 +171,40 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       std::memcpy(seg.area(me, round), data + blk.offset * element, blk.count * element);
     }
-    publish(seg, &ShmSegment::staged, round);
-    wait_for(t, seg, &ShmSegment::staged, 0, owners, round);
+    publish<&ShmSegment::staged>(seg, round);
+    wait_for<&ShmSegment::staged>(t, seg, 0, owners, round);
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
       const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::memcpy(data + blk.offset * element, seg.area(s, round), blk.count * element);
     }
-    publish(seg, &ShmSegment::consumed, round);
+    publish<&ShmSegment::consumed>(seg, round);
   }
 }
 
 void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                       ReduceOp op) {
   const int me = seg.local_rank(), n = seg.local_size();
-  const std::size_t bytes = count * dtype_size(dtype);
+  const std::size_t bytes = count * util::element_bytes(dtype);
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
-  std::memcpy(seg.area(me, round), in, bytes);
+  std::byte* mine = seg.area(me, round);
+  std::memcpy(mine, in, bytes);
   const plan::Fingerprint* check = t.take_check();
-  publish_check(seg, round, check);
-  publish(seg, &ShmSegment::staged, round);
-  wait_for(t, seg, &ShmSegment::staged, 0, n, round);
-  verify_check(t, seg, round, check);
+  std::uint64_t digest = 0;
+  if (check) {
+    seg.fingerprint(me, round) = *check;  // read only to describe a difference
+    digest = plan::digest(*check);
+    std::memcpy(mine + digest_offset(bytes), &digest, sizeof digest);
+  }
+  publish<&ShmSegment::staged>(seg, round);
+  wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
+  if (check)
+    for (int r = 0; r < n; ++r) {
+      std::uint64_t theirs = 0;
+      std::memcpy(&theirs, seg.area(r, round) + digest_offset(bytes), sizeof theirs);
+      if (theirs != digest) throw_difference(t, seg, round);
+    }
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
@@ -191,22 +213,23 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
     reduce_into(out, seg.area(0, round), seg.area(1, round), count, dtype, op);
     for (int r = 2; r < n; ++r) reduce_into(out, out, seg.area(r, round), count, dtype, op);
   }
-  publish(seg, &ShmSegment::consumed, round);
+  publish<&ShmSegment::consumed>(seg, round);
 }
 
 void verify(Transport& t, ShmSegment& seg, const plan::Fingerprint& check) {
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
   publish_check(seg, round, &check);
-  publish(seg, &ShmSegment::staged, round);
-  wait_for(t, seg, &ShmSegment::staged, 0, seg.local_size(), round);
+  publish<&ShmSegment::staged>(seg, round);
+  wait_for<&ShmSegment::staged>(t, seg, 0, seg.local_size(), round);
   verify_check(t, seg, round, &check);
-  publish(seg, &ShmSegment::consumed, round);
+  publish<&ShmSegment::consumed>(seg, round);
 }
 
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                 ReduceOp op, int owners) {
-  if (count * dtype_size(dtype) <= kSmallBytes && count * dtype_size(dtype) <= seg.set_bytes()) {
+  const std::size_t bytes = count * util::element_bytes(dtype);
+  if (bytes <= kSmallBytes && digest_offset(bytes) + sizeof(std::uint64_t) <= seg.set_bytes()) {
     small_all_reduce(t, seg, in, out, count, dtype, op);
     return;
   }

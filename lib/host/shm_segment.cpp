@@ -17,19 +17,6 @@
 
 namespace strata::host {
 
-// Counters on separate cache lines: the writer of one never invalidates the
-// line a reader polls for the other.
-struct ShmSegment::Control {
-  alignas(64) std::atomic<std::uint64_t> staged;
-  // The digest of the call's fingerprint shares `staged`'s cache line: a
-  // reader that saw `staged` has it already, so the call check moves no
-  // extra cache line between cores. Written before `staged` is published
-  // (release), read after it was seen (acquire); one per set, like the data.
-  std::uint64_t digest[2];
-  alignas(64) std::atomic<std::uint64_t> consumed;
-  // The whole fingerprint, read only when digests differ (to say who differs).
-  alignas(64) plan::Fingerprint fingerprint[2];
-};
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "cross-process atomics need lock-free counters");
 
 namespace {
@@ -53,7 +40,7 @@ ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
   STRATA_CHECK_MPI(MPI_Comm_rank(node_comm, &local_rank_));
   STRATA_CHECK_MPI(MPI_Comm_size(node_comm, &local_size_));
   set_bytes_ = round_up(set_bytes, kAlign);
-  stride_ = round_up(sizeof(Control), kAlign) + 2 * set_bytes_;
+  stride_ = kControlBytes + 2 * set_bytes_;
   mapped_bytes_ = stride_ * static_cast<std::size_t>(local_size_);
 
   std::array<char, 64> name{};
@@ -97,20 +84,8 @@ ShmSegment::~ShmSegment() {
   if (base_) munmap(base_, mapped_bytes_);
 }
 
-ShmSegment::Control& ShmSegment::control(int rank) const {
-  return *reinterpret_cast<Control*>(base_ + stride_ * static_cast<std::size_t>(rank));
-}
 
-std::byte* ShmSegment::area(int rank, std::uint64_t round) const {
-  return base_ + stride_ * static_cast<std::size_t>(rank) + round_up(sizeof(Control), kAlign) +
-         (round % 2) * set_bytes_;
-}
 
-std::atomic<std::uint64_t>& ShmSegment::staged(int rank) const { return control(rank).staged; }
-std::atomic<std::uint64_t>& ShmSegment::consumed(int rank) const { return control(rank).consumed; }
-plan::Fingerprint& ShmSegment::fingerprint(int rank, std::uint64_t round) const {
-  return control(rank).fingerprint[round % 2];
-}
-std::uint64_t& ShmSegment::digest(int rank, std::uint64_t round) const { return control(rank).digest[round % 2]; }
+
 
 }  // namespace strata::host

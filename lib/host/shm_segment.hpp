@@ -33,21 +33,44 @@ class ShmSegment {
   int local_size() const { return local_size_; }
   std::size_t set_bytes() const { return set_bytes_; }
 
-  std::byte* area(int rank, std::uint64_t round) const;  // the set `round` uses
-  std::atomic<std::uint64_t>& staged(int rank) const;    // last round whose data `rank` wrote
-  std::atomic<std::uint64_t>& consumed(int rank) const;  // last round `rank` finished reading
+  // Inline: the shared-memory rounds call these in their polling loops.
+  // The set `round` uses.
+  std::byte* area(int rank, std::uint64_t round) const {
+    return base_ + stride_ * static_cast<std::size_t>(rank) + kControlBytes + (round % 2) * set_bytes_;
+  }
+  // Last round whose data `rank` wrote; last round `rank` finished reading.
+  std::atomic<std::uint64_t>& staged(int rank) const { return control(rank).staged; }
+  std::atomic<std::uint64_t>& consumed(int rank) const { return control(rank).consumed; }
   // The fingerprint `rank` published with round `round` (a call's first
   // round), and its digest (plan::digest), which sits in `staged`'s line.
-  plan::Fingerprint& fingerprint(int rank, std::uint64_t round) const;
-  std::uint64_t& digest(int rank, std::uint64_t round) const;
+  plan::Fingerprint& fingerprint(int rank, std::uint64_t round) const {
+    return control(rank).fingerprint[round % 2];
+  }
+  std::uint64_t& digest(int rank, std::uint64_t round) const { return control(rank).digest[round % 2]; }
 
   // Rounds are numbered from 1, identically on every local rank (every rank
   // runs the same rounds in the same order).
   std::uint64_t next_round() { return ++round_; }
 
  private:
-  struct Control;
-  Control& control(int rank) const;
+  // Counters on separate cache lines: the writer of one never invalidates the
+  // line a reader polls for the other.
+  struct Control {
+    alignas(64) std::atomic<std::uint64_t> staged;
+    // The digest of the call's fingerprint shares `staged`'s cache line: a
+    // reader that saw `staged` has it already, so the call check moves no
+    // extra cache line between cores. Written before `staged` is published
+    // (release), read after it was seen (acquire); one per set, like the data.
+    std::uint64_t digest[2];
+    alignas(64) std::atomic<std::uint64_t> consumed;
+    // The whole fingerprint, read only when digests differ (to say who differs).
+    alignas(64) plan::Fingerprint fingerprint[2];
+  };
+  static constexpr std::size_t kControlBytes = 4096;  // a page: the data sets start page-aligned
+  static_assert(sizeof(Control) <= kControlBytes);
+  Control& control(int rank) const {
+    return *reinterpret_cast<Control*>(base_ + stride_ * static_cast<std::size_t>(rank));
+  }
 
   int local_rank_ = 0, local_size_ = 1;
   std::size_t set_bytes_ = 0, stride_ = 0, mapped_bytes_ = 0;

@@ -39,9 +39,9 @@ struct Fingerprint {
 };
 static_assert(sizeof(Fingerprint) == 64, "a fingerprint fills one cache line");
 
-// A 64-bit digest of the whole fingerprint, cheap enough for every call
-// (eight multiply-xor steps): equal fingerprints have equal digests, and
-// different ones differ but with probability 2^-64.
+// A 64-bit digest of the whole fingerprint, cheap enough for every call (a
+// few cycles): equal fingerprints have equal digests; different ones almost
+// surely differ (every bit of every field is mixed in).
 std::uint64_t digest(const Fingerprint& fingerprint);
 
 // FNV-1a, for layouts and specs.

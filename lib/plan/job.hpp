@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "strata/types.hpp"
+#include "util/element.hpp"
 
 namespace strata::plan {
 
@@ -21,7 +22,7 @@ struct Job {
   int shards = 1;               // >= 1; what it means is the algorithm's (see docs/ALGORITHMS.md)
   std::size_t chunk_bytes = 0;  // > 0: pipeline granularity for chunked algorithms
 
-  std::size_t element_bytes() const { return dtype_size(dtype); }
+  std::size_t element_bytes() const { return util::element_bytes(dtype); }
   std::size_t bytes() const { return count * element_bytes(); }
 };
 

@@ -31,7 +31,7 @@ std::byte* Arena::allocate(std::size_t bytes) {
   return at;
 }
 
-void Arena::reset() {
+void Arena::reset_blocks() {
   if (blocks_.size() > 1) {
     // Several blocks were needed: replace them by one that holds them all.
     const std::size_t needed = std::max(kMinBlock, round_up(total_));

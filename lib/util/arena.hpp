@@ -21,14 +21,19 @@ class Arena {
   std::byte* allocate(std::size_t bytes);
 
   // Everything allocated is free again; keeps one block as large as this
-  // call needed, so steady-state calls allocate nothing.
-  void reset();
+  // call needed, so steady-state calls allocate nothing. Inline and free
+  // when nothing was allocated (the common call).
+  void reset() {
+    if (total_ != 0) reset_blocks();
+  }
 
   // After a failed call MPI may still write into the blocks: keep them
   // alive for the life of the process (never freed) and start afresh.
   void abandon();
 
  private:
+  void reset_blocks();
+
   struct Block {
     std::byte* data = nullptr;
     std::size_t bytes = 0;

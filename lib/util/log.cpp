@@ -20,6 +20,10 @@ LogLevel log_level() {
   return level;
 }
 
+namespace detail {
+const LogLevel enabled_level = log_level();
+}  // namespace detail
+
 void log_line(LogLevel level, std::string_view message) {
   static constexpr const char* kNames[] = {"NONE", "WARN", "INFO", "TRACE"};
   const std::string line =

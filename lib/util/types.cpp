@@ -4,13 +4,13 @@
 
 #include "strata/errors.hpp"
 #include "strata/types.hpp"
+#include "util/element.hpp"
 
 namespace strata {
 namespace {
 
 constexpr std::array<std::string_view, 10> kDtypeNames = {"f32", "f64", "f16", "bf16", "i8",
                                                          "u8",  "i32", "u32", "i64",  "u64"};
-constexpr std::array<std::size_t, 10> kDtypeSizes = {4, 8, 2, 2, 1, 1, 4, 4, 8, 8};
 constexpr std::array<std::string_view, 5> kOpNames = {"sum", "mean", "min", "max", "prod"};
 
 template <typename Enum, std::size_t N>
@@ -24,7 +24,11 @@ Enum parse_name(std::string_view text, std::string_view field, const std::array<
 
 }  // namespace
 
-std::size_t dtype_size(DataType dtype) { return kDtypeSizes.at(static_cast<std::size_t>(dtype)); }
+std::size_t dtype_size(DataType dtype) {
+  if (static_cast<std::size_t>(dtype) >= kDtypeNames.size())
+    throw std::out_of_range(fmt::format("dtype_size: {} is not a DataType", static_cast<int>(dtype)));
+  return util::element_bytes(dtype);
+}
 std::size_t Tensor::bytes() const { return count * dtype_size(dtype); }
 
 std::string_view to_string(DataType dtype) { return kDtypeNames.at(static_cast<std::size_t>(dtype)); }
