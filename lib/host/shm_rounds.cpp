@@ -76,15 +76,27 @@ void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round, cons
     if (seg.digest(r, round) != mine) throw_difference(t, seg, round);
 }
 
-// The one-round path carries the digest right after the data, in the line
-// the peers read anyway: a write into `staged`'s line while a peer spins
-// on it would cost one more transfer of that line per call.
+// The all-reduce carries the digest right after the data a peer reads from
+// my set, in (or next to) a line the peer reads anyway: a write into
+// `staged`'s line while a peer spins on it would cost one more transfer of
+// that line per call.
 std::size_t digest_offset(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
+
+void put_digest(std::byte* at, std::uint64_t digest) { std::memcpy(at, &digest, sizeof digest); }
+std::uint64_t get_digest(const std::byte* at) {
+  std::uint64_t digest = 0;
+  std::memcpy(&digest, at, sizeof digest);
+  return digest;
+}
 
 // Bytes per block of a segment: what set_bytes_for gave it, per rank.
 std::size_t segment_block(const ShmSegment& seg) {
   return seg.set_bytes() / static_cast<std::size_t>(seg.local_size()) / 64 * 64;
 }
+
+// Elements per block: a block's region keeps room after the data for the
+// call check's digest.
+std::size_t elements_per_block(std::size_t block, std::size_t element) { return (block - 64) / element; }
 
 // Block `b` of slice `s`, clipped to the slice (may be empty).
 util::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
@@ -116,7 +128,8 @@ std::size_t set_bytes_for(int local_size) {
 void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                     ReduceOp op, int owners) {
   const int me = seg.local_rank(), n = seg.local_size();
-  const std::size_t block = segment_block(seg), element = util::element_bytes(dtype), per_block = block / element;
+  const std::size_t block = segment_block(seg), element = util::element_bytes(dtype);
+  const std::size_t per_block = elements_per_block(block, element);
   const auto* src = static_cast<const std::byte*>(in);
   auto* dst = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
@@ -124,18 +137,34 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
     const std::uint64_t round = seg.next_round();
     claim_set(t, seg, round);
     // Stage my block of every other owner's slice, at that owner's offset.
+    // The first round carries the call check: my digest right after each
+    // block, where its owner reads next; in the control block as well only
+    // when some ranks own no slice (they read it there).
     std::byte* mine = seg.area(me, round);
+    const plan::Fingerprint* check = b == 0 ? t.take_check() : nullptr;
+    const std::uint64_t digest = check ? plan::digest(*check) : 0;
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
       const util::Slice blk = block_of(count, owners, s, b, per_block);
-      std::memcpy(mine + static_cast<std::size_t>(s) * block, src + blk.offset * element, blk.count * element);
+      std::byte* at = mine + static_cast<std::size_t>(s) * block;
+      std::memcpy(at, src + blk.offset * element, blk.count * element);
+      if (check) put_digest(at + digest_offset(blk.count * element), digest);
     }
-    const plan::Fingerprint* check = b == 0 ? t.take_check() : nullptr;
-    publish_check(seg, round, check);
+    if (check) {
+      seg.fingerprint(me, round) = *check;  // read only to describe a difference
+      if (owners < n) seg.digest(me, round) = digest;
+    }
     publish<&ShmSegment::staged>(seg, round);
-    if (check) {  // every rank (owners wait below anyway) sees every fingerprint before going on
+    if (check) {  // every rank sees every digest before any data is used
       wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
-      verify_check(t, seg, round, check);
+      if (me < owners) {
+        const util::Slice blk = block_of(count, owners, me, b, per_block);
+        const std::size_t at = static_cast<std::size_t>(me) * block + digest_offset(blk.count * element);
+        for (int r = 0; r < n; ++r)
+          if (r != me && get_digest(seg.area(r, round) + at) != digest) throw_difference(t, seg, round);
+      } else {
+        verify_check(t, seg, round, check);  // owners < n: everyone wrote it in the control block too
+      }
     }
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
