@@ -3,6 +3,12 @@
 off (STRATA_CHECK=off) and MPI_Allreduce, side by side.
 
   scripts/check_cost.py [--bench PATH] [--ranks N] [--runs R] [--size BYTES ...]
+  scripts/check_cost.py --paired BUILD_DIR [--ranks N] [--size BYTES ...]
+
+--paired compiles scripts/check_cost/paired.cpp against BUILD_DIR's library
+and times, inside one process, a communicator with the check on, one with
+it off and MPI_Allreduce in alternating blocks: this VM's speed drifts by
+up to 2x between runs, and pairing within a process cancels that drift.
 
 For each size, R rounds of three runs of strata-bench alternate: check on
 (strata and its MPI_Allreduce baseline in the same run), check off, and so
@@ -39,14 +45,36 @@ def text(size):
     return f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB" if size >= 1024 else f"{size} B"
 
 
+PAIRED = {8: (20000, 21), 65536: (1000, 21), 1 << 20: (300, 15), 64 << 20: (20, 7)}
+
+
+def paired(build, ranks, sizes):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    exe = os.path.join(tempfile.mkdtemp(), "paired")
+    subprocess.run(["mpicxx", "-std=c++20", "-O2", os.path.join(root, "scripts/check_cost/paired.cpp"),
+                    "-I" + os.path.join(root, "include"), "-I" + os.path.join(build, "include"),
+                    "-L" + os.path.join(build, "lib"), "-lstrata", "-Wl,-rpath," + os.path.join(build, "lib"),
+                    "-o", exe], check=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for size in sizes:
+        iters, rounds = PAIRED.get(size, (100, 11))
+        run = subprocess.run(["mpirun", "-np", str(ranks), "--bind-to", "core", exe, str(iters), str(size // 4),
+                              str(rounds)], env=env, check=True, capture_output=True, text=True, timeout=900)
+        print(run.stdout.strip(), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--paired", metavar="BUILD_DIR")
     parser.add_argument("--bench", default="build/apps/bench/strata-bench")
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--size", type=int, action="append")
     args = parser.parse_args()
     sizes = args.size or list(SIZES)
+    if args.paired:
+        paired(args.paired, args.ranks, sizes)
+        return
     print(f"| size | strata, check on (us) | strata, check off (us) | MPI_Allreduce (us) | check costs | "
           f"strata (check on) vs MPI |")
     print("|---|---|---|---|---|---|")

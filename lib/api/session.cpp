@@ -69,6 +69,7 @@ Session::Session(MPI_Comm comm, Config config) {
     if (split_.local_size > 1)
       segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
     if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);
+    host_context_ = {comm_, rank_, size_, &split_, segment_.get(), &workspace_, &landing_};
   } catch (...) {
     segment_.reset();
     topo::free_split(split_);
@@ -170,11 +171,7 @@ plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence)
 
 void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective) {
   const plan::CallInfo info{collective, mine.sequence, 0, "call check"};
-  breaking_on_failure([&] { exec::verify_call(host_context(), mine, deadline, info); });
-}
-
-exec::HostContext Session::host_context() {
-  return {comm_, rank_, size_, &split_, segment_.get(), &workspace_, &landing_};
+  breaking_on_failure([&] { exec::verify_call(host_context_, mine, deadline, info); });
 }
 
 void Session::run(const Call& call) {
@@ -197,8 +194,9 @@ void Session::run(const Call& call) {
 
 void Session::run_host(const Call& call, const util::Deadline& deadline, bool check) {
   const std::string_view collective_name = to_string(call.collective);
-  std::optional<plan::Fingerprint> mine;
-  if (check && size_ > 1) mine = fingerprint(call, sequence_);
+  plan::Fingerprint fingerprint_storage;
+  const plan::Fingerprint* mine = nullptr;
+  if (check && size_ > 1) fingerprint_storage = fingerprint(call, sequence_), mine = &fingerprint_storage;
   if (call.job.count == 0) {  // still collective: the ranks must agree that it is
     current_ = {collective_name, sequence_, 0, "call check"};
     if (mine) verify(*mine, deadline, collective_name);
@@ -214,9 +212,7 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
   current_ = info;
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);
-  const exec::HostContext context = host_context();
-  breaking_on_failure(
-      [&] { exec::run_host(call.collective, choice, job, context, deadline, info, mine ? &*mine : nullptr); });
+  breaking_on_failure([&] { exec::run_host(call.collective, choice, job, host_context_, deadline, info, mine); });
   const bool has_result = call.collective == Collective::all_reduce || rank_ == job.root;
   exec::finish_host(call.job.op, job, has_result, call.contributors);
 }

@@ -115,7 +115,6 @@ class Session {
   // the same shape: a spec walk and name lookups are worth skipping).
   const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
                                     Implementation implementation, const plan::Spec* spec);
-  exec::HostContext host_context();
   plan::Fingerprint fingerprint(const Call& call, std::uint64_t sequence) const;
   plan::Fingerprint fingerprint(const BatchCall& call) const;
   // The call check alone (every rank; throws Mismatch).
@@ -169,6 +168,7 @@ class Session {
   bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK
   std::uint64_t spec_hash_ = 0;  // of spec_
   plan::CallInfo current_;      // the call in progress, for timeout messages
+  exec::HostContext host_context_;  // what host collectives run over (fixed at construction)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
 
   struct LastChoice {
