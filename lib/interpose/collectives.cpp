@@ -112,17 +112,22 @@ std::exception_ptr run_in_strata(Work work) {
   return nullptr;
 }
 
+// The strata communicator a routed call runs on: null when the decision
+// (or the communicator's creation, which then says why in `d`) sends the
+// call to MPI; `error` is set when creating it threw.
+CommEntry* routed_entry(Decision& d, MPI_Comm comm, std::exception_ptr& error) {
+  if (!d.to_strata()) return nullptr;
+  return d.entry ? d.entry : strata_entry(comm, d, error);
+}
+
 }  // namespace
 
 int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Allreduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  CommEntry* entry = nullptr;
-  if (d.to_strata()) {
-    std::exception_ptr error;
-    entry = d.entry ? d.entry : strata_entry(comm, d, error);
-    if (error) return report_error(kCall, comm, error);
-  }
+  std::exception_ptr error;
+  CommEntry* entry = routed_entry(d, comm, error);
+  if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
@@ -130,7 +135,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type, &op);
   const Tensor out{recvbuf, d.count, d.dtype};
   const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
-  if (auto error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); }))
+  if ((error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); })))
     return report_error(kCall, comm, error);
   return MPI_SUCCESS;
 }
@@ -138,12 +143,9 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Reduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
-  CommEntry* entry = nullptr;
-  if (d.to_strata()) {
-    std::exception_ptr error;
-    entry = d.entry ? d.entry : strata_entry(comm, d, error);
-    if (error) return report_error(kCall, comm, error);
-  }
+  std::exception_ptr error;
+  CommEntry* entry = routed_entry(d, comm, error);
+  if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
@@ -153,7 +155,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
   const bool is_root = entry->strata->rank() == root;
   const Tensor out{is_root ? recvbuf : nullptr, d.count, d.dtype};
   const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
-  if (auto error = run_in_strata([&] { entry->strata->reduce(in, out, d.op, root, call_options()); }))
+  if ((error = run_in_strata([&] { entry->strata->reduce(in, out, d.op, root, call_options()); })))
     return report_error(kCall, comm, error);
   return MPI_SUCCESS;
 }
@@ -161,12 +163,9 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
 int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Bcast";
   Decision d = decide_broadcast(buffer, count, type, root, comm);
-  CommEntry* entry = nullptr;
-  if (d.to_strata()) {
-    std::exception_ptr error;
-    entry = d.entry ? d.entry : strata_entry(comm, d, error);
-    if (error) return report_error(kCall, comm, error);
-  }
+  std::exception_ptr error;
+  CommEntry* entry = routed_entry(d, comm, error);
+  if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, nullptr);
     return PMPI_Bcast(buffer, count, type, root, comm);
@@ -174,7 +173,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type, nullptr);
   if (!d.packed) {
     const Tensor bytes{buffer, d.count, DataType::u8};
-    if (auto error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); }))
+    if ((error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); })))
       return report_error(kCall, comm, error);
     return MPI_SUCCESS;
   }
@@ -185,7 +184,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   const bool is_root = entry->strata->rank() == root;
   std::vector<unsigned char> staging;
   int rc = MPI_SUCCESS;
-  auto error = run_in_strata([&] {
+  error = run_in_strata([&] {
     staging.resize(d.count);
     int position = 0;
     if (is_root) {
