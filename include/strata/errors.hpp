@@ -33,7 +33,9 @@ class DeadlineExceeded : public Error {
   std::vector<int> waiting_for_;
 };
 
-// Ranks disagreed about a call (count, dtype, op, root).
+// Ranks disagreed about a call (collective, count, dtype, op, root, a
+// batch's tensors or packing, spec, implementation or chunk_bytes). Raised
+// on every rank before any data moved; the communicator stays usable.
 class Mismatch : public Error {
  public:
   using Error::Error;

@@ -71,7 +71,9 @@ plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
   f.dtype = -1;
   f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.op);
   f.root = call.collective == Collective::all_reduce ? -1 : call.root;
-  f.memory = static_cast<std::int32_t>(firsts.empty() ? Memory::host : firsts.front().memory);
+  f.memory = static_cast<std::int16_t>(firsts.empty() ? Memory::host : firsts.front().memory);
+  f.implementation = static_cast<std::int16_t>(call.options->implementation);
+  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
   f.tensors = static_cast<std::int32_t>(firsts.size());
   f.replicas = call.batch->empty() ? 0 : static_cast<std::int32_t>(call.batch->front().size());
   return f;

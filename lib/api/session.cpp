@@ -164,9 +164,15 @@ plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence)
   f.dtype = static_cast<std::int32_t>(call.job.dtype);
   f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.job.op);
   f.root = call.collective == Collective::all_reduce ? -1 : call.job.root;
-  f.memory = static_cast<std::int32_t>(call.memory);
+  f.memory = static_cast<std::int16_t>(call.memory);
+  f.implementation = static_cast<std::int16_t>(call.options->implementation);
+  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
   f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
   return f;
+}
+
+std::size_t Session::host_chunk_bytes() const {
+  return config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
 }
 
 void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective) {
@@ -208,7 +214,7 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   plan::Job job = call.job;
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
-  job.chunk_bytes = config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
+  job.chunk_bytes = host_chunk_bytes();
   const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
   current_ = info;
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);

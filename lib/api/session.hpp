@@ -117,6 +117,10 @@ class Session {
                                     Implementation implementation, const plan::Spec* spec);
   plan::Fingerprint fingerprint(const Call& call, std::uint64_t sequence) const;
   plan::Fingerprint fingerprint(const BatchCall& call) const;
+  // The ring pipeline's chunk for host calls: Config::chunk_bytes, or the
+  // default when it is 0. Part of every fingerprint (ranks cutting a ring
+  // differently would mismatch messages).
+  std::size_t host_chunk_bytes() const;
   // The call check alone (every rank; throws Mismatch).
   void verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
   // After a DeadlineExceeded: asks every rank where it is, marks the

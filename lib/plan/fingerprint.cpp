@@ -42,6 +42,9 @@ const std::vector<Field>& fields() {
        [](std::int64_t v) { return v < 0 ? std::string("(none)") : std::string(to_string(static_cast<ReduceOp>(v))); }},
       {"root", [](const Fingerprint& f) { return std::int64_t(f.root); },
        [](std::int64_t v) { return v < 0 ? std::string("(none)") : plain(v); }},
+      {"implementation", [](const Fingerprint& f) { return std::int64_t(f.implementation); },
+       [](std::int64_t v) { return std::string(to_string(static_cast<Implementation>(v))); }},
+      {"config.chunk_bytes", [](const Fingerprint& f) { return std::int64_t(f.chunk_bytes); }, plain},
       {"tensors", [](const Fingerprint& f) { return std::int64_t(f.tensors); }, plain},
       {"replicas", [](const Fingerprint& f) { return std::int64_t(f.replicas); }, plain},
       {"batch layout (tensor counts, dtypes or packing)", [](const Fingerprint& f) { return std::int64_t(f.layout); },
@@ -141,7 +144,7 @@ void throw_mismatch(const CallInfo& info, int rank, std::span<const Fingerprint>
   throw Mismatch(fmt::format(
       "strata [{}]: {} #{} on rank {}: the ranks of this communicator disagree on this call: {}. Every rank raises "
       "Mismatch before any data moved; the communicator stays usable. Make every rank call the same collective with "
-      "the same count, dtype, op and root, in the same order",
+      "the same count, dtype, op, root and options, in the same order",
       util::where(), info.collective, info.sequence, rank, describe_disagreement(all)));
 }
 

@@ -1,6 +1,7 @@
 // Fingerprint: what every rank must agree on for one call before any data
 // moves (the collective, counts, dtype, op, root, memory, a batch's tensors
-// and packing, the spec and the call's number). Ranks exchange it at the
+// and packing, the spec, the implementation hint and chunk size that pick
+// and cut the algorithm, and the call's number). Ranks exchange it at the
 // start of every call (lib/exec/verify.hpp); on any difference every rank
 // raises strata::Mismatch naming the fields and which ranks hold which
 // value, and nothing has been sent. A plain 64-byte value, so it travels in
@@ -31,10 +32,11 @@ struct Fingerprint {
   std::int32_t dtype = 0;      // a batch: -1 (its layout covers the dtypes)
   std::int32_t op = 0;         // ReduceOp; broadcast: -1
   std::int32_t root = -1;      // reduce and broadcast; else -1
-  std::int32_t memory = 0;     // Memory
-  std::int32_t tensors = 1;    // a batch: its tensor count
-  std::int32_t replicas = 1;   // tensors per rank per value (TF's num_gpus_per_worker)
-  std::int32_t reserved = 0;
+  std::int16_t memory = 0;          // Memory
+  std::int16_t implementation = 0;  // CommunicationOptions::implementation (it can change the algorithm)
+  std::int32_t tensors = 1;         // a batch: its tensor count
+  std::int32_t replicas = 1;        // tensors per rank per value (TF's num_gpus_per_worker)
+  std::int32_t chunk_bytes = 0;     // Config::chunk_bytes as the call runs it (<= 1 GiB by validation)
   bool operator==(const Fingerprint&) const = default;
 };
 static_assert(sizeof(Fingerprint) == 64, "a fingerprint fills one cache line");

@@ -1,6 +1,6 @@
 // Misuse: ranks that disagree on a call. The last rank deviates (count+1,
 // count/2, dtype, op, root, collective kind, count 0, a batch with another
-// tensor list); every rank must raise Mismatch naming the differing field,
+// tensor list, the implementation hint, the communicator's chunk_bytes); every rank must raise Mismatch naming the differing field,
 // with and without a timeout, for every host algorithm (and, registered
 // with STRATA_RANKS_PER_NODE, a hierarchical spec); then a correct call on
 // the same communicator must succeed with the right result, which shows
@@ -92,6 +92,21 @@ const std::vector<Misuse>& cases() {
          if (deviant) tensors.push_back(f32(extra, extra.size()));
          c.batch_all_reduce(tensors, ReduceOp::sum, o);
        }},
+      {"implementation", "implementation",  // ring picks xring whatever the spec says
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(1 << 18, 1.0f);
+         CommunicationOptions mine = o;
+         if (deviant) mine.implementation = Implementation::ring;
+         c.all_reduce(f32(v, v.size()), f32(v, v.size()), ReduceOp::sum, mine);
+       }},
+      {"batch implementation", "implementation",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> a(300, 1.0f), b(1 << 18, 1.0f);
+         CommunicationOptions mine = o;
+         if (deviant) mine.implementation = Implementation::ring;
+         std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+         c.batch_all_reduce(tensors, ReduceOp::sum, mine);
+       }},
       {"all_reduce vs batch", "collective",
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> a(kCount, 1.0f);
@@ -156,8 +171,38 @@ TEST_CASE("ranks that disagree on a call all raise Mismatch, and the communicato
     }
 }
 
+TEST_CASE("ranks whose communicators cut the ring differently (Config::chunk_bytes) all raise Mismatch") {
+  if (world_size() < 2) return;
+  for (const std::string& spec : specs_under_test()) {
+    const bool deviant = world_rank() == world_size() - 1;
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec, .chunk_bytes = deviant ? 4096u : 0u});
+    const Misuse same_call = {"chunk_bytes", "chunk_bytes",
+                              [](Communicator& c, bool, const CommunicationOptions& o) {
+                                std::vector<float> v(1 << 18, 1.0f);
+                                c.all_reduce(f32(v, v.size()), f32(v, v.size()), ReduceOp::sum, o);
+                              }};
+    // The follow-up call of check_case runs too, and must mismatch as well:
+    // the communicators still differ. So check the Mismatch alone here.
+    std::string message = "no exception";
+    try {
+      same_call.call(comm, deviant, {.timeout_seconds = 20});
+    } catch (const Mismatch& e) {
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = std::string("wrong exception: ") + e.what();
+    }
+    CAPTURE(spec);
+    CHECK_MESSAGE(message.find("config.chunk_bytes: 4096 on rank " + std::to_string(world_size() - 1)) !=
+                      std::string::npos,
+                  message);
+    CHECK_FALSE(comm.broken());
+  }
+}
+
 TEST_CASE("with the check off (Config::check_calls = false), agreeing calls still run") {
-  Communicator comm(MPI_COMM_WORLD, Config{.check_calls = false});
+  Config config;
+  config.check_calls = false;
+  Communicator comm(MPI_COMM_WORLD, config);
   std::vector<float> v(kCount, 1.0f);
   comm.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum);
   CHECK(v[0] == float(comm.size()));
