@@ -66,12 +66,14 @@ struct Config {
   std::string all_reduce_spec;
   // Check, before any data moves, that every rank makes the same call
   // (collective, count, dtype, op, root, memory; for batches the tensors and
-  // packing; the spec and the call's number): on any difference every rank
+  // packing; the spec, implementation hint, chunk_bytes and the call's
+  // number): on any difference every rank
   // raises Mismatch naming the fields and which ranks hold which value, and
   // the communicator stays usable. Costs one shared-memory round on one node
   // (none for the shared-memory all-reduce: it rides in its first round) or
   // one small MPI all-reduce across nodes. false, or STRATA_CHECK=off in the
-  // environment, turns it off (for measurements); every rank must agree.
+  // environment, turns it off (for measurements); every rank must agree:
+  // the constructor raises InvalidArgument on every rank when they do not.
   bool check_calls = true;
   // Pipeline chunk for the ring algorithms and host staging of CUDA
   // tensors, in bytes: 0 = built-in default (256 KiB), else 4 KiB .. 1 GiB

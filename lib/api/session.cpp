@@ -24,6 +24,7 @@
 #include "util/breaking.hpp"
 #include "util/check.hpp"
 #include "util/log.hpp"
+#include "util/ranges.hpp"
 #include "util/where.hpp"
 
 namespace strata::api {
@@ -39,6 +40,24 @@ bool call_check_disabled_by_environment() {
   if (!env) return false;
   const std::string_view value(env);
   return value == "off" || value == "0" || value == "false" || value == "no" || value == "OFF";
+}
+
+// Ranks must agree on whether calls are checked: a checking rank exchanges a
+// fingerprint (or carries one inside the shared-memory round) that an
+// unchecking rank never sends, which would misread data or hang. Every rank
+// raises the same InvalidArgument when they differ (STRATA_CHECK set on some
+// ranks only, or Config::check_calls differing).
+void agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
+  std::vector<int> all(static_cast<std::size_t>(size));
+  const int mine = check_calls ? 1 : 0;
+  STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
+  std::vector<int> on, off;
+  for (int r = 0; r < size; ++r) (all[static_cast<std::size_t>(r)] ? on : off).push_back(r);
+  if (on.empty() || off.empty()) return;
+  throw InvalidArgument(fmt::format(
+      "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
+      "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
+      util::where(), util::ranges(on), util::ranges(off)));
 }
 
 }  // namespace
@@ -63,6 +82,7 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    agree_on_call_check(comm_, size_, check_calls_);
     split_ = topo::split_nodes(comm_);
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
     gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);

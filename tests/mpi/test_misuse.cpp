@@ -199,6 +199,28 @@ TEST_CASE("ranks whose communicators cut the ring differently (Config::chunk_byt
   }
 }
 
+TEST_CASE("ranks that disagree on checking calls (Config::check_calls) all raise InvalidArgument at construction") {
+  if (world_size() < 2) return;
+  // A checking rank sends a fingerprint an unchecking rank never expects:
+  // such a communicator must not be built at all.
+  Config config;
+  config.check_calls = world_rank() != 0;
+  std::string message = "no exception";
+  try {
+    Communicator comm(MPI_COMM_WORLD, config);
+  } catch (const InvalidArgument& e) {
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("wrong exception: ") + e.what();
+  }
+  CHECK_MESSAGE(message.find("off at rank(s) 0") != std::string::npos, message);
+  // Nothing is left half-built: a communicator with one setting works.
+  Communicator comm(MPI_COMM_WORLD);
+  std::vector<float> v(kCount, 1.0f);
+  comm.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum);
+  CHECK(v[0] == float(comm.size()));
+}
+
 TEST_CASE("with the check off (Config::check_calls = false), agreeing calls still run") {
   Config config;
   config.check_calls = false;
