@@ -42,7 +42,8 @@ class Communicator {
   // caller's. Construction also groups ranks into nodes, reads each node's
   // topology (hwloc) and maps the node's shared-memory segment, so that no
   // later call blocks outside its deadline. Throws InvalidArgument for a bad
-  // Config (unknown algorithm in the spec) or STRATA_RANKS_PER_NODE,
+  // Config (unknown algorithm in the spec), ranks differing in whether calls
+  // are checked (Config::check_calls, STRATA_CHECK) or STRATA_RANKS_PER_NODE,
   // Unavailable if hwloc fails, BackendError if MPI or shared memory fails.
   explicit Communicator(MPI_Comm comm, Config config = {});
   ~Communicator();
@@ -62,8 +63,15 @@ class Communicator {
   // in.data == out.data; count 0 is legal. All ranks pass the same count,
   // dtype and op. Guarantees: identical bits on every rank, the same bits run
   // to run, f16/bf16 reduced in f32, mean keeps the dtype.
-  // Throws InvalidArgument (before sending anything), DeadlineExceeded,
-  // PeerFailure (communicator already broken), BackendError.
+  // Throws InvalidArgument (before sending anything), Mismatch (ranks
+  // disagree on the call: raised on every rank, nothing sent, the
+  // communicator stays usable), DeadlineExceeded, PeerFailure (communicator
+  // already broken), BackendError. A call is collective even when its
+  // arguments are invalid: with the call check on (Config::check_calls),
+  // a rank whose arguments fail validation raises InvalidArgument after
+  // telling the others, which raise Mismatch naming it; when every rank
+  // passes the same invalid arguments, every rank raises InvalidArgument.
+  // When a call throws, nothing is written into `out` afterwards.
   void all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
 
   // Like all_reduce, but only `root` receives the result; `out` is ignored

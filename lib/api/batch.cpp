@@ -60,8 +60,8 @@ void Session::log_batch_plan(const BatchCall& call) {
 plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
   static constexpr plan::Operation kOperations[] = {plan::Operation::batch_all_reduce, plan::Operation::batch_reduce,
                                                     plan::Operation::batch_broadcast};
-  std::vector<Tensor> firsts;
-  for (const auto& replicas : *call.batch) firsts.push_back(replicas.front());
+  std::vector<Tensor> firsts;  // (a refused call may hold a tensor without replicas)
+  for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
   plan::Fingerprint f;
   f.sequence = sequence_;  // the batch's number (its packs run under it)
   f.operation = kOperations[static_cast<int>(call.collective)];
@@ -71,7 +71,7 @@ plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
   f.dtype = -1;
   f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.op);
   f.root = call.collective == Collective::all_reduce ? -1 : call.root;
-  f.memory = static_cast<std::int16_t>(firsts.empty() ? Memory::host : firsts.front().memory);
+  f.memory = static_cast<std::int8_t>(firsts.empty() ? Memory::host : firsts.front().memory);
   f.implementation = static_cast<std::int16_t>(call.options->implementation);
   f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
   f.tensors = static_cast<std::int32_t>(firsts.size());

@@ -1,6 +1,8 @@
 // Communicator: the public entry points. Each validates its arguments (the
 // validate stage, api/validate.hpp) and hands the call to its Session,
-// which plans, executes and finishes it (api/session.hpp).
+// which plans, executes and finishes it (api/session.hpp). A call that
+// fails validation goes to Session::refuse: it is still collective, so the
+// other ranks learn of it (Mismatch) instead of waiting.
 #include "strata/communicator.hpp"
 
 #include <fmt/format.h>
@@ -51,37 +53,49 @@ Plan Communicator::plan_for(std::span<const Tensor> tensors, const PackingOption
 }
 
 void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
-  api::validate_options(options);
-  api::validate_op(op);
-  api::validate_tensor(in, "in");
-  api::validate_tensor(out, "out");
-  api::validate_in_out(in, out);
-  api::Call call{Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, in.memory, in.device,
-                 static_cast<std::size_t>(size()), &options};
+  const api::Call call{Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, in.memory, in.device,
+                       static_cast<std::size_t>(size()), &options};
+  try {
+    api::validate_options(options);
+    api::validate_op(op);
+    api::validate_tensor(in, "in");
+    api::validate_tensor(out, "out");
+    api::validate_in_out(in, out);
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
   session_->run(call);
 }
 
 void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options) {
-  api::validate_options(options);
-  api::validate_op(op);
-  api::validate_root(root, size());
-  api::validate_tensor(in, "in");
   const bool is_root = rank() == root;
-  api::validate_tensor(out, "out", /*data_required=*/is_root);
-  if (is_root || out.data != nullptr) api::validate_in_out(in, out);
   api::Call call{Collective::reduce, {in.data, is_root ? out.data : nullptr, in.count, in.dtype, op}, in.memory,
                  in.device, static_cast<std::size_t>(size()), &options};
   call.job.root = root;
+  try {
+    api::validate_options(options);
+    api::validate_op(op);
+    api::validate_root(root, size());
+    api::validate_tensor(in, "in");
+    api::validate_tensor(out, "out", /*data_required=*/is_root);
+    if (is_root || out.data != nullptr) api::validate_in_out(in, out);
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
   session_->run(call);
 }
 
 void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions& options) {
-  api::validate_options(options);
-  api::validate_root(root, size());
-  api::validate_tensor(buffer, "buffer");
   api::Call call{Collective::broadcast, {buffer.data, buffer.data, buffer.count, buffer.dtype, ReduceOp::sum},
                  buffer.memory, buffer.device, 1, &options};
   call.job.root = root;
+  try {
+    api::validate_options(options);
+    api::validate_root(root, size());
+    api::validate_tensor(buffer, "buffer");
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
   session_->run(call);
 }
 
@@ -93,13 +107,6 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
 void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing,
                                     const CommunicationOptions& options,
                                     std::function<void(std::size_t pack)> on_pack_done) {
-  api::validate_options(options);
-  api::validate_op(op);
-  plan::validate_packing(packing);
-  for (std::size_t i = 0; i < tensors.size(); ++i) api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
-  api::validate_same_memory(tensors, "tensors");
-  api::validate_batch_size(tensors, "tensors");
-  api::validate_disjoint(tensors, "tensors");
   std::vector<std::vector<Tensor>> batch;
   batch.reserve(tensors.size());
   for (const Tensor& t : tensors) batch.push_back({t});
@@ -109,6 +116,17 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
   call.packing = packing;
   call.options = &options;
   call.on_pack_done = &on_pack_done;
+  try {
+    api::validate_options(options);
+    api::validate_op(op);
+    plan::validate_packing(packing);
+    for (std::size_t i = 0; i < tensors.size(); ++i) api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
+    api::validate_same_memory(tensors, "tensors");
+    api::validate_batch_size(tensors, "tensors");
+    api::validate_disjoint(tensors, "tensors");
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
   session_->run_batch(call);
 }
 

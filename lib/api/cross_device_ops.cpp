@@ -60,28 +60,44 @@ void CrossDeviceOps::reduce(ReduceOp op, const PerReplica& value, Destination de
 
 void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerReplica, Destination>> pairs,
                                   const CommunicationOptions& options) {
-  api::validate_options(options);
-  api::validate_op(op);
-  std::vector<Tensor> all;
-  std::size_t replicas = 0;
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    validate_value(pairs[i].first, replicas_per_rank_, fmt::format("pairs[{}].value", i));
-    validate_destination(pairs[i].second, comm_.size(), fmt::format("pairs[{}].destination", i));
-    if (i > 0 && pairs[i].first.size() != replicas)
-      throw InvalidArgument(fmt::format("pairs[{}].value has {} replica(s), pairs[0] has {}", i,
-                                        pairs[i].first.size(), replicas));
-    replicas = pairs[i].first.size();
-    all.insert(all.end(), pairs[i].first.begin(), pairs[i].first.end());
+  api::Session& session = api::session_of(comm_);
+  try {
+    api::validate_options(options);
+    api::validate_op(op);
+    std::vector<Tensor> all;
+    std::size_t replicas = 0;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      validate_value(pairs[i].first, replicas_per_rank_, fmt::format("pairs[{}].value", i));
+      validate_destination(pairs[i].second, comm_.size(), fmt::format("pairs[{}].destination", i));
+      if (i > 0 && pairs[i].first.size() != replicas)
+        throw InvalidArgument(fmt::format("pairs[{}].value has {} replica(s), pairs[0] has {}", i,
+                                          pairs[i].first.size(), replicas));
+      replicas = pairs[i].first.size();
+      all.insert(all.end(), pairs[i].first.begin(), pairs[i].first.end());
+    }
+    api::validate_same_memory(all, "replica tensors");
+    api::validate_batch_size(all, "replica tensors");
+    api::validate_disjoint(all, "replica tensors");
+  } catch (const InvalidArgument& e) {
+    // Still collective: the other ranks learn of it (api::Session::refuse).
+    std::vector<std::vector<Tensor>> as_passed;
+    for (const auto& pair : pairs) as_passed.push_back(pair.first);
+    api::BatchCall call;
+    const int first_root = pairs.empty() ? -1 : pairs.front().second.root();
+    call.collective = first_root < 0 ? Collective::all_reduce : Collective::reduce;
+    call.batch = &as_passed;
+    call.op = op;
+    call.root = std::max(first_root, 0);
+    call.packing = packing_;
+    call.options = &options;
+    call.spec = &spec_->spec;
+    session.refuse(e, call);
   }
-  api::validate_same_memory(all, "replica tensors");
-  api::validate_batch_size(all, "replica tensors");
-  api::validate_disjoint(all, "replica tensors");
   // One batch per destination, in order of first appearance (the same on
   // every rank, since every rank passes the same pairs).
   std::vector<int> order;
   for (const auto& [value, destination] : pairs)
     if (std::find(order.begin(), order.end(), destination.root()) == order.end()) order.push_back(destination.root());
-  api::Session& session = api::session_of(comm_);
   for (int root : order) {
     std::vector<std::vector<Tensor>> batch;
     for (const auto& [value, destination] : pairs)
@@ -101,10 +117,6 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
 
 void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations, int source_rank,
                                const CommunicationOptions& options) {
-  api::validate_options(options);
-  validate_value(value, replicas_per_rank_, "value");
-  validate_destination(destinations, comm_.size(), "destinations");
-  api::validate_root(source_rank, comm_.size());
   api::Session& session = api::session_of(comm_);
   const std::vector<std::vector<Tensor>> batch{value};
   api::BatchCall call;
@@ -117,6 +129,14 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
   call.lands_here = destinations.is_all_ranks() || destinations.root() == session.rank();
   call.options = &options;
   call.spec = &spec_->spec;
+  try {
+    api::validate_options(options);
+    validate_value(value, replicas_per_rank_, "value");
+    validate_destination(destinations, comm_.size(), "destinations");
+    api::validate_root(source_rank, comm_.size());
+  } catch (const InvalidArgument& e) {
+    session.refuse(e, call);  // still collective: the other ranks learn of it
+  }
   session.run_batch(call);
 }
 

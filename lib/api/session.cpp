@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -184,7 +185,7 @@ plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence)
   f.dtype = static_cast<std::int32_t>(call.job.dtype);
   f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.job.op);
   f.root = call.collective == Collective::all_reduce ? -1 : call.job.root;
-  f.memory = static_cast<std::int16_t>(call.memory);
+  f.memory = static_cast<std::int8_t>(call.memory);
   f.implementation = static_cast<std::int16_t>(call.options->implementation);
   f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
   f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
@@ -193,6 +194,51 @@ plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence)
 
 std::size_t Session::host_chunk_bytes() const {
   return config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
+}
+
+namespace {
+
+// The deadline of a refused call: its own timeout when that one is valid.
+double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds >= 0 ? std::min(seconds, 1e9) : 0; }
+
+}  // namespace
+
+void Session::refuse(const InvalidArgument& error, const Call& call) {
+  if (size_ == 1 || !check_calls_ || !broken_reason_.empty()) throw error;
+  const util::Deadline deadline(usable_timeout(call.options->timeout_seconds));
+  util::IdleWorkScope answering(roll_call_.get());
+  ++sequence_;
+  try {
+    refuse_in_call(error, fingerprint(call, sequence_), deadline, to_string(call.collective));
+  } catch (const DeadlineExceeded&) {
+    blame_missing_ranks(deadline);
+  }
+}
+
+void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
+  if (size_ == 1 || !check_calls_ || !broken_reason_.empty()) throw error;
+  const util::Deadline deadline(usable_timeout(call.options->timeout_seconds));
+  util::IdleWorkScope answering(roll_call_.get());
+  ++sequence_;
+  try {
+    refuse_in_call(error, fingerprint(call), deadline, to_string(call.collective));
+  } catch (const DeadlineExceeded&) {
+    blame_missing_ranks(deadline);
+  }
+}
+
+void Session::refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_passed,
+                             const util::Deadline& deadline, std::string_view collective) {
+  as_passed.arguments = 1;
+  current_ = {collective, sequence_, 0, "call check"};
+  try {
+    verify(as_passed, deadline, collective);
+  } catch (const Mismatch&) {
+    throw InvalidArgument(fmt::format(
+        "{} (the ranks of this communicator whose arguments were valid raise Mismatch naming this rank)",
+        error.what()));
+  }
+  throw error;  // every rank passed the same invalid arguments: each raises its own error
 }
 
 void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective) {
@@ -229,8 +275,14 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
     return;
   }
   const std::size_t bytes = call.job.bytes();
-  const plan::Choice& choice =
-      cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
+  const plan::Choice* planned = nullptr;
+  try {
+    planned = &cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
+  } catch (const InvalidArgument& e) {  // e.g. implementation = nccl on host memory
+    if (mine) refuse_in_call(e, *mine, deadline, collective_name);
+    throw;
+  }
+  const plan::Choice& choice = *planned;
   plan::Job job = call.job;
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;

@@ -92,6 +92,16 @@ class Session {
   // Runs a batch, pack by pack, calling on_pack_done(i) as pack i lands.
   void run_batch(const BatchCall& call);
 
+  // A call whose arguments failed validation on this rank is still
+  // collective: with the call check on (and more than one rank), this rank
+  // takes the call's number and joins the check with `call` as passed,
+  // marked invalid, so every other rank raises Mismatch naming it instead
+  // of waiting for data that never comes, and the ranks stay in step.
+  // Always throws: `error` (InvalidArgument) on this rank, or
+  // DeadlineExceeded / PeerFailure when the check itself fails.
+  [[noreturn]] void refuse(const InvalidArgument& error, const Call& call);
+  [[noreturn]] void refuse(const InvalidArgument& error, const BatchCall& call);
+
   // The plan for one call of `bytes` bytes (no communication).
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
                       const plan::Spec* spec = nullptr) const;
@@ -121,6 +131,10 @@ class Session {
   // default when it is 0. Part of every fingerprint (ranks cutting a ring
   // differently would mismatch messages).
   std::size_t host_chunk_bytes() const;
+  // The check of a refused call whose number is taken: throws `error`, or
+  // InvalidArgument saying the other ranks raise Mismatch.
+  [[noreturn]] void refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_passed,
+                                   const util::Deadline& deadline, std::string_view collective);
   // The call check alone (every rank; throws Mismatch).
   void verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
   // After a DeadlineExceeded: asks every rank where it is, marks the

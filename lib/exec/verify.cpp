@@ -10,7 +10,7 @@
 namespace strata::exec {
 namespace {
 
-constexpr std::size_t kFields = 13;
+constexpr std::size_t kFields = 14;
 
 std::array<std::uint64_t, kFields> fields_of(const plan::Fingerprint& f) {
   return {f.sequence,
@@ -22,6 +22,7 @@ std::array<std::uint64_t, kFields> fields_of(const plan::Fingerprint& f) {
           static_cast<std::uint64_t>(static_cast<std::int64_t>(f.op)),
           static_cast<std::uint64_t>(static_cast<std::int64_t>(f.root)),
           static_cast<std::uint64_t>(f.memory),
+          static_cast<std::uint64_t>(f.arguments),
           static_cast<std::uint64_t>(f.implementation),
           static_cast<std::uint64_t>(f.chunk_bytes),
           static_cast<std::uint64_t>(f.tensors),

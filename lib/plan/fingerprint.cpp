@@ -27,6 +27,9 @@ struct Field {
 };
 
 std::string plain(std::int64_t v) { return fmt::format("{}", v); }
+
+// Values a rank with invalid arguments may hold are shown as numbers.
+constexpr std::int64_t kDataTypes = 10, kReduceOps = 5;
 std::string hex(std::int64_t v) { return fmt::format("{:#018x}", static_cast<std::uint64_t>(v)); }
 
 const std::vector<Field>& fields() {
@@ -34,16 +37,24 @@ const std::vector<Field>& fields() {
       {"collective", [](const Fingerprint& f) { return std::int64_t(f.operation); },
        [](std::int64_t v) { return std::string(operation_name(v)); }},
       {"memory", [](const Fingerprint& f) { return std::int64_t(f.memory); },
-       [](std::int64_t v) { return std::string(to_string(static_cast<Memory>(v))); }},
+       [](std::int64_t v) { return v == 0 || v == 1 ? std::string(to_string(static_cast<Memory>(v))) : plain(v); }},
       {"count", [](const Fingerprint& f) { return std::int64_t(f.count); }, plain},
+      {"arguments", [](const Fingerprint& f) { return std::int64_t(f.arguments); },
+       [](std::int64_t v) { return std::string(v == 0 ? "valid" : "invalid (InvalidArgument there)"); }},
       {"dtype", [](const Fingerprint& f) { return std::int64_t(f.dtype); },
-       [](std::int64_t v) { return v < 0 ? std::string("(per tensor)") : std::string(to_string(static_cast<DataType>(v))); }},
+       [](std::int64_t v) {
+         if (v == -1) return std::string("(per tensor)");
+         return v >= 0 && v < kDataTypes ? std::string(to_string(static_cast<DataType>(v))) : plain(v);
+       }},
       {"op", [](const Fingerprint& f) { return std::int64_t(f.op); },
-       [](std::int64_t v) { return v < 0 ? std::string("(none)") : std::string(to_string(static_cast<ReduceOp>(v))); }},
+       [](std::int64_t v) {
+         if (v == -1) return std::string("(none)");
+         return v >= 0 && v < kReduceOps ? std::string(to_string(static_cast<ReduceOp>(v))) : plain(v);
+       }},
       {"root", [](const Fingerprint& f) { return std::int64_t(f.root); },
        [](std::int64_t v) { return v < 0 ? std::string("(none)") : plain(v); }},
       {"implementation", [](const Fingerprint& f) { return std::int64_t(f.implementation); },
-       [](std::int64_t v) { return std::string(to_string(static_cast<Implementation>(v))); }},
+       [](std::int64_t v) { return v >= 0 && v <= 2 ? std::string(to_string(static_cast<Implementation>(v))) : plain(v); }},
       {"config.chunk_bytes", [](const Fingerprint& f) { return std::int64_t(f.chunk_bytes); }, plain},
       {"tensors", [](const Fingerprint& f) { return std::int64_t(f.tensors); }, plain},
       {"replicas", [](const Fingerprint& f) { return std::int64_t(f.replicas); }, plain},

@@ -32,7 +32,9 @@ struct Fingerprint {
   std::int32_t dtype = 0;      // a batch: -1 (its layout covers the dtypes)
   std::int32_t op = 0;         // ReduceOp; broadcast: -1
   std::int32_t root = -1;      // reduce and broadcast; else -1
-  std::int16_t memory = 0;          // Memory
+  std::int8_t memory = 0;           // Memory
+  std::int8_t arguments = 0;        // 0: valid; 1: this rank's arguments failed validation (it raises
+                                    // InvalidArgument; the fields above are as it passed them)
   std::int16_t implementation = 0;  // CommunicationOptions::implementation (it can change the algorithm)
   std::int32_t tensors = 1;         // a batch: its tensor count
   std::int32_t replicas = 1;        // tensors per rank per value (TF's num_gpus_per_worker)

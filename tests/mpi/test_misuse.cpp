@@ -171,6 +171,97 @@ TEST_CASE("ranks that disagree on a call all raise Mismatch, and the communicato
     }
 }
 
+namespace {
+
+// One rank passes arguments validation rejects. It raises InvalidArgument;
+// the call is still collective, so every other rank raises Mismatch naming
+// it (instead of waiting for data that never comes); the ranks stay in
+// step, so the next call works.
+const std::vector<Misuse>& invalid_cases() {
+  static const std::vector<Misuse> list = {
+      {"reduce root out of range", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f), out(kCount);
+         c.reduce(f32(v, kCount), f32(out, kCount), ReduceOp::sum, deviant ? c.size() + 5 : 0, o);
+       }},
+      {"broadcast root -1", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         c.broadcast(f32(v, kCount), deviant ? -1 : 0, o);
+       }},
+      {"null data", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         const Tensor t{deviant ? nullptr : v.data(), kCount, DataType::f32};
+         c.all_reduce(t, t, ReduceOp::sum, o);
+       }},
+      {"op out of range", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         c.all_reduce(f32(v, kCount), f32(v, kCount), deviant ? ReduceOp(42) : ReduceOp::sum, o);
+       }},
+      {"implementation nccl on host memory", "invalid",  // rejected by the plan stage, not validation
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         CommunicationOptions mine = o;
+         if (deviant) mine.implementation = Implementation::nccl;
+         c.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum, mine);
+       }},
+      {"batch with bad packing", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> a(300, 1.0f), b(700, 1.0f);
+         std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+         c.batch_all_reduce(tensors, ReduceOp::sum, PackingOptions{.num_packs = deviant ? -3 : 1}, o);
+       }},
+      {"facade destination out of range", "invalid",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> a(300, 1.0f);
+         ReductionToOneDevice facade(c);
+         facade.reduce(ReduceOp::sum, {f32(a, a.size())}, Destination::rank(deviant ? c.size() : 0), o);
+       }},
+  };
+  return list;
+}
+
+void check_invalid_case(Communicator& comm, const Misuse& misuse, const CommunicationOptions& options,
+                        const std::string& spec) {
+  const bool deviant = comm.rank() == comm.size() - 1;
+  std::string outcome = "no exception", message;
+  try {
+    misuse.call(comm, deviant, options);
+  } catch (const InvalidArgument& e) {
+    outcome = "InvalidArgument", message = e.what();
+  } catch (const Mismatch& e) {
+    outcome = "Mismatch", message = e.what();
+  } catch (const std::exception& e) {
+    outcome = std::string("wrong exception: ") + e.what();
+  }
+  CAPTURE(spec);
+  CAPTURE(misuse.name);
+  CAPTURE(message);
+  CHECK(outcome == (deviant ? "InvalidArgument" : "Mismatch"));
+  if (!deviant)
+    CHECK_MESSAGE(message.find("invalid (InvalidArgument there) on rank " + std::to_string(comm.size() - 1)) !=
+                      std::string::npos,
+                  "Mismatch does not name the rank with invalid arguments");
+  CHECK_FALSE(comm.broken());
+  std::vector<double> x(2049, 1.0 + comm.rank());
+  comm.all_reduce({x.data(), x.size(), DataType::f64}, {x.data(), x.size(), DataType::f64}, ReduceOp::sum, options);
+  const double n = comm.size();
+  CHECK(x.front() == n * (n + 1) / 2);
+}
+
+}  // namespace
+
+TEST_CASE("one rank with invalid arguments raises InvalidArgument, every other rank Mismatch, nobody waits") {
+  if (world_size() < 2) return;
+  for (const std::string& spec : specs_under_test())
+    for (const double timeout : {0.0, 20.0}) {
+      Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+      for (const Misuse& misuse : invalid_cases()) check_invalid_case(comm, misuse, {.timeout_seconds = timeout}, spec);
+    }
+}
+
 TEST_CASE("ranks whose communicators cut the ring differently (Config::chunk_bytes) all raise Mismatch") {
   if (world_size() < 2) return;
   for (const std::string& spec : specs_under_test()) {
