@@ -62,6 +62,15 @@ Processes processes() {
   return p;
 }
 
+std::string fmt_ranks(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(r);
+  }
+  return text;
+}
+
 // `side`: all ranks, apart from strata's traffic; `survivors`: all but the
 // victim (MPI_COMM_NULL on the victim).
 // `check_calls`: with the call check on, the stopped rank holds everyone up
@@ -107,7 +116,9 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     CHECK_MESSAGE(deadline, "expected DeadlineExceeded, got " << message);
     CHECK_MESSAGE(waiting_for == std::vector<int>{victim}, "must name exactly rank " << victim << ": " << message);
     CHECK_MESSAGE(elapsed <= kTimeout + 1.0, "raised after " << elapsed << " s, later than timeout + 1 s");
-    MESSAGE("rank " << comm.rank() << ": DeadlineExceeded after " << elapsed << " s");
+    MESSAGE("trial spec=" << spec << " planned=" << planned << " check=" << check_calls << " rank " << comm.rank()
+                          << ": " << std::string(deadline ? "DeadlineExceeded" : "no DeadlineExceeded") << " after " << elapsed
+                          << " s naming [" << fmt_ranks(waiting_for) << "]");
     for (const std::string& part : {std::string("all_reduce #1"), planned, "rank " + std::to_string(comm.rank()),
                                     "rank(s) " + std::to_string(victim) + " did not arrive"})
       CHECK_MESSAGE(message.find(part) != std::string::npos, "no '" << part << "' in: " << message);
