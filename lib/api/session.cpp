@@ -204,24 +204,23 @@ double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds
 }  // namespace
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {
-  if (size_ == 1 || !check_calls_ || !broken_reason_.empty()) throw error;
-  const util::Deadline deadline(usable_timeout(call.options->timeout_seconds));
-  util::IdleWorkScope answering(roll_call_.get());
-  ++sequence_;
-  try {
-    refuse_in_call(error, fingerprint(call, sequence_), deadline, to_string(call.collective));
-  } catch (const DeadlineExceeded&) {
-    blame_missing_ranks(deadline);
-  }
+  refuse_numbered(error, [&] { return fingerprint(call, sequence_); }, call.options->timeout_seconds,
+                  to_string(call.collective));
 }
 
 void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
+  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
+                  to_string(call.collective));
+}
+
+void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
+                              double timeout_seconds, std::string_view collective) {
   if (size_ == 1 || !check_calls_ || !broken_reason_.empty()) throw error;
-  const util::Deadline deadline(usable_timeout(call.options->timeout_seconds));
+  const util::Deadline deadline(usable_timeout(timeout_seconds));
   util::IdleWorkScope answering(roll_call_.get());
-  ++sequence_;
+  ++sequence_;  // the call takes its number, as a valid one does
   try {
-    refuse_in_call(error, fingerprint(call), deadline, to_string(call.collective));
+    refuse_in_call(error, as_passed(), deadline, collective);
   } catch (const DeadlineExceeded&) {
     blame_missing_ranks(deadline);
   }

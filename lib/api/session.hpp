@@ -131,6 +131,11 @@ class Session {
   // default when it is 0. Part of every fingerprint (ranks cutting a ring
   // differently would mismatch messages).
   std::size_t host_chunk_bytes() const;
+  // refuse(): unless there is nobody to tell, takes the call's number and
+  // checks `as_passed()` (built after the number is taken) marked invalid.
+  [[noreturn]] void refuse_numbered(const InvalidArgument& error,
+                                    const std::function<plan::Fingerprint()>& as_passed, double timeout_seconds,
+                                    std::string_view collective);
   // The check of a refused call whose number is taken: throws `error`, or
   // InvalidArgument saying the other ranks raise Mismatch.
   [[noreturn]] void refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_passed,
