@@ -32,6 +32,31 @@ void check(bool ok, const std::string& what) {
   else if (rank == 0) std::printf("ok: %s\n", what.c_str());
 }
 
+// A failure seen by this rank alone, counted without a collective (the
+// other ranks may be busy elsewhere).
+void check_local(bool ok, const std::string& what) {
+  if (ok) return;
+  std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
+  ++failures;
+}
+
+// Rank 2 of the late-arrival case: waits, bounded, until ranks 0 and 1 each
+// sent `tag` (they gave up on the step). False after 60 s without both.
+bool others_gave_up(int tag) {
+  int flags[2] = {0, 0};
+  MPI_Request requests[2];
+  for (int r = 0; r < 2; ++r) MPI_Irecv(&flags[r], 1, MPI_INT, r, tag, MPI_COMM_WORLD, &requests[r]);
+  const util::Deadline give_up(60);
+  int done = 0;
+  while (!done && !give_up.expired()) {
+    MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
+    if (!done) usleep(1000);
+  }
+  if (!done)
+    for (MPI_Request& r : requests) MPI_Cancel(&r), MPI_Request_free(&r);
+  return done != 0;
+}
+
 std::uint64_t hash(const std::string& text) {
   std::uint64_t h = 1469598103934665603ull;
   for (char c : text) h = (h ^ std::uint64_t(static_cast<unsigned char>(c))) * 1099511628211ull;
@@ -112,18 +137,23 @@ int main(int argc, char** argv) {
           "after a notice every rank raises the failing rank's error");
   }
   {
-    // Rank 2 arrives 3 s late; the others' step has a bound of 1 s: they
-    // raise DeadlineExceeded (no hang), then rank 2 completes the exchange.
+    // Rank 2 arrives only after the others gave up: their step has a bound
+    // of 1 s, they raise DeadlineExceeded (no hang) and tell rank 2 so on
+    // MPI_COMM_WORLD; then rank 2 completes the exchange.
     MPI_Comm comm = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    constexpr int kGaveUp = 41;
     std::string got;
     if (rank == 2) {
-      sleep(3);
+      const bool told = others_gave_up(kGaveUp);
+      check_local(told, "ranks 0 and 1 said within 60 s that they gave up");
       Agreement step(comm, "creating the late NCCL communicator", bound);
       got = outcome(step);
     } else {
       Agreement step(comm, "creating the late NCCL communicator", util::Deadline(1));
       got = outcome(step);
+      const int gave_up = 1;
+      MPI_Send(&gave_up, 1, MPI_INT, 2, kGaveUp, MPI_COMM_WORLD);
     }
     check(rank == 2 ? got.empty()
                     : got.rfind("DeadlineExceeded: ", 0) == 0 && got.find("within its own limit of 1 s") != std::string::npos,

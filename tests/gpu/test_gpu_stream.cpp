@@ -38,6 +38,10 @@ void verdict(bool ok, const std::string& what) {
   if (all && rank == 0) std::printf("ok: %s\n", what.c_str());
 }
 
+// The producer's slow work, not a wait for an event: strata must order its
+// reads after it, which no event can stand in for (strata, correctly
+// ordered, cannot start before the stream passes this point; wrongly
+// ordered, it would read the old data meanwhile). Nothing asserts a time.
 void CUDART_CB hold_back(void*) { usleep(200 * 1000); }
 
 // Enqueues on `stream`: 200 ms of nothing, then the upload of rank + 1.

@@ -2,8 +2,8 @@
 communicator; collectives release the GIL while they wait. Needs >= 2 ranks.
 Each test waits at most a few seconds by construction (timeout_seconds), and
 the conftest watchdog bounds anything else."""
+import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -47,16 +47,27 @@ def test_collectives_release_the_gil():
     x = rank_input(RANK, 1000, "float64", "sum")
     if RANK == 1:
         errors = []
+        calling = threading.Event()
 
         def run():
             try:
+                calling.set()
                 comm.all_reduce(x, options=options)
             except Exception as e:  # reported below, on the main thread
                 errors.append(e)
 
-        worker = threading.Thread(target=run)
-        worker.start()
-        time.sleep(0.5)  # let the worker block inside the call (not an assertion on time)
+        # With a switch interval longer than the test, the worker keeps the
+        # GIL from calling.set() until it blocks: inside all_reduce, if the
+        # call releases the GIL. So the main thread runs again only once the
+        # worker is inside the call (or never, if the call holds the GIL).
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1000.0)
+        try:
+            worker = threading.Thread(target=run)
+            worker.start()
+            assert calling.wait(timeout=30), "the all_reduce thread did not start"
+        finally:
+            sys.setswitchinterval(interval)
         WORLD.send("join now", dest=0, tag=7)
         worker.join(timeout=30)
         assert not worker.is_alive(), "the all_reduce thread did not finish"
