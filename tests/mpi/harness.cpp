@@ -12,10 +12,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include "strata/errors.hpp"
 
 namespace strata::test {
 
@@ -36,6 +39,23 @@ std::uint64_t hash_bytes(const void* data, std::size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
+}
+
+TimedOutcome run_expecting_deadline(const std::function<void()>& call) {
+  TimedOutcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    call();
+    outcome.message = "no exception";
+  } catch (const DeadlineExceeded& e) {
+    outcome.deadline = true;
+    outcome.message = e.what();
+    outcome.waiting_for = e.waiting_for();
+  } catch (const std::exception& e) {
+    outcome.message = std::string("wrong exception: ") + e.what();
+  }
+  outcome.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
 }
 
 bool all_ranks(MPI_Comm comm, bool local) {

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,17 @@ bool all_ranks(MPI_Comm comm, bool local);
 
 // The ranks of `comm` where `local` is true (same answer on every rank).
 std::vector<int> ranks_where(MPI_Comm comm, bool local);
+
+// What a call that should time out did: whether it raised DeadlineExceeded,
+// its message (or what happened instead), the ranks it named and how long
+// it took.
+struct TimedOutcome {
+  bool deadline = false;
+  std::string message;
+  std::vector<int> waiting_for;
+  double elapsed_seconds = 0;
+};
+TimedOutcome run_expecting_deadline(const std::function<void()>& call);
 
 // Collects one output hash per call, then checks in one collective step
 // that every rank got the same bits for every call (DESIGN.md: identical

@@ -97,21 +97,12 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     } catch (const Error&) {
     }
   } else {
-    bool deadline = false;
-    std::string message;
-    std::vector<int> waiting_for;
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      comm.all_reduce(t, o, ReduceOp::sum, {.timeout_seconds = kTimeout});
-      message = "no exception";
-    } catch (const DeadlineExceeded& e) {
-      deadline = true;
-      message = e.what();
-      waiting_for = e.waiting_for();
-    } catch (const std::exception& e) {
-      message = std::string("wrong exception: ") + e.what();
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const TimedOutcome got =
+        run_expecting_deadline([&] { comm.all_reduce(t, o, ReduceOp::sum, {.timeout_seconds = kTimeout}); });
+    const bool deadline = got.deadline;
+    const std::string& message = got.message;
+    const std::vector<int>& waiting_for = got.waiting_for;
+    const double elapsed = got.elapsed_seconds;
     const std::uint64_t after_error = hash_bytes(out.data(), o.bytes());
     CHECK_MESSAGE(deadline, "expected DeadlineExceeded, got " << message);
     CHECK_MESSAGE(waiting_for == std::vector<int>{victim}, "must name exactly rank " << victim << ": " << message);

@@ -155,23 +155,24 @@ TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") 
 }
 
 TEST_CASE("absurd sizes in Config and in specs are refused naming the field") {
-  for (const std::size_t chunk : {std::size_t{3}, std::size_t{4095}, SIZE_MAX, (std::size_t{1} << 30) + 1}) {
-    std::string message;
+  // The InvalidArgument constructing a Communicator with `config` raises.
+  auto refusal = [](const Config& config) {
     try {
-      Communicator comm(MPI_COMM_WORLD, Config{.chunk_bytes = chunk});
+      Communicator comm(MPI_COMM_WORLD, config);
     } catch (const InvalidArgument& e) {
-      message = e.what();
+      return std::string(e.what());
     }
+    return std::string("no InvalidArgument");
+  };
+  for (const std::size_t chunk : {std::size_t{3}, std::size_t{4095}, SIZE_MAX, (std::size_t{1} << 30) + 1}) {
+    Config config;
+    config.chunk_bytes = chunk;
+    const std::string message = refusal(config);
     CAPTURE(chunk);
     CHECK_MESSAGE(message.find("chunk_bytes = " + std::to_string(chunk)) != std::string::npos, message);
   }
   for (const char* spec : {"xring#1100", "pscpu#65", "tree:1k:rechd#1000"}) {
-    std::string message;
-    try {
-      Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
-    } catch (const InvalidArgument& e) {
-      message = e.what();
-    }
+    const std::string message = refusal(Config{.all_reduce_spec = spec});
     CAPTURE(spec);
     CHECK_MESSAGE(message.find("shards") != std::string::npos, message);
   }
