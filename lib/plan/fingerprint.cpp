@@ -28,8 +28,12 @@ struct Field {
 
 std::string plain(std::int64_t v) { return fmt::format("{}", v); }
 
-// Values a rank with invalid arguments may hold are shown as numbers.
-constexpr std::int64_t kDataTypes = 10, kReduceOps = 5;
+// Values a rank with invalid arguments may hold (outside the enum, as
+// validation bounds it) are shown as numbers.
+template <typename Enum>
+std::string name_or_number(std::int64_t v, Enum last) {
+  return v >= 0 && v <= static_cast<std::int64_t>(last) ? std::string(to_string(static_cast<Enum>(v))) : plain(v);
+}
 std::string hex(std::int64_t v) { return fmt::format("{:#018x}", static_cast<std::uint64_t>(v)); }
 
 const std::vector<Field>& fields() {
@@ -37,24 +41,24 @@ const std::vector<Field>& fields() {
       {"collective", [](const Fingerprint& f) { return std::int64_t(f.operation); },
        [](std::int64_t v) { return std::string(operation_name(v)); }},
       {"memory", [](const Fingerprint& f) { return std::int64_t(f.memory); },
-       [](std::int64_t v) { return v == 0 || v == 1 ? std::string(to_string(static_cast<Memory>(v))) : plain(v); }},
+       [](std::int64_t v) { return name_or_number(v, Memory::cuda); }},
       {"count", [](const Fingerprint& f) { return std::int64_t(f.count); }, plain},
       {"arguments", [](const Fingerprint& f) { return std::int64_t(f.arguments); },
        [](std::int64_t v) { return std::string(v == 0 ? "valid" : "invalid (InvalidArgument there)"); }},
       {"dtype", [](const Fingerprint& f) { return std::int64_t(f.dtype); },
        [](std::int64_t v) {
          if (v == -1) return std::string("(per tensor)");
-         return v >= 0 && v < kDataTypes ? std::string(to_string(static_cast<DataType>(v))) : plain(v);
+         return name_or_number(v, DataType::u64);
        }},
       {"op", [](const Fingerprint& f) { return std::int64_t(f.op); },
        [](std::int64_t v) {
          if (v == -1) return std::string("(none)");
-         return v >= 0 && v < kReduceOps ? std::string(to_string(static_cast<ReduceOp>(v))) : plain(v);
+         return name_or_number(v, ReduceOp::prod);
        }},
       {"root", [](const Fingerprint& f) { return std::int64_t(f.root); },
        [](std::int64_t v) { return v < 0 ? std::string("(none)") : plain(v); }},
       {"implementation", [](const Fingerprint& f) { return std::int64_t(f.implementation); },
-       [](std::int64_t v) { return v >= 0 && v <= 2 ? std::string(to_string(static_cast<Implementation>(v))) : plain(v); }},
+       [](std::int64_t v) { return name_or_number(v, Implementation::nccl); }},
       {"config.chunk_bytes", [](const Fingerprint& f) { return std::int64_t(f.chunk_bytes); }, plain},
       {"tensors", [](const Fingerprint& f) { return std::int64_t(f.tensors); }, plain},
       {"replicas", [](const Fingerprint& f) { return std::int64_t(f.replicas); }, plain},
