@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "cuda/check.hpp"
+#include "cuda/half.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 
@@ -85,7 +86,7 @@ struct HalfOps {
   using Storage = std::uint16_t;
   __device__ static float to_float(std::uint16_t v) {
     if constexpr (std::is_same_v<H2, __half2>) return __half2float(__ushort_as_half(v));
-    else return __uint_as_float(std::uint32_t(v) << 16);  // bf16 is f32's upper half: exact
+    else return bf16_to_f32(v);
   }
   __device__ static std::uint32_t pair(std::uint32_t a, std::uint32_t b) {
     if constexpr (Op == ReduceOp::sum) {

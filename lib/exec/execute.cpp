@@ -153,7 +153,7 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
       finish_gpu(proto.op, job, has_result && collective != Collective::broadcast, contributors, backend, 0);
       if (pack.lands_here && replicas > 1) backend.spread(packed);
     }
-    if (pack.lands_here) backend.unpack(pack, packed);
+    if (pack.lands_here) backend.unpack(packed);
     backend.complete();
   });
 }

@@ -17,6 +17,7 @@
 #include "nccl/levels.hpp"
 #include "nccl/replicas.hpp"
 #include "strata/errors.hpp"
+#include "util/abandoned.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"
 
@@ -32,8 +33,7 @@ class NcclBackend final : public Backend {
   ~NcclBackend() override {
     drop_levels();
     if (!engine_.broken_reason().empty()) {  // a given-up gather may still land: kept reachable, never freed
-      static auto* kept = new std::vector<Gathered*>;  // never destroyed: reachable at exit
-      kept->push_back(gathered_.release());
+      util::keep_forever(gathered_.release());
     }
   }
 
@@ -165,14 +165,13 @@ class NcclBackend final : public Backend {
     }
   }
 
-  void unpack(const GpuPack& pack, const Packed& packed) override {
+  void unpack(const Packed& packed) override {
     if (packed.in_place) return;
     nccl::ReplicaSet& set = engine_.replicas();
     for (std::size_t r = 0; r < packed.data.size(); ++r) {
       cuda::DeviceGuard on(packed.devices[r]);
       cuda::unpack(packed.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, set.stream(engine_, r));
     }
-    (void)pack;
   }
 
   void mark_broken(const std::string& reason) noexcept override { engine_.mark_broken(reason); }

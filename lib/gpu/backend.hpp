@@ -134,7 +134,7 @@ class Backend {
   // Replica 0's buffer to the other replicas' buffers.
   virtual void spread(const Packed& packed) = 0;
   // Every replica's buffer back into its pieces (nothing when in place).
-  virtual void unpack(const GpuPack& pack, const Packed& packed) = 0;
+  virtual void unpack(const Packed& packed) = 0;
 
   // After a timeout or a backend failure: abort the NCCL communicators and
   // refuse further calls (PeerFailure). Never throws.

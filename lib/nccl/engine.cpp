@@ -7,6 +7,7 @@
 #include "cuda/check.hpp"
 #include "nccl/replicas.hpp"
 #include "strata/errors.hpp"
+#include "util/abandoned.hpp"
 #include "util/agree.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"
@@ -97,8 +98,7 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
     } catch (...) {
       // A collective's request may not be freed: it and its buffer stay
       // behind, reachable and never freed.
-      static auto* kept = new std::vector<ncclUniqueId*>;  // never destroyed: reachable at exit
-      kept->push_back(held.release());
+      util::keep_forever(held.release());
       throw;
     }
   }

@@ -92,7 +92,6 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   MPI_Comm comm() const { return comm_; }
-  const topo::NodeSplit& split() const { return split_; }
   std::span<const topo::GpuRow> rows() const { return rows_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }

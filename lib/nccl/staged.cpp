@@ -25,8 +25,9 @@ constexpr std::size_t kHostChunkBytes = 256 * 1024;    // the host algorithms' o
 void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm,
             const plan::Job& job) {
   if (job.count == 0) return;
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
   const bool is_root = rank == job.root;
   // Who copies down (contributes) and who copies the result back up.
   const bool download = collective != Collective::broadcast || is_root;
@@ -59,7 +60,7 @@ void staged(Engine& e, MPI_Comm comm, Collective collective, const host::Algorit
   for (std::size_t c = 0; c < chunks; ++c) {
     if (armed[c % kRing]) e.wait(&e.event(c % kRing));
     armed[c % kRing] = false;
-    host::Transport t(comm, e.deadline(), e.info(), e.workspace());
+    host::Transport t(comm, rank, size, e.deadline(), e.info(), e.workspace());
     plan::Job chunk;
     chunk.in = chunk.out = buffer(c);
     chunk.count = count_of(c);

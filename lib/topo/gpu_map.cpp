@@ -9,17 +9,18 @@
 #include "strata/errors.hpp"
 
 namespace strata::topo {
-namespace {
 
-std::string lower(std::string_view text) {
+std::string normalized_bus_id(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return out;
 }
 
+namespace {
+
 const GpuInfo* hwloc_gpu(const GpuNodeView& node, const std::string& bus_id) {
   for (const GpuInfo& gpu : node.gpus)
-    if (lower(gpu.pci_bus_id) == bus_id) return &gpu;
+    if (normalized_bus_id(gpu.pci_bus_id) == bus_id) return &gpu;
   return nullptr;
 }
 
@@ -94,7 +95,7 @@ std::vector<int> parse_gpu_map(std::string_view text) {
 GpuAssignment assign_gpu(const GpuNodeView& node, int local_rank, std::span<const std::string> cuda_bus_ids,
                          std::string_view gpu_map) {
   std::vector<std::string> cuda;
-  for (const std::string& id : cuda_bus_ids) cuda.push_back(lower(id));
+  for (const std::string& id : cuda_bus_ids) cuda.push_back(normalized_bus_id(id));
   GpuAssignment out;
 
   if (!gpu_map.empty()) {
@@ -125,7 +126,7 @@ GpuAssignment assign_gpu(const GpuNodeView& node, int local_rank, std::span<cons
 
   if (cuda.empty()) {
     std::vector<std::string> hwloc;
-    for (const GpuInfo& gpu : node.gpus) hwloc.push_back(lower(gpu.pci_bus_id));
+    for (const GpuInfo& gpu : node.gpus) hwloc.push_back(normalized_bus_id(gpu.pci_bus_id));
     const Pick pick = pick_nearest(node, local_rank, hwloc);
     out.how = "no CUDA device visible to this process";
     if (pick.index >= 0) {

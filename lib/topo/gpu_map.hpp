@@ -15,6 +15,10 @@
 
 namespace strata::topo {
 
+// A PCI bus id as strata compares them: lower case (CUDA and hwloc differ
+// in case).
+std::string normalized_bus_id(std::string_view text);
+
 // Parse STRATA_GPU_MAP text: comma-separated CUDA device indexes by local
 // rank ("0,1,2,3"). Empty text -> empty map. Throws InvalidArgument naming
 // the text and the bad item.

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -312,11 +311,7 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
       // A process whose CUDA is unusable has no device, whatever the map says.
       row.device = record.cuda_problem.empty() ? info.gpu.cuda_device : -1;
       row.problem = !record.cuda_problem.empty() ? record.cuda_problem : row.device < 0 ? info.gpu.how : "";
-      for (const std::string& id : record.cuda_bus_ids) {
-        std::string lower = id;
-        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        row.bus_ids.push_back(std::move(lower));
-      }
+      for (const std::string& id : record.cuda_bus_ids) row.bus_ids.push_back(normalized_bus_id(id));
       row.modes = std::move(record.cuda_modes);
       gpu_rows->push_back(std::move(row));
     }
