@@ -84,6 +84,7 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
     agree_on_call_check(comm_, size_, check_calls_);
+    check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
     split_ = topo::split_nodes(comm_);
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
     gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);
@@ -177,9 +178,9 @@ const plan::Choice& Session::cached_choice(Collective collective, std::size_t by
   return last.choice;
 }
 
-plan::Fingerprint Session::fingerprint(const Call& call, std::uint64_t sequence) const {
+plan::Fingerprint Session::fingerprint(const Call& call) const {
   plan::Fingerprint f;
-  f.sequence = sequence;
+  f.sequence = sequence_;
   f.operation = static_cast<plan::Operation>(call.collective);
   f.count = call.job.count;
   f.dtype = static_cast<std::int32_t>(call.job.dtype);
@@ -204,7 +205,7 @@ double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds
 }  // namespace
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {
-  refuse_numbered(error, [&] { return fingerprint(call, sequence_); }, call.options->timeout_seconds,
+  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
                   to_string(call.collective));
 }
 
@@ -215,7 +216,7 @@ void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
 
 void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
                               double timeout_seconds, std::string_view collective) {
-  if (size_ == 1 || !check_calls_ || !broken_reason_.empty()) throw error;
+  if (!check_calls_ || !broken_reason_.empty()) throw error;
   const util::Deadline deadline(usable_timeout(timeout_seconds));
   util::IdleWorkScope answering(roll_call_.get());
   ++sequence_;  // the call takes its number, as a valid one does
@@ -229,7 +230,6 @@ void Session::refuse_numbered(const InvalidArgument& error, const std::function<
 void Session::refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_passed,
                              const util::Deadline& deadline, std::string_view collective) {
   as_passed.arguments = 1;
-  current_ = {collective, sequence_, 0, "call check"};
   try {
     verify(as_passed, deadline, collective);
   } catch (const Mismatch&) {
@@ -241,8 +241,8 @@ void Session::refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_
 }
 
 void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective) {
-  const plan::CallInfo info{collective, mine.sequence, 0, "call check"};
-  breaking_on_failure([&] { exec::verify_call(host_context_, mine, deadline, info); });
+  current_ = {collective, mine.sequence, 0, "call check"};  // what a timeout in the check names
+  breaking_on_failure([&] { exec::verify_call(host_context_, mine, deadline, current_); });
 }
 
 void Session::run(const Call& call) {
@@ -252,7 +252,7 @@ void Session::run(const Call& call) {
   ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
   try {
     if (call.memory == Memory::cuda) {
-      if (check_calls_ && size_ > 1) verify(fingerprint(call, sequence_), deadline, to_string(call.collective));
+      if (check_calls_) verify(fingerprint(call), deadline, to_string(call.collective));
       run_gpu(call, deadline);
     } else {
       run_host(call, deadline, check_calls_);
@@ -267,9 +267,8 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   const std::string_view collective_name = to_string(call.collective);
   plan::Fingerprint fingerprint_storage;
   const plan::Fingerprint* mine = nullptr;
-  if (check && size_ > 1) fingerprint_storage = fingerprint(call, sequence_), mine = &fingerprint_storage;
+  if (check) fingerprint_storage = fingerprint(call), mine = &fingerprint_storage;
   if (call.job.count == 0) {  // still collective: the ranks must agree that it is
-    current_ = {collective_name, sequence_, 0, "call check"};
     if (mine) verify(*mine, deadline, collective_name);
     return;
   }
@@ -304,11 +303,9 @@ void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = config_.chunk_bytes;
-  const std::string_view collective_name = to_string(call.collective);
-  util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", collective_name, sequence_, bytes,
+  util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", current_.collective, sequence_, bytes,
             last_.described);
-  const gpu::CallContext context{&deadline, {collective_name, sequence_, bytes, last_.described},
-                                 call.options->stream, {call.device}};
+  const gpu::CallContext context{&deadline, current_, call.options->stream, {call.device}};
   breaking_on_failure(
       [&] { exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
 }

@@ -125,7 +125,7 @@ class Session {
   // the same shape: a spec walk and name lookups are worth skipping).
   const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
                                     Implementation implementation, const plan::Spec* spec);
-  plan::Fingerprint fingerprint(const Call& call, std::uint64_t sequence) const;
+  plan::Fingerprint fingerprint(const Call& call) const;  // of call number sequence_
   plan::Fingerprint fingerprint(const BatchCall& call) const;
   // The ring pipeline's chunk for host calls: Config::chunk_bytes, or the
   // default when it is 0. Part of every fingerprint (ranks cutting a ring
@@ -188,7 +188,7 @@ class Session {
   std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
   std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
   util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
-  bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK
+  bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK, and more than one rank
   std::uint64_t spec_hash_ = 0;  // of spec_
   plan::CallInfo current_;      // the call in progress, for timeout messages
   exec::HostContext host_context_;  // what host collectives run over (fixed at construction)

@@ -85,9 +85,7 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
       MPI_Request_free(&receives[r]);
     } else if (reply(r)[1] < sequence) {
       result.earlier.push_back(r);
-    } else if (reply(r)[1] > sequence) {
-      result.later.push_back(r);
-    }
+    }  // a rank answering from a later call is done with this one: neither
   }
   return result;
 }

@@ -40,7 +40,6 @@ class RollCall final : public util::IdleWork {
   struct Result {
     std::vector<int> silent;   // no answer within the window
     std::vector<int> earlier;  // answered from a call before `sequence`
-    std::vector<int> later;    // answered from a call after it (already done with this one)
   };
   // Asks every other rank, answers theirs meanwhile, and reports. Never
   // throws (MPI errors count as silence); takes at most kWindow.

@@ -1,6 +1,7 @@
 #include "exec/verify.hpp"
 
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "host/shm_rounds.hpp"
@@ -10,23 +11,15 @@
 namespace strata::exec {
 namespace {
 
-constexpr std::size_t kFields = 14;
+// The fingerprint as words: 64 bytes without padding, so equal words are
+// equal fields (describe_disagreement names the fields afterwards).
+constexpr std::size_t kFields = sizeof(plan::Fingerprint) / sizeof(std::uint64_t);
+static_assert(kFields * sizeof(std::uint64_t) == sizeof(plan::Fingerprint));
 
 std::array<std::uint64_t, kFields> fields_of(const plan::Fingerprint& f) {
-  return {f.sequence,
-          f.count,
-          f.layout,
-          f.spec,
-          static_cast<std::uint64_t>(f.operation),
-          static_cast<std::uint64_t>(static_cast<std::int64_t>(f.dtype)),
-          static_cast<std::uint64_t>(static_cast<std::int64_t>(f.op)),
-          static_cast<std::uint64_t>(static_cast<std::int64_t>(f.root)),
-          static_cast<std::uint64_t>(f.memory),
-          static_cast<std::uint64_t>(f.arguments),
-          static_cast<std::uint64_t>(f.implementation),
-          static_cast<std::uint64_t>(f.chunk_bytes),
-          static_cast<std::uint64_t>(f.tensors),
-          static_cast<std::uint64_t>(f.replicas)};
+  std::array<std::uint64_t, kFields> words;
+  std::memcpy(words.data(), &f, sizeof f);
+  return words;
 }
 
 // The buffers of both collectives come from `arena` (the communicator's,

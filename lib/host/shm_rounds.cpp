@@ -54,10 +54,9 @@ void publish(const ShmSegment& seg, std::uint64_t round) {
 // `staged`, and once every rank's `staged` is seen, every rank compares
 // all of them. On a difference every rank finishes the round (so the next
 // call's rounds still line up) and raises Mismatch; no data was used.
-void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint* check) {
-  if (!check) return;
-  seg.fingerprint(seg.local_rank(), round) = *check;
-  seg.digest(seg.local_rank(), round) = plan::digest(*check);
+void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint& check) {
+  seg.fingerprint(seg.local_rank(), round) = check;
+  seg.digest(seg.local_rank(), round) = plan::digest(check);
 }
 
 [[noreturn]] void throw_difference(Transport& t, const ShmSegment& seg, std::uint64_t round) {
@@ -67,8 +66,7 @@ void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Finge
   plan::throw_mismatch(t.info(), t.rank(), all);
 }
 
-void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint* check) {
-  if (!check) return;
+void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round) {
   // Digests first (in the lines `staged` already brought over); whole
   // fingerprints only to describe a difference.
   const std::uint64_t mine = seg.digest(seg.local_rank(), round);
@@ -163,7 +161,7 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
         for (int r = 0; r < n; ++r)
           if (r != me && get_digest(seg.area(r, round) + at) != digest) throw_difference(t, seg, round);
       } else {
-        verify_check(t, seg, round, check);  // owners < n: everyone wrote it in the control block too
+        verify_check(t, seg, round);  // owners < n: everyone wrote it in the control block too
       }
     }
     if (me < owners) {
@@ -224,16 +222,13 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
   if (check) {
     seg.fingerprint(me, round) = *check;  // read only to describe a difference
     digest = plan::digest(*check);
-    std::memcpy(mine + digest_offset(bytes), &digest, sizeof digest);
+    put_digest(mine + digest_offset(bytes), digest);
   }
   publish<&ShmSegment::staged>(seg, round);
   wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
   if (check)
-    for (int r = 0; r < n; ++r) {
-      std::uint64_t theirs = 0;
-      std::memcpy(&theirs, seg.area(r, round) + digest_offset(bytes), sizeof theirs);
-      if (theirs != digest) throw_difference(t, seg, round);
-    }
+    for (int r = 0; r < n; ++r)
+      if (get_digest(seg.area(r, round) + digest_offset(bytes)) != digest) throw_difference(t, seg, round);
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
@@ -248,10 +243,10 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
 void verify(Transport& t, ShmSegment& seg, const plan::Fingerprint& check) {
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
-  publish_check(seg, round, &check);
+  publish_check(seg, round, check);
   publish<&ShmSegment::staged>(seg, round);
   wait_for<&ShmSegment::staged>(t, seg, 0, seg.local_size(), round);
-  verify_check(t, seg, round, &check);
+  verify_check(t, seg, round);
   publish<&ShmSegment::consumed>(seg, round);
 }
 

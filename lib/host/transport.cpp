@@ -105,12 +105,8 @@ void Transport::wait_collective(MPI_Request& request) {
 }
 
 void Transport::idle(util::Backoff& backoff, std::span<const int> waiting_for) {
-  check_deadline(waiting_for);
-  backoff.pause();
-}
-
-void Transport::check_deadline(std::span<const int> waiting_for) const {
   if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
+  backoff.pause();
 }
 
 void Transport::throw_deadline(std::vector<int> waiting_for) const {

@@ -100,8 +100,6 @@ class Transport {
   // For algorithms with their own progress loop: throws DeadlineExceeded
   // naming `waiting_for` if the deadline passed, otherwise backs off.
   void idle(util::Backoff& backoff, std::span<const int> waiting_for);
-  // The same without backing off, for loops that are busy making progress.
-  void check_deadline(std::span<const int> waiting_for) const;
 
   // Scratch memory reused across calls (see util::Workspace). Slots are
   // private to the running algorithm.

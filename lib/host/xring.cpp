@@ -72,17 +72,17 @@ void drive(Transport& t, std::vector<std::unique_ptr<RingStream>>& streams) {
       all_received &= s->received_all();
     }
     if (all_received) break;
-    waiting.clear();
-    for (auto& s : streams)
-      if (!s->received_all()) waiting.push_back(s->waiting_on());
-    if (progressed) {
-      // Busy progress still honours the deadline (many small chunks can
-      // keep this loop busy long past it).
-      t.check_deadline(waiting);
+    // Busy progress still honours the deadline (many small chunks can keep
+    // this loop busy long past it); the list of peers waited for is built
+    // only when the loop idles or the deadline has passed.
+    if (progressed && !t.expired()) {
       backoff.reset();
       continue;
     }
-    t.idle(backoff, waiting);
+    waiting.clear();
+    for (auto& s : streams)
+      if (!s->received_all()) waiting.push_back(s->waiting_on());
+    t.idle(backoff, waiting);  // throws DeadlineExceeded naming them once expired
   }
   for (auto& s : streams) s->finish();
 }

@@ -74,7 +74,6 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
   log_line(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
   for (auto it = live.rbegin(); it != live.rend(); ++it) destroy_communicator(**it);
   live.clear();
-  last_found = {};
   return MPI_SUCCESS;
 }
 

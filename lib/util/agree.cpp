@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <mutex>
 
 #include "strata/errors.hpp"
+#include "util/abandoned.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"
 
@@ -30,21 +30,6 @@ struct Agreement::Buffers {
   std::vector<int> notices;
   Verdict verdict;
 };
-
-namespace {
-
-// Buffers given up with MPI operations in flight are kept here, reachable
-// and never freed: MPI may still write into them, and leak checkers do not
-// count them as lost.
-template <typename T>
-void keep_forever(std::unique_ptr<T> buffers) {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<T*>;  // never destroyed: still reachable at exit
-  const std::lock_guard<std::mutex> lock(mutex);
-  kept->push_back(buffers.release());
-}
-
-}  // namespace
 
 Agreement::Agreement(MPI_Comm comm, std::string step, const Deadline& bound)
     : comm_(comm), step_(std::move(step)), bound_(bound), buffers_(std::make_unique<Buffers>()) {
@@ -70,7 +55,7 @@ Agreement::~Agreement() {
       if (!collective_) MPI_Request_free(&r);
       in_flight = true;
     }
-  if (in_flight) keep_forever(std::move(buffers_));
+  if (in_flight) util::keep_forever(buffers_.release());  // MPI may still write into them
 }
 
 void Agreement::fail(Kind kind, std::string reason) {

@@ -67,9 +67,6 @@ class Agreement {
   // "strata: <step> failed on rank R: <reason>" (identical on every member).
   void throw_if_failed();
 
-  const std::string& step() const { return step_; }
-  const Deadline& bound() const { return bound_; }
-
  private:
   struct Verdict;
   struct Buffers;

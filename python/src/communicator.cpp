@@ -195,7 +195,13 @@ in a long-lived structure.)doc")
           },
           "True once a timeout or a peer failure broke the communicator; every later call raises "
           "strata.PeerFailure.")
-      .def_property_readonly("closed", &PyCommunicator::closed, "True after close().")
+      .def_property_readonly(
+          "closed",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;  // a call in another thread holds the lock closed() takes
+            return self.closed();
+          },
+          "True after close().")
       .def("all_reduce", &all_reduce, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
            py::arg("options") = py::none(), R"doc(
 Every rank's `out` receives op over every rank's `x`; in place (into `x`)
@@ -268,8 +274,13 @@ matter; nothing is sent. ValueError as batch_all_reduce.)doc")
              self.close();
            })
       .def("__repr__", [](PyCommunicator& self) {
+        bool closed = false;
+        {
+          py::gil_scoped_release release;  // as for `closed`
+          closed = self.closed();
+        }
         return fmt::format("<strata.Communicator rank {} of {}{}>", self.rank(), self.size(),
-                           self.closed() ? ", closed" : "");
+                           closed ? ", closed" : "");
       });
 }
 
