@@ -62,18 +62,14 @@ plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
                                                     plan::Operation::batch_broadcast};
   std::vector<Tensor> firsts;  // (a refused call may hold a tensor without replicas)
   for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
-  plan::Fingerprint f;
-  f.sequence = sequence_;  // the batch's number (its packs run under it)
+  // The batch's number is sequence_ (its packs run under it).
+  plan::Fingerprint f = fingerprint_common(call.collective, call.op, call.root,
+                                           firsts.empty() ? Memory::host : firsts.front().memory, *call.options,
+                                           call.spec);
   f.operation = kOperations[static_cast<int>(call.collective)];
   for (const Tensor& t : firsts) f.count += t.count;
   f.layout = plan::batch_layout(firsts, call.packing, call.options->bytes_per_pack);
-  f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
   f.dtype = -1;
-  f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.op);
-  f.root = call.collective == Collective::all_reduce ? -1 : call.root;
-  f.memory = static_cast<std::int8_t>(firsts.empty() ? Memory::host : firsts.front().memory);
-  f.implementation = static_cast<std::int16_t>(call.options->implementation);
-  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
   f.tensors = static_cast<std::int32_t>(firsts.size());
   f.replicas = call.batch->empty() ? 0 : static_cast<std::int32_t>(call.batch->front().size());
   return f;

@@ -178,18 +178,25 @@ const plan::Choice& Session::cached_choice(Collective collective, std::size_t by
   return last.choice;
 }
 
-plan::Fingerprint Session::fingerprint(const Call& call) const {
+plan::Fingerprint Session::fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
+                                              const CommunicationOptions& options, const plan::Spec* spec) const {
   plan::Fingerprint f;
   f.sequence = sequence_;
+  f.op = collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(op);
+  f.root = collective == Collective::all_reduce ? -1 : root;
+  f.memory = static_cast<std::int8_t>(memory);
+  f.implementation = static_cast<std::int16_t>(options.implementation);
+  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
+  f.spec = spec ? plan::spec_hash(*spec) : spec_hash_;
+  return f;
+}
+
+plan::Fingerprint Session::fingerprint(const Call& call) const {
+  plan::Fingerprint f =
+      fingerprint_common(call.collective, call.job.op, call.job.root, call.memory, *call.options, call.spec);
   f.operation = static_cast<plan::Operation>(call.collective);
   f.count = call.job.count;
   f.dtype = static_cast<std::int32_t>(call.job.dtype);
-  f.op = call.collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(call.job.op);
-  f.root = call.collective == Collective::all_reduce ? -1 : call.job.root;
-  f.memory = static_cast<std::int8_t>(call.memory);
-  f.implementation = static_cast<std::int16_t>(call.options->implementation);
-  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
-  f.spec = call.spec ? plan::spec_hash(*call.spec) : spec_hash_;
   return f;
 }
 

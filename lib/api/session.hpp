@@ -126,6 +126,9 @@ class Session {
   const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
                                     Implementation implementation, const plan::Spec* spec);
   plan::Fingerprint fingerprint(const Call& call) const;  // of call number sequence_
+  // The fields single calls and batches fill alike.
+  plan::Fingerprint fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
+                                       const CommunicationOptions& options, const plan::Spec* spec) const;
   plan::Fingerprint fingerprint(const BatchCall& call) const;
   // The ring pipeline's chunk for host calls: Config::chunk_bytes, or the
   // default when it is 0. Part of every fingerprint (ranks cutting a ring

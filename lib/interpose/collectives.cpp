@@ -83,10 +83,11 @@ CommunicationOptions call_options() {
   return options;
 }
 
-// The entry for a call decided for strata, or nullptr with `d` changed to
-// say why the call goes to MPI after all. `error` receives a failure to
-// create the entry.
+// The strata communicator a call runs on: nullptr when the decision sends
+// it to MPI, or when creating the entry fails (`d` then says why, or
+// `error` receives what creating it threw).
 CommEntry* strata_entry(MPI_Comm comm, Decision& d, std::exception_ptr& error) {
+  if (!d.to_strata()) return nullptr;
   try {
     CommEntry& entry = entry_for(comm);
     if (entry.strata) return &entry;
@@ -112,13 +113,6 @@ std::exception_ptr run_in_strata(Work work) {
   return nullptr;
 }
 
-// The strata communicator a routed call runs on: null when the decision
-// (or the communicator's creation, which then says why in `d`) sends the
-// call to MPI; `error` is set when creating it threw.
-CommEntry* routed_entry(Decision& d, MPI_Comm comm, std::exception_ptr& error) {
-  if (!d.to_strata()) return nullptr;
-  return d.entry ? d.entry : strata_entry(comm, d, error);
-}
 
 }  // namespace
 
@@ -126,7 +120,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
   constexpr const char* kCall = "MPI_Allreduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
   std::exception_ptr error;
-  CommEntry* entry = routed_entry(d, comm, error);
+  CommEntry* entry = strata_entry(comm, d, error);
   if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, &op);
@@ -144,7 +138,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
   constexpr const char* kCall = "MPI_Reduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
   std::exception_ptr error;
-  CommEntry* entry = routed_entry(d, comm, error);
+  CommEntry* entry = strata_entry(comm, d, error);
   if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, &op);
@@ -164,7 +158,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   constexpr const char* kCall = "MPI_Bcast";
   Decision d = decide_broadcast(buffer, count, type, root, comm);
   std::exception_ptr error;
-  CommEntry* entry = routed_entry(d, comm, error);
+  CommEntry* entry = strata_entry(comm, d, error);
   if (error) return report_error(kCall, comm, error);
   if (!entry) {
     log_to_mpi(kCall, comm, d, type, nullptr);

@@ -19,11 +19,12 @@ Decision refuse(Why why, const char* detail = nullptr) {
 
 // Checks shared by the three calls: the process, the communicator, count.
 // Returns Why::none when they pass; `size` receives the communicator's size
-// and `entry` its entry if it has a live strata Communicator.
-Decision check_common(int count, MPI_Comm comm, int& size, CommEntry*& entry) {
+// (from its cached strata Communicator when it has one: the routed call then
+// finds that entry again in comm_cache's one-slot cache).
+Decision check_common(int count, MPI_Comm comm, int& size) {
   if (const char* refusal = process_refusal()) return refuse(Why::process, refusal);
   if (comm == MPI_COMM_NULL) return refuse(Why::comm_null);
-  entry = find_entry_fast(comm);
+  CommEntry* entry = find_entry_fast(comm);
   if (entry && !entry->strata) entry = nullptr;
   if (entry) {
     size = entry->strata->size();  // cached entries are intracommunicators
@@ -47,8 +48,7 @@ bool overlap(const void* a, const void* b, std::size_t bytes) {
 Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                           MPI_Comm comm) noexcept {
   int size = 0;
-  CommEntry* entry = nullptr;
-  if (Decision d = check_common(count, comm, size, entry); !d.to_strata()) return d;
+  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
   const auto dtype = reduction_dtype(type);
   if (!dtype) return refuse(Why::datatype);
   const auto rop = reduction_op(op);
@@ -76,14 +76,12 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
   d.dtype = *dtype;
   d.op = *rop;
   d.count = static_cast<std::size_t>(count);
-  d.entry = entry;
   return d;
 }
 
 Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept {
   int size = 0;
-  CommEntry* entry = nullptr;
-  if (Decision d = check_common(count, comm, size, entry); !d.to_strata()) return d;
+  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
   if (type == MPI_DATATYPE_NULL) return refuse(Why::datatype);
   // The message size: count x the type's size, identical on every rank
   // because MPI requires matching type signatures.
@@ -110,7 +108,6 @@ Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int 
   d.dtype = DataType::u8;
   d.count = static_cast<std::size_t>(bytes);
   d.packed = !contiguous;
-  d.entry = entry;
   return d;
 }
 

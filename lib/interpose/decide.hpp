@@ -22,8 +22,6 @@
 
 namespace strata::interpose {
 
-struct CommEntry;  // comm_cache.hpp
-
 // Why a call goes to PMPI_* (Why::none: it goes to strata).
 enum class Why {
   none,
@@ -47,7 +45,6 @@ struct Decision {
   ReduceOp op = ReduceOp::sum;
   std::size_t count = 0;          // elements of dtype
   bool packed = false;            // MPI_Bcast: this rank packs/unpacks a non-contiguous datatype
-  CommEntry* entry = nullptr;     // the communicator's entry, if it already has a live strata Communicator
 
   bool to_strata() const { return why == Why::none; }
 };
