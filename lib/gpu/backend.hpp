@@ -146,6 +146,10 @@ class Backend {
   void drop_levels() noexcept { levels_.clear(); }
 
  private:
+  // The level made for (algorithm, group), made by make() the first time.
+  template <typename Make>
+  plan::Level& made_once(const void* algorithm, plan::Group group, Make&& make);
+
   struct Made {
     const void* algorithm;  // a gpu::Algorithm or a host::Algorithm
     plan::Group group;

@@ -43,6 +43,12 @@ void nccl_replica_all_reduce(Engine& e, std::span<const ncclComm_t> comms, std::
 // bytes travel over MPI through pinned host buffers. Waits itself.
 void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int owners);
 void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners);
+// acc = c0 op c1 op c2 ... over the `size` contributions of `count`
+// elements at [r * slice_bytes] of `contributions` (device memory), in rank
+// order, so every owner computes the same bits; enqueued on e.stream().
+// Shared by psgpu and exchange_reduce_scatter.
+void reduce_in_rank_order(Engine& e, void* acc, const std::byte* contributions, std::size_t slice_bytes, int size,
+                          std::size_t count, DataType dtype, ReduceOp op);
 
 // staged.cpp: a host algorithm on device data, chunk by chunk through a
 // ring of pinned buffers, device-host copies overlapping the MPI transfers

@@ -169,15 +169,8 @@ void exchange_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int ow
   const ncclResult_t end = ncclGroupEnd();
   e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclSend/ncclRecv (reduce-scatter for NaN-keeping min/max)");
   if (mine.count == 0) return;
-  // acc = c0 op c1 op c2 ... in rank order: the same bits on every rank.
-  void* acc = out + mine.offset * element;
-  if (size == 1) {
-    STRATA_CHECK_CUDA(cudaMemcpyAsync(acc, contributions, slice_bytes, cudaMemcpyDeviceToDevice, e.stream()));
-    return;
-  }
-  cuda::reduce(acc, contributions, contributions + slice_bytes, mine.count, job.dtype, job.op, e.stream());
-  for (int r = 2; r < size; ++r)
-    cuda::reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, mine.count, job.dtype, job.op, e.stream());
+  reduce_in_rank_order(e, out + mine.offset * element, contributions, slice_bytes, size, mine.count, job.dtype,
+                       job.op);
 }
 
 void gather_slices(Engine& e, Comm& comm, const plan::Job& job, int owners, int root) {

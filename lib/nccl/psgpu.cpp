@@ -51,15 +51,20 @@ void psgpu_reduce_scatter(Engine& e, MPI_Comm comm, const plan::Job& job, int ow
       STRATA_CHECK_CUDA(cudaMemcpyAsync(contributions + std::size_t(r) * slice_bytes,
                                         gathered + std::size_t(r) * slice_bytes, slice_bytes, cudaMemcpyHostToDevice,
                                         e.stream()));
-  void* acc = static_cast<std::byte*>(job.out) + mine.offset * element;
+  reduce_in_rank_order(e, static_cast<std::byte*>(job.out) + mine.offset * element, contributions, slice_bytes, size,
+                       mine.count, job.dtype, job.op);
+  e.wait();
+}
+
+void reduce_in_rank_order(Engine& e, void* acc, const std::byte* contributions, std::size_t slice_bytes, int size,
+                          std::size_t count, DataType dtype, ReduceOp op) {
   if (size == 1) {
     STRATA_CHECK_CUDA(cudaMemcpyAsync(acc, contributions, slice_bytes, cudaMemcpyDeviceToDevice, e.stream()));
-  } else {
-    cuda::reduce(acc, contributions, contributions + slice_bytes, mine.count, job.dtype, job.op, e.stream());
-    for (int r = 2; r < size; ++r)
-      cuda::reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, mine.count, job.dtype, job.op, e.stream());
+    return;
   }
-  e.wait();
+  cuda::reduce(acc, contributions, contributions + slice_bytes, count, dtype, op, e.stream());
+  for (int r = 2; r < size; ++r)
+    cuda::reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, count, dtype, op, e.stream());
 }
 
 void psgpu_all_gather(Engine& e, MPI_Comm comm, const plan::Job& job, int owners) {
