@@ -103,6 +103,20 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
   run_flat(collective, flat, job);
 }
 
+namespace {
+
+// The levels of `choice` over `level_job` (its op already a level op: mean
+// runs as sum), then the finish stage with the caller's `op` on the ranks
+// that hold a result.
+void run_levels_and_finish(Collective collective, const plan::Choice& choice, const plan::Job& level_job, ReduceOp op,
+                           std::size_t contributors, const GpuContext& context) {
+  run_gpu_levels(collective, choice, level_job, context);
+  const bool has_result = collective == Collective::all_reduce || context.rank == level_job.root;
+  finish_gpu(op, level_job, has_result && collective != Collective::broadcast, contributors, *context.backend, 0);
+}
+
+}  // namespace
+
 void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
              const GpuContext& context, const gpu::CallContext& call) {
   refuse_forbidden(choice, context, call.info);
@@ -111,9 +125,7 @@ void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job&
   breaking_backend(backend, [&] {
     plan::Job level_job = job;
     if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
-    run_gpu_levels(collective, choice, level_job, context);
-    const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
-    finish_gpu(job.op, level_job, has_result && collective != Collective::broadcast, contributors, backend, 0);
+    run_levels_and_finish(collective, choice, level_job, job.op, contributors, context);
     backend.complete();
   });
 }
@@ -148,9 +160,7 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
       }
     } else {
       if (replicas > 1 && collective != Collective::broadcast) backend.combine(packed, job.op);
-      run_gpu_levels(collective, choice, job, context);
-      const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
-      finish_gpu(proto.op, job, has_result && collective != Collective::broadcast, contributors, backend, 0);
+      run_levels_and_finish(collective, choice, job, proto.op, contributors, context);
       if (pack.lands_here && replicas > 1) backend.spread(packed);
     }
     if (pack.lands_here) backend.unpack(packed);
