@@ -11,9 +11,8 @@
 # count: 3 ranks where the test has them (odd and not a power of two:
 # recursive halving's extra ranks, uneven slices, a root that is neither
 # first nor last), else its smallest. Tests with their own environment
-# (virtual nodes, -rpnK) count as tests of their own. Tests that run with
-# leak detection off, each for a library finding, are named below with the
-# finding. Not covered here: the other rank counts (1, 2, 4, 5, 8 ranks run
+# (virtual nodes, -rpnK) count as tests of their own, all with leak
+# detection on. Not covered here: the other rank counts (1, 2, 4, 5, 8 ranks run
 # in the main pass only), the other suites (cluster, topo, packing, capi,
 # bench, install, interpose, python, slurm, bundle) and the GPU backend
 # (-Dcuda=disabled). The list comes from `meson introspect`, so tests added
@@ -40,7 +39,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 build=${STRATA_SANITIZE_BUILD_DIR:-$STRATA_ROOT/build-sanitize}
 start=$(date +%s)
 # Logs left from an earlier run must not be counted if this one fails to build.
-rm -f "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-no-leak-check.json"
+rm -f "$build/meson-logs/testlog.json"
 
 options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain -Dcpp_args='-O1 -g1 -D_GLIBCXX_ASSERTIONS'
   -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false)
@@ -51,18 +50,14 @@ options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain -Dc
 # ninja has nothing else to do; the tests' own targets are built below.
 STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
 
-# Tests whose executable (tests/mpi/<name>) runs with leak detection off,
-# each with the reason. ASan and UBSan still check them; only
-# LeakSanitizer is off. (None today: buffers abandoned after a timeout are
-# kept reachable by util::keep_forever, so they are not leaks.)
-no_leak_check=""
-
-# The selected tests' names (first line: with leak detection; second line:
-# without) and the ninja targets they run (third line).
-selection=$(python3 - "$build" "$no_leak_check" <<'PY'
+# Every selected test runs with leak detection on: buffers abandoned after a
+# timeout are kept reachable by util::keep_forever, so they are not leaks.
+# The selected tests' names (first line) and the ninja targets they run
+# (second line).
+selection=$(python3 - "$build" <<'PY'
 import json, os, re, subprocess, sys
 
-build, no_leak_check = sys.argv[1], sys.argv[2].split()
+build = sys.argv[1]
 def introspect(what):
     return json.loads(subprocess.check_output(["meson", "introspect", build, what]))
 
@@ -81,42 +76,32 @@ for test in introspect("--tests"):
 for ranks in variants.values():
     chosen.append(ranks[3] if 3 in ranks else ranks[min(ranks)])
 files = {os.path.relpath(f, build) for test in chosen for d in test["depends"] for f in targets[d]["filename"]}
-unchecked = lambda test: any(targets[d]["name"] in no_leak_check for d in test["depends"])
-print(" ".join(test["name"] for test in chosen if not unchecked(test)))
-print(" ".join(test["name"] for test in chosen if unchecked(test)))
+print(" ".join(test["name"] for test in chosen))
 print(" ".join(sorted(files)))
 PY
 )
 names=$(sed -n 1p <<<"$selection")
-unchecked=$(sed -n 2p <<<"$selection")
-[ $# -gt 0 ] && names="" unchecked=""  # the caller's choice instead
-targets=$(sed -n 3p <<<"$selection")
+[ $# -gt 0 ] && names=""  # the caller's choice instead
+targets=$(sed -n 2p <<<"$selection")
 # shellcheck disable=SC2086 # space-separated target list
 ninja -C "$build" $targets >/dev/null || ninja -C "$build" $targets
 gcc -shared -fPIC -O2 -o "$build/keep_modules.so" "$STRATA_ROOT/scripts/sanitize/keep_modules.c"
 built=$(date +%s)
 echo "strata: sanitizer build took $(( built - start )) s" >&2
 
-# run_tests DETECT_LEAKS LOGBASE [meson test arguments]: meson writes
-# meson-logs/LOGBASE.json, which scripts/test.sh counts.
+# meson writes meson-logs/testlog.json, which scripts/test.sh counts.
 # verify_asan_link_order=0: keep_modules.so is preloaded ahead of libasan.
 run_tests() {
-  local leaks=$1 logbase=$2
-  shift 2
-  env ASAN_OPTIONS="halt_on_error=1:detect_leaks=$leaks:fast_unwind_on_malloc=0:verify_asan_link_order=0" \
+  env ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0" \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$STRATA_ROOT/scripts/sanitize/lsan.supp" \
     LD_PRELOAD="$build/keep_modules.so" \
-    meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 3 --logbase "$logbase" "$@"
+    meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 3 "$@"
 }
 set +e
 # shellcheck disable=SC2086 # space-separated test names
-run_tests 1 testlog "$@" $names
+run_tests "$@" $names
 status=$?
-if [ -n "$unchecked" ]; then
-  # shellcheck disable=SC2086
-  run_tests 0 testlog-no-leak-check $unchecked || status=$?
-fi
 set -e
 echo "strata: sanitizer tests took $(( $(date +%s) - built )) s" >&2
 exit $status

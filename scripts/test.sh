@@ -55,10 +55,6 @@ if [ "$passes" != 0 ]; then
   echo "strata: sanitizer pass took $(( $(date +%s) - start )) s"
   [ "$sanitize_status" -ne 0 ] && status=$sanitize_status
   logs+=("sanitizer pass ($STRATA_SANITIZE_BUILD_DIR)" "$STRATA_SANITIZE_BUILD_DIR/meson-logs/testlog.json")
-  # Tests scripts/sanitize.sh runs without leak detection (each for a named
-  # library finding) have a log of their own, when there are any.
-  no_leak_log=$STRATA_SANITIZE_BUILD_DIR/meson-logs/testlog-no-leak-check.json
-  [ -f "$no_leak_log" ] && logs+=("sanitizer pass, no leak check" "$no_leak_log")
 fi
 
 # Count from meson's own logs so the lines match what ran. A pass without a

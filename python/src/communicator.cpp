@@ -91,20 +91,30 @@ py::object broadcast(PyCommunicator& self, py::object x, int root, py::handle op
   return x;
 }
 
-py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle op, py::handle options, int num_packs,
-                            long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
+// A batch argument: a list or tuple of arrays (TypeError otherwise).
+void check_array_list(py::handle arrays) {
   if (!py::isinstance<py::list>(arrays) && !py::isinstance<py::tuple>(arrays))
     throw py::type_error(fmt::format("arrays is a {}: pass a list (or tuple) of arrays",
                                      Py_TYPE(arrays.ptr())->tp_name));
+}
+
+// The tensors of a batch's arrays, viewed through `views` ("arrays[i]" in errors).
+std::vector<strata::Tensor> tensors_of(py::handle arrays, ArrayViews& views, Access access) {
+  std::vector<strata::Tensor> tensors;
+  std::size_t i = 0;
+  for (py::handle array : arrays)
+    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), access).tensor());
+  return tensors;
+}
+
+py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle op, py::handle options, int num_packs,
+                            long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
+  check_array_list(arrays);
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
   const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
-  std::vector<strata::Tensor> tensors;
-  std::size_t i = 0;
-  for (py::handle array : arrays) {
-    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), Access::write).tensor());
-  }
+  std::vector<strata::Tensor> tensors = tensors_of(arrays, views, Access::write);
   {
     py::gil_scoped_release release;
     wait_for_producers(views);
@@ -124,16 +134,11 @@ std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle col
 
 py::list plan_for(PyCommunicator& self, py::handle arrays, py::handle options, int num_packs,
                   long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
-  if (!py::isinstance<py::list>(arrays) && !py::isinstance<py::tuple>(arrays))
-    throw py::type_error(fmt::format("arrays is a {}: pass a list (or tuple) of arrays",
-                                     Py_TYPE(arrays.ptr())->tp_name));
+  check_array_list(arrays);
   const strata::CommunicationOptions opts = to_options(options, "options");
   const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
-  std::vector<strata::Tensor> tensors;
-  std::size_t i = 0;
-  for (py::handle array : arrays)
-    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), Access::read).tensor());
+  const std::vector<strata::Tensor> tensors = tensors_of(arrays, views, Access::read);
   strata::Plan plan;
   {
     py::gil_scoped_release release;
