@@ -4,6 +4,7 @@
 #include "options.hpp"
 
 #include "byte_count.hpp"
+#include "integer.hpp"
 
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
@@ -123,16 +124,11 @@ std::size_t parse_size_flag(const std::string& text, const char* flag) {
   return bytes;
 }
 
-// An integer flag: an optional '-' and decimal digits, nothing else (no
-// sign, space, fraction or exponent), within [lo, hi]. Boost's own
-// conversion would read "-2" into an unsigned as 2^64 - 2; this refuses it.
+// An integer flag within [lo, hi] (strata_apps::parse_integer's rules).
 long long parse_integer_flag(const std::string& text, const char* flag, long long lo, long long hi) {
-  long long value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || stop != end || value < lo || value > hi)
-    throw UsageError(fmt::format("{} = '{}': expected an integer from {} to {}", flag, text, lo, hi));
-  return value;
+  const std::optional<long long> value = strata_apps::parse_integer(text, lo, hi);
+  if (!value) throw UsageError(fmt::format("{} = '{}': expected an integer from {} to {}", flag, text, lo, hi));
+  return *value;
 }
 
 // A number of seconds: a finite decimal number >= 0 ("0.5", "1e3"). "inf"

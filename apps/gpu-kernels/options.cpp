@@ -4,12 +4,12 @@
 #include "options.hpp"
 
 #include "byte_count.hpp"
+#include "integer.hpp"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
 #include <cctype>
-#include <charconv>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -33,11 +33,9 @@ std::size_t parse_bytes(const std::string& text) {
 }
 
 int parse_iters(const std::string& text) {
-  int value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > kMaxIters)
-    throw UsageError(fmt::format("--iters = '{}': expected a whole number from 1 to {}", text, kMaxIters));
-  return value;
+  const std::optional<long long> value = strata_apps::parse_integer(text, 1, kMaxIters);
+  if (!value) throw UsageError(fmt::format("--iters = '{}': expected a whole number from 1 to {}", text, kMaxIters));
+  return static_cast<int>(*value);
 }
 
 }  // namespace
