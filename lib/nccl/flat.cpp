@@ -152,22 +152,18 @@ void exchange_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int ow
   if (mine.count > 0)
     STRATA_CHECK_CUDA(cudaMemcpyAsync(contributions + std::size_t(rank) * slice_bytes, in + mine.offset * element,
                                       slice_bytes, cudaMemcpyDeviceToDevice, e.stream()));
-  STRATA_CHECK_NCCL(ncclGroupStart());
-  ncclResult_t rc = ncclSuccess;
-  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
-    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
-    if (slice.count == 0) continue;
-    if (s != rank) {
-      rc = ncclSend(in + slice.offset * element, slice.count * element, ncclUint8, s, comm.get(), e.stream());
-      continue;
-    }
-    for (int r = 0; r < size && rc == ncclSuccess; ++r)
-      if (r != rank)
-        rc = ncclRecv(contributions + std::size_t(r) * slice_bytes, slice_bytes, ncclUint8, r, comm.get(),
-                      e.stream());
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclSend/ncclRecv (reduce-scatter for NaN-keeping min/max)");
+  per_slice(e, comm, job, owners, "ncclSend/ncclRecv (reduce-scatter for NaN-keeping min/max)",
+            [&](int s, util::Slice slice) {
+              if (s != rank)
+                return ncclSend(in + slice.offset * element, slice.count * element, ncclUint8, s, comm.get(),
+                                e.stream());
+              ncclResult_t rc = ncclSuccess;
+              for (int r = 0; r < size && rc == ncclSuccess; ++r)
+                if (r != rank)
+                  rc = ncclRecv(contributions + std::size_t(r) * slice_bytes, slice_bytes, ncclUint8, r, comm.get(),
+                                e.stream());
+              return rc;
+            });
   if (mine.count == 0) return;
   reduce_in_rank_order(e, out + mine.offset * element, contributions, slice_bytes, size, mine.count, job.dtype,
                        job.op);
@@ -176,17 +172,13 @@ void exchange_reduce_scatter(Engine& e, Comm& comm, const plan::Job& job, int ow
 void gather_slices(Engine& e, Comm& comm, const plan::Job& job, int owners, int root) {
   const std::size_t element = dtype_size(job.dtype);
   auto* out = static_cast<std::byte*>(job.out);
-  STRATA_CHECK_NCCL(ncclGroupStart());
-  ncclResult_t rc = ncclSuccess;
-  for (int s = 0; s < owners && rc == ncclSuccess; ++s) {
-    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
-    if (slice.count == 0 || s == root) continue;
+  per_slice(e, comm, job, owners, "ncclSend/ncclRecv (gather to the root)", [&](int s, util::Slice slice) {
+    if (s == root) return ncclSuccess;
     std::byte* at = out + slice.offset * element;
-    if (comm.rank() == s) rc = ncclSend(at, slice.count * element, ncclUint8, root, comm.get(), e.stream());
-    else if (comm.rank() == root) rc = ncclRecv(at, slice.count * element, ncclUint8, s, comm.get(), e.stream());
-  }
-  const ncclResult_t end = ncclGroupEnd();
-  e.enqueued(comm, rc != ncclSuccess ? rc : end, "ncclSend/ncclRecv (gather to the root)");
+    if (comm.rank() == s) return ncclSend(at, slice.count * element, ncclUint8, root, comm.get(), e.stream());
+    if (comm.rank() == root) return ncclRecv(at, slice.count * element, ncclUint8, s, comm.get(), e.stream());
+    return ncclSuccess;
+  });
 }
 
 }  // namespace strata::nccl
