@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
                            "psgpu/xring", "psgpu/pscpu", "psgpu/nccl", "xring", "pscpu/pscpu"}) {
     Communicator comm(MPI_COMM_WORLD, Config{spec, 0});
     const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
+    cudaSetDevice(device);  // the test's buffers live on the rank's device
     if (rank == 0)
       std::printf("spec %s: all_reduce of 1 MiB runs %s\n", spec,
                   comm.algorithm_for(1 << 20, Collective::all_reduce, Memory::cuda).c_str());

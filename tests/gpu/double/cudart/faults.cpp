@@ -1,0 +1,89 @@
+#include "faults.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report.hpp"
+#include "settings.hpp"
+
+namespace gpu_double {
+namespace {
+
+struct Planned {
+  Fault kind;
+  int rank;  // -1: every rank
+  long nth;
+  double seconds;
+};
+
+constexpr int kKinds = 7;
+constexpr const char* kNames[kKinds] = {"malloc",     "host-alloc", "set-device", "nccl-init",
+                                        "nccl-stall", "nccl-hang",  "nccl-error"};
+
+[[noreturn]] void bad(const std::string& item, const char* why) {
+  std::fprintf(stderr, "strata test double: STRATA_FAKE_FAULTS item '%s': %s (kind@rank[#nth][:seconds])\n",
+               item.c_str(), why);
+  std::abort();
+}
+
+std::vector<Planned> parse(std::string_view text) {
+  std::vector<Planned> out;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string item(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const std::size_t at = item.find('@');
+    if (at == std::string::npos) bad(item, "no @rank");
+    Planned p{Fault::malloc, -1, 1, 30};
+    const std::string kind = item.substr(0, at);
+    int k = 0;
+    while (k < kKinds && kind != kNames[k]) ++k;
+    if (k == kKinds) bad(item, "unknown kind");
+    p.kind = Fault(k);
+    std::string rest = item.substr(at + 1);
+    if (const std::size_t colon = rest.find(':'); colon != std::string::npos) {
+      p.seconds = std::atof(rest.c_str() + colon + 1);
+      if (p.seconds <= 0) bad(item, "seconds must be > 0");
+      rest.resize(colon);
+    }
+    if (const std::size_t hash = rest.find('#'); hash != std::string::npos) {
+      p.nth = std::atol(rest.c_str() + hash + 1);
+      if (p.nth < 1) bad(item, "nth counts from 1");
+      rest.resize(hash);
+    }
+    if (rest != "*") {
+      char* end = nullptr;
+      p.rank = int(std::strtol(rest.c_str(), &end, 10));
+      if (rest.empty() || *end != '\0' || p.rank < 0) bad(item, "rank must be a number or *");
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+const std::vector<Planned>& planned() {
+  static const std::vector<Planned> list = parse(settings().faults);
+  return list;
+}
+
+std::atomic<long> calls[kKinds];
+
+}  // namespace
+
+bool fault_now(Fault kind, double* seconds) {
+  const long n = ++calls[int(kind)];
+  for (const Planned& p : planned())
+    if (p.kind == kind && (p.rank < 0 || p.rank == settings().world_rank) && p.nth == n) {
+      if (seconds) *seconds = p.seconds;
+      trace(fmt::format("injecting fault {} (call {} of its kind)", kNames[int(kind)], n));
+      return true;
+    }
+  return false;
+}
+
+}  // namespace gpu_double
