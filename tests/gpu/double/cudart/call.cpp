@@ -25,6 +25,14 @@ bool Call::failed(cudaError_t* code) const {
 
 bool Call::stream_usable(Stream* stream) {
   if (!stream) return false;
+  if (stream->grouped.load() > 0) {
+    violation(name_, fmt::format("{} is used while NCCL work for it waits in an ncclGroupStart whose ncclGroupEnd has "
+                                 "not come: that work is not in the stream yet, so this call cannot see it (an "
+                                 "ncclGroupEnd skipped on an error path?)",
+                                 stream->name()));
+    set_last_error(cudaErrorIllegalState);
+    return false;
+  }
   if (stream->held.load() == 0) return true;
   violation(name_, fmt::format("{} is used while NCCL work for it is still being enqueued ({} returned "
                                "ncclInProgress; poll ncclCommGetAsyncError until ncclSuccess before using the "

@@ -1,6 +1,7 @@
 #include "faults.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,9 +21,11 @@ struct Planned {
   double seconds;
 };
 
-constexpr int kKinds = 7;
-constexpr const char* kNames[kKinds] = {"malloc",     "host-alloc", "set-device", "nccl-init",
-                                        "nccl-stall", "nccl-hang",  "nccl-error"};
+constexpr int kKinds = 8;
+constexpr const char* kNames[kKinds] = {"malloc",    "host-alloc", "set-device", "grouped-set-device",
+                                        "nccl-init", "nccl-stall", "nccl-hang",  "nccl-error"};
+
+std::atomic<int (*)()> group_probe{nullptr};
 
 [[noreturn]] void bad(const std::string& item, const char* why) {
   std::fprintf(stderr, "strata test double: STRATA_FAKE_FAULTS item '%s': %s (kind@rank[#nth][:seconds])\n",
@@ -66,24 +69,49 @@ std::vector<Planned> parse(std::string_view text) {
   return out;
 }
 
-const std::vector<Planned>& planned() {
-  static const std::vector<Planned> list = parse(settings().faults);
-  return list;
-}
+struct Plan {
+  std::mutex mutex;
+  std::vector<Planned> list = parse(settings().faults);
+  long calls[kKinds] = {};
+};
 
-std::atomic<long> calls[kKinds];
+Plan& plan() {
+  static Plan& p = *new Plan;
+  return p;
+}
 
 }  // namespace
 
 bool fault_now(Fault kind, double* seconds) {
-  const long n = ++calls[int(kind)];
-  for (const Planned& p : planned())
-    if (p.kind == kind && (p.rank < 0 || p.rank == settings().world_rank) && p.nth == n) {
-      if (seconds) *seconds = p.seconds;
+  Plan& p = plan();
+  std::lock_guard lock(p.mutex);
+  const long n = ++p.calls[int(kind)];
+  for (const Planned& f : p.list)
+    if (f.kind == kind && (f.rank < 0 || f.rank == settings().world_rank) && f.nth == n) {
+      if (seconds) *seconds = f.seconds;
       trace(fmt::format("injecting fault {} (call {} of its kind)", kNames[int(kind)], n));
       return true;
     }
   return false;
 }
+
+void set_group_probe(int (*depth)()) { group_probe = depth; }
+
+bool in_nccl_group() {
+  int (*probe)() = group_probe.load();
+  return probe && probe() > 0;
+}
+
+}  // namespace gpu_double
+
+extern "C" void strata_double_set_faults(const char* spec) {
+  using namespace gpu_double;
+  Plan& p = plan();
+  std::lock_guard lock(p.mutex);
+  p.list = parse(spec ? spec : "");
+  for (long& n : p.calls) n = 0;
+}
+
+namespace gpu_double {
 
 }  // namespace gpu_double

@@ -35,7 +35,8 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int device) {
   Call call("cudaSetDevice");
   if (const cudaError_t e = check_device(call, device)) return e;
-  if (fault_now(Fault::set_device)) return call.error(cudaErrorDevicesUnavailable);
+  if (fault_now(Fault::set_device) || (in_nccl_group() && fault_now(Fault::grouped_set_device)))
+    return call.error(cudaErrorDevicesUnavailable);
   set_current_device(device);
   return cudaSuccess;
 }

@@ -76,6 +76,9 @@ class Stream {
   // NCCL double sets it): the stream may not be used until they are in.
   std::atomic<int> held{0};
   std::atomic<const char*> held_by{""};  // the NCCL call that returned ncclInProgress
+  // NCCL operations for this stream waiting in an open ncclGroupStart: they
+  // reach the stream only at ncclGroupEnd, so waiting on it now misses them.
+  std::atomic<int> grouped{0};
 
  private:
   friend std::uint64_t submit(Stream& stream, Op op);

@@ -138,8 +138,18 @@ void Clique::close() {
   all.by_name.erase(name_);
   ::shm_unlink(name_.c_str());  // harmless when a peer unlinked it first
   // Operations of an aborted communicator may still be leaving: then the
-  // mapping stays (the object too, never deleted).
-  if (active.load() == 0) ::munmap(header_, bytes_);
+  // last of them unmaps (the object itself is never deleted).
+  if (operations_ == 0) ::munmap(header_, bytes_);
+}
+
+void Clique::hold() {
+  std::lock_guard lock(open_cliques().mutex);
+  ++operations_;
+}
+
+void Clique::release() {
+  std::lock_guard lock(open_cliques().mutex);
+  if (--operations_ == 0 && references_ == 0) ::munmap(header_, bytes_);
 }
 
 Slot& Clique::slot(int rank) {

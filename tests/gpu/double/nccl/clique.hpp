@@ -98,14 +98,17 @@ class Clique {
   bool failed() { return header_->failed.load() != 0; }
   std::string failure();
 
-  // Operations of this process running on the segment now.
-  std::atomic<int> active{0};
+  // Operations of this process made on the segment and not yet gone: the
+  // mapping outlives them even when every communicator closed it.
+  void hold();
+  void release();
 
  private:
   Header* header_ = nullptr;
   std::size_t bytes_ = 0;
   int nranks_ = 0;
   int references_ = 0;
+  int operations_ = 0;
   std::string name_;
   std::size_t slot_stride_ = 0, ring_stride_ = 0;
 };

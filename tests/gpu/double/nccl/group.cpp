@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "devices.hpp"
+#include "faults.hpp"
 #include "report.hpp"
 #include "settings.hpp"
 
@@ -32,6 +33,7 @@ struct Pending {
   ncclComm* comm;
   Stream* stream;              // null for an initialisation
   std::unique_ptr<Work> work;  // null for an initialisation
+  bool counted = false;        // counted in stream->grouped (made inside an explicit group)
 };
 
 struct GroupState {
@@ -61,7 +63,12 @@ void report_open_group_at_exit() {
     violation("ncclGroupEnd", "the process ends with an ncclGroupStart whose ncclGroupEnd never came: the calls "
                               "made inside that group never ran");
 }
-[[gnu::constructor]] void register_exit_check() { std::atexit(report_open_group_at_exit); }
+int thread_group_depth() { return group.depth; }
+
+[[gnu::constructor]] void register_with_runtime() {
+  std::atexit(report_open_group_at_exit);
+  set_group_probe(&thread_group_depth);
+}
 
 void join(ncclComm* comm) {
   if (comm->init_fails) {
@@ -178,6 +185,7 @@ ncclResult_t group_end(const char* call) {
   bool non_blocking = false;
   for (Pending& p : pending) {
     if (!p.work) continue;
+    if (p.counted) --p.stream->grouped;
     auto at = std::find(streams.begin(), streams.end(), p.stream);
     if (at == streams.end()) streams.push_back(p.stream), works.emplace_back(), at = streams.end() - 1;
     works[std::size_t(at - streams.begin())].push_back(std::move(p.work));
@@ -213,11 +221,11 @@ ncclResult_t add_init(const char* call, ncclComm* comm) {
   if (group.depth > 0) {
     comm->init_held = true;
     if (group.pending.empty()) ++open_with_work;
-    group.pending.push_back({call, comm, nullptr, nullptr});
+    group.pending.push_back({call, comm, nullptr, nullptr, false});
     return ncclSuccess;
   }
   group_start();
-  group.pending.push_back({call, comm, nullptr, nullptr});
+  group.pending.push_back({call, comm, nullptr, nullptr, false});
   ++open_with_work;
   return group_end(call);
 }
@@ -227,7 +235,8 @@ ncclResult_t add_work(const char* call, Stream* stream, std::unique_ptr<Work> wo
   const bool outside = group.depth == 0;
   if (outside) group_start();
   if (group.pending.empty()) ++open_with_work;
-  group.pending.push_back({call, comm, stream, std::move(work)});
+  if (!outside) ++stream->grouped;
+  group.pending.push_back({call, comm, stream, std::move(work), !outside});
   return outside ? group_end(call) : ncclSuccess;
 }
 

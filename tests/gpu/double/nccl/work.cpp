@@ -309,7 +309,6 @@ std::unique_ptr<Work> receive(ncclComm* comm, void* buffer, std::size_t count, n
 }
 
 void drive(std::vector<std::unique_ptr<Work>>& works) {
-  for (auto& w : works) ++w->comm()->clique->active;
   std::vector<std::uint32_t> seen(works.size());
   for (;;) {
     for (std::size_t i = 0; i < works.size(); ++i) seen[i] = works[i]->comm()->clique->header().doorbell.load();
@@ -344,10 +343,7 @@ void drive(std::vector<std::unique_ptr<Work>>& works) {
     if (done) break;
     if (!progressed) works[waiting]->comm()->clique->wait_doorbell(seen[waiting], 2000);
   }
-  for (auto& w : works) {
-    --w->comm()->clique->active;
-    --w->comm()->running;
-  }
+  for (auto& w : works) --w->comm()->running;
 }
 
 }  // namespace gpu_double::nccl

@@ -17,8 +17,10 @@ namespace gpu_double::nccl {
 
 class Work {
  public:
-  explicit Work(ncclComm* comm, std::string label) : comm_(comm), label_(std::move(label)) {}
-  virtual ~Work() = default;
+  Work(ncclComm* comm, std::string label) : comm_(comm), label_(std::move(label)) { comm_->clique->hold(); }
+  virtual ~Work() { comm_->clique->release(); }
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
 
   // One pass: true when it changed anything.
   virtual bool advance() = 0;
