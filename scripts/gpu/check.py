@@ -137,7 +137,12 @@ def check_libraries(log):
         problems.append(f"this machine's glibc is {glibc}; the bundle (built on Debian 12) needs {needs['GLIBC']}")
     nccl = os.environ.get("STRATA_BUNDLE_NCCL", "")
     if not nccl or not os.path.exists(nccl):
-        problems.append("no NCCL (env.sh found no libnccl.so.2)")
+        # env.sh warned and went on; the run records it here.
+        problems.append("no NCCL: env.sh found no libnccl.so.2 (it looks at $STRATA_NCCL_LIBDIR, Python's "
+                        f"nvidia.nccl package, ldconfig's cache, then {manifest.get('nccl_at_build') or 'nothing'} "
+                        "from the build); set STRATA_NCCL_LIBDIR or install nvidia-nccl-cu13: nothing that links "
+                        "strata can start")
+        nccl = None
     else:
         figures["nccl"] = os.path.realpath(nccl)
         figures["nccl_soname"] = elf_soname(os.path.realpath(nccl))
@@ -163,7 +168,7 @@ def check_libraries(log):
     if not shutil.which("ldd"):
         problems.append("ldd not found: cannot check the bundle's libraries")
     else:
-        outside, missing, count = set(), set(), 0
+        outside, missing, count, need_nccl = set(), set(), 0, 0
         for path in bundle_elves():
             count += 1
             text = subprocess.run(["ldd", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
@@ -174,11 +179,15 @@ def check_libraries(log):
                         missing.add(f"{os.path.relpath(path, BUNDLE)}: {line.strip()}")
                     continue
                 name, where = m.group(1), m.group(2)
-                if where == "not found":
+                if where == "not found" and name == "libnccl.so.2" and nccl is None:
+                    need_nccl += 1  # reported once above
+                elif where == "not found":
                     missing.add(f"{os.path.relpath(path, BUNDLE)} needs {name}: not found")
                 elif not SYSTEM_LIBS.match(name) and not os.path.realpath(where).startswith(BUNDLE + os.sep):
                     outside.add(f"{name} => {where}")
         figures["elf_files"] = count
+        if need_nccl:
+            figures["elf_files_needing_nccl"] = need_nccl
         if missing:
             problems += sorted(missing)
         if outside:
