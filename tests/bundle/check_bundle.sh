@@ -13,7 +13,9 @@
 #   - ldd resolves every ELF file's libraries inside the bundle, except
 #     glibc's, the C++ runtime's, the CUDA driver's and NCCL;
 #   - gpu-check.sh passes its host steps and reports every GPU step
-#     skipped (exit 77 without a device), none failed;
+#     skipped (exit 77 without a device), none failed; its --list shows
+#     per_rank_host.sh between mpirun and the program in exactly the
+#     multi-rank GPU steps;
 #   - with NCCL hidden too, gpu-check.sh still writes its log and JSON and
 #     exits 1, its libraries step failing for want of NCCL.
 # Exit status: 0 all checks passed, 1 a check failed, 77 the build has no
@@ -170,6 +172,32 @@ PY
 else
   bad "env -i gpu-check.sh (exit $rc): $verdict"
   cat "$tmp/check.txt"
+fi
+
+# gpu-check --list: the multi-rank GPU steps run each rank through
+# per_rank_host.sh (NCCL_HOSTID per rank or virtual node), the others not.
+if verdict=$(env -i bash "$bundle/gpu-check.sh" --list 2>&1 | python3 -c '
+import re, sys
+wrapped, wrong = [], []
+for line in sys.stdin:
+    m = re.match(r"^(\S+)\s+\d+s (\S+): (.*)$", line.rstrip("\n"))
+    if not m:
+        continue
+    phase, name, command = m.groups()
+    np = re.search(r"/mpirun .*?-np (\d+) ", command)
+    should = bool(np) and int(np.group(1)) > 1 and phase != "preflight"
+    has = re.search(r"/mpirun .* \S+/scripts/per_rank_host\.sh /\S+/(tests|bin)/\S+", command) is not None
+    if should != has:
+        wrong.append(f"{name}: {command}")
+    elif has:
+        wrapped.append(name)
+names = ", ".join(wrapped)
+print("; ".join(wrong) if wrong else f"{len(wrapped)} multi-rank GPU steps wrapped: {names}")
+sys.exit(1 if wrong or not wrapped else 0)
+'); then
+  ok "gpu-check.sh --list: $verdict"
+else
+  bad "gpu-check.sh --list: per_rank_host.sh missing or misplaced: $verdict"
 fi
 
 # Last, as it hides more: a machine without NCCL. env.sh must only warn, and
