@@ -8,7 +8,10 @@
 # from the bundle on host memory; the GPU tests (kernels first, then
 # collectives at 1 rank and at 2 ranks on virtual nodes, batches,
 # strata-bench -m cuda); then the three GPU figures of docs/PERFORMANCE.md.
-# Keeps going after a failure. Writes DIR/gpu-check.log and
+# Multi-rank GPU steps run each rank through scripts/per_rank_host.sh (an
+# NCCL_HOSTID per rank or virtual node, so that NCCL runs with several ranks
+# on one GPU). Keeps going after a failure, also when env.sh found no NCCL
+# (the libraries step fails then). Writes DIR/gpu-check.log and
 # DIR/gpu-check.json (DIR: --out, else $OUT, else ./gpu-check-out), prints a
 # summary, exits 1 if any step failed. Details: scripts/gpu/check.py,
 # docs/GPU.md "Checking on a GPU machine".

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuda_buffers.hpp"
@@ -77,8 +78,16 @@ std::vector<int> gather_devices(MPI_Comm comm, int device) {
   return devices;
 }
 
+// The host as NCCL's duplicate-GPU check keys it: NCCL_HOSTID when set
+// (gpu-check sets one per rank to run NCCL on a one-GPU machine), else the
+// processor name.
+std::string nccl_host() {
+  const char* id = std::getenv("NCCL_HOSTID");
+  return id && *id ? std::string(id) : host_name();
+}
+
 std::optional<std::string> shared_gpu(MPI_Comm comm, int device) {
-  const std::string host = host_name();
+  const std::string host = nccl_host();
   const std::vector<std::string> hosts = all_gather(comm, host);
   const std::vector<std::string> gpus = all_gather(comm, cuda::pci_bus_id(device));
   for (std::size_t a = 0; a < gpus.size(); ++a)

@@ -34,9 +34,9 @@ int choose_device(const strata::Topology& topology, int rank, int device_count);
 std::vector<int> gather_devices(MPI_Comm comm, int device);
 
 // Collective over `comm`. Where two ranks on one host drive the same GPU
-// (same PCI bus id), a one-line reason why NCCL cannot run there (an NCCL
-// communicator takes one rank per GPU); nullopt when every rank has a GPU
-// of its own. Every rank returns the same answer. Throws
+// (same PCI bus id; the host is NCCL_HOSTID when set, as NCCL keys it), a
+// one-line reason why NCCL cannot run there (an NCCL communicator takes one
+// rank per GPU); nullopt when every rank has a GPU of its own. Every rank returns the same answer. Throws
 // std::runtime_error when CUDA cannot name the device's PCI bus id.
 std::optional<std::string> shared_gpu(MPI_Comm comm, int device);
 

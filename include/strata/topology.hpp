@@ -33,15 +33,18 @@ struct NodeInfo {
 };
 
 // The CUDA device a rank drives for CUDA tensors, chosen at construction
-// (lib/topo/gpu_map.hpp): STRATA_GPU_MAP if set, else a GPU on the rank's
-// own NUMA domains (hwloc, matched to CUDA devices by PCI bus id), else
-// round robin over the visible devices. Several ranks may share a device.
+// (lib/topo/gpu_map.hpp): STRATA_GPU_MAP if set, else every local rank a
+// device of its own while the node has enough, one on the rank's own NUMA
+// domains first (hwloc, matched to CUDA devices by PCI bus id). Ranks of a
+// node share a device only when it has more local ranks than devices (or
+// STRATA_GPU_MAP or CUDA_VISIBLE_DEVICES says so); `how` then says so.
 struct GpuAssignment {
   int cuda_device = -1;    // CUDA index in that rank's process (after CUDA_VISIBLE_DEVICES); -1 = none
   std::string pci_bus_id;  // lower case; "" when unknown
-  // How it was chosen ("STRATA_GPU_MAP", "nearest: NUMA 0", "round robin:
-  // no GPU on the rank's NUMA domains"), or why there is none (no CUDA
-  // device visible, a bad STRATA_GPU_MAP).
+  // How it was chosen ("STRATA_GPU_MAP", "nearest: NUMA 0", "elsewhere:
+  // NUMA 1 (...)", "round robin: no GPU on the rank's NUMA domains"), with
+  // "; shares it with local rank L: why" when another local rank drives it
+  // too; or why there is none (no CUDA device visible, a bad STRATA_GPU_MAP).
   std::string how;
 };
 

@@ -49,7 +49,7 @@ class NcclBackend final : public Backend {
       if (device < 0) device = engine_.device();
       if (r == 0 && device != engine_.device())
         throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
-                                          "rank's GPU assignment: STRATA_GPU_MAP, hwloc or round robin; see "
+                                          "rank's GPU assignment: STRATA_GPU_MAP, else its own nearest free GPU; see "
                                           "strata-topo)",
                                           device, engine_.device()));
       if (device >= visible_)

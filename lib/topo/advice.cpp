@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <map>
 
 #include "util/log.hpp"
 #include "util/ranges.hpp"
@@ -52,6 +53,43 @@ void warn_about_binding_once(const Topology& topology) {
   const std::vector<std::string> lines = binding_advice(topology);
   if (lines.empty() || warned.exchange(true)) return;  // a well-bound communicator does not use up the warning
   for (const std::string& line : lines) util::log(util::LogLevel::warn, "{}", line);
+}
+
+std::string gpu_sharing_advice(const Topology& topology) {
+  std::size_t nodes_sharing = 0;
+  std::string example;
+  for (std::size_t n = 0; n < topology.nodes.size(); ++n) {
+    const NodeInfo& node = topology.nodes[n];
+    std::map<std::string, std::vector<int>> ranks_on;  // bus id -> ranks of this node driving it
+    for (const int r : node.ranks) {
+      const GpuAssignment& gpu = topology.ranks.at(static_cast<std::size_t>(r)).gpu;
+      if (gpu.cuda_device >= 0 && !gpu.pci_bus_id.empty()) ranks_on[gpu.pci_bus_id].push_back(r);
+    }
+    bool shares = false;
+    for (const auto& [bus_id, ranks] : ranks_on) {
+      if (ranks.size() < 2) continue;
+      shares = true;
+      if (example.empty())
+        example = fmt::format("on node {} ({}), ranks {} drive GPU {} (rank {}: {})", n, node.hostname,
+                              util::ranges(ranks), bus_id, ranks[0],
+                              topology.ranks[static_cast<std::size_t>(ranks[0])].gpu.how);
+    }
+    nodes_sharing += shares;
+  }
+  if (nodes_sharing == 0) return "";
+  return fmt::format(
+      "ranks share a GPU on {} of {} nodes; {}. NCCL refuses two ranks on one GPU, so CUDA collectives inside "
+      "those nodes run psgpu or host algorithms through pinned copies; run at most one rank per GPU on a node, or "
+      "choose devices with STRATA_GPU_MAP",
+      nodes_sharing, topology.nodes.size(), example);
+}
+
+void warn_about_shared_gpus_once(const Topology& topology) {
+  static std::atomic<bool> warned{false};
+  if (util::log_level() < util::LogLevel::warn || warned.load()) return;
+  const std::string line = gpu_sharing_advice(topology);
+  if (line.empty() || warned.exchange(true)) return;  // a communicator without sharing does not use up the warning
+  util::log(util::LogLevel::warn, "{}", line);
 }
 
 }  // namespace strata::topo

@@ -1,5 +1,6 @@
 // Judging a Topology: which ranks are unbound or straddle NUMA domains, the
-// launcher flags that fix it, and the once-per-process warning. Internal.
+// launcher flags that fix it, which ranks of a node drive one GPU together,
+// and the once-per-process warnings. Internal.
 #pragma once
 
 #include <string>
@@ -22,5 +23,14 @@ std::vector<std::string> binding_advice(const Topology& topology);
 
 // Logs binding_advice as warnings, at most once per process.
 void warn_about_binding_once(const Topology& topology);
+
+// One line (empty when no two ranks of a node drive one GPU): on how many
+// nodes ranks share a GPU, the first such ranks with their GpuAssignment's
+// `how` (which says with whom and why), what it costs (NCCL cannot run
+// among them) and the fix.
+std::string gpu_sharing_advice(const Topology& topology);
+
+// Logs gpu_sharing_advice as a warning, at most once per process.
+void warn_about_shared_gpus_once(const Topology& topology);
 
 }  // namespace strata::topo

@@ -289,13 +289,19 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
       node.gpus = std::move(record.hardware.gpus);
     }
   }
-  // GPU assignments need every local rank's binding and the node's GPUs.
+  // GPU assignments need every local rank's binding, the devices every
+  // local rank sees, and the node's GPUs.
   for (int r = 0; r < size; ++r) {
     RankInfo& info = topology.ranks[r];
     const NodeInfo& node = topology.nodes[info.node];
     std::vector<std::vector<int>> rank_numa;
-    for (const int peer : node.ranks) rank_numa.push_back(topology.ranks[peer].numa);
-    info.gpu = topo::assign_gpu({node.gpus, rank_numa}, info.local_rank, records[r].cuda_bus_ids, records[r].gpu_map);
+    std::vector<std::vector<std::string>> rank_cuda;
+    for (const int peer : node.ranks) {
+      rank_numa.push_back(topology.ranks[peer].numa);
+      rank_cuda.push_back(records[peer].cuda_bus_ids);
+    }
+    info.gpu = topo::assign_gpu({node.gpus, rank_numa, rank_cuda}, info.local_rank, records[r].cuda_bus_ids,
+                                records[r].gpu_map);
   }
   // The GPU control plane's table: one row per rank (topo/gpu_plane.hpp).
   if (gpu_rows) {
@@ -316,7 +322,10 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
       gpu_rows->push_back(std::move(row));
     }
   }
-  if (rank == 0) topo::warn_about_binding_once(topology);
+  if (rank == 0) {
+    topo::warn_about_binding_once(topology);
+    topo::warn_about_shared_gpus_once(topology);
+  }
   return topology;
 }
 

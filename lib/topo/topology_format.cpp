@@ -80,6 +80,7 @@ std::string to_text(const Topology& t) {
     }
   }
   for (const std::string& line : topo::binding_advice(t)) out += fmt::format("advice: {}\n", line);
+  if (const std::string line = topo::gpu_sharing_advice(t); !line.empty()) out += fmt::format("advice: {}\n", line);
   return out;
 }
 

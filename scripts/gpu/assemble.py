@@ -19,6 +19,9 @@ MPI, hwloc, fmt or Boost:
     nccl/     filled at run time by env.sh: a link to the machine's NCCL
     manifest.json  what was built (commit, versions) and the GPU tests, with
               their commands rewritten to the bundle's paths
+    env.sh, run.sh, gpu-check.sh, scripts/   the run-time scripts: check.py,
+              per_rank_host.sh (NCCL_HOSTID per rank under mpirun), and the
+              tests' helpers
 
 Every ELF file gets a RUNPATH relative to $ORIGIN, so the bundle's copies
 win over whatever the machine has. Not bundled: glibc's libraries,
@@ -284,7 +287,8 @@ def assemble(build, out):
     # The run-time scripts.
     for src, rel in ((os.path.join(HERE, "env.sh"), "env.sh"), (os.path.join(HERE, "run.sh"), "run.sh"),
                      (os.path.join(SOURCE_ROOT, "scripts", "gpu-check.sh"), "gpu-check.sh"),
-                     (os.path.join(HERE, "check.py"), "scripts/check.py")):
+                     (os.path.join(HERE, "check.py"), "scripts/check.py"),
+                     (os.path.join(HERE, "per_rank_host.sh"), "scripts/per_rank_host.sh")):
         bundle.copy(src, rel)
     nccl_here = ldd(bundle.sources["bin/strata-bench"]).get("libnccl.so.2")
 

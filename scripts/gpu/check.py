@@ -20,6 +20,14 @@ when it cannot run, and the run keeps going after a failure):
 A step's status: pass (exit 0), skip (exit 77, or check_bench's "skipped as
 expected"), fail (anything else, a timeout included: exit 124).
 
+Multi-rank GPU steps run every rank through scripts/per_rank_host.sh
+(between mpirun and the program), which sets NCCL_HOSTID per rank, or per
+virtual node of STRATA_RANKS_PER_NODE ranks: NCCL and strata then take
+those groups for separate hosts, so ranks sharing the machine's one GPU
+still run NCCL (through its network transport) instead of being refused as
+duplicates. The JSON says which steps ran so (`nccl_hostid` per step,
+`per_rank_host_steps`).
+
 The whole run stays within --budget seconds (default 480): every step has
 its own timeout, cut to what the budget leaves; the tests leave 150 s of it
 to the figures; a step with under 10 s left is skipped ("out of time").
@@ -44,6 +52,7 @@ import tempfile
 import time
 
 BUNDLE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+PER_RANK_HOST = os.path.join(BUNDLE, "scripts", "per_rank_host.sh")  # from scripts/gpu/per_rank_host.sh
 FIGURE_RESERVE_S = 150
 MIN_STEP_S = 10
 # Outside the bundle on purpose: glibc, the C++ runtime, the CUDA driver,
@@ -64,6 +73,7 @@ TEST_ORDER = [
     ("tests", r"^test_gpu_batch-np1\b"),
     ("tests", r"^test_gpu_batch-np2-rpn1$"),
     ("tests", r"cuda"),
+    ("more", r"^test_gpu_collectives-"),  # flat NCCL at 3 and 4 ranks (rpn1), hierarchical (rpn2)
     ("more", r"."),
 ]
 TEST_CAP_S = {"tests": 120, "more": 150}
@@ -75,6 +85,7 @@ class Step:
         self.env, self.device, self.parse, self.func = env or {}, device, parse, func
         self.json_out = None  # where a strata-bench step writes its JSON
         self.raw = None  # that JSON, kept in the summary
+        self.nccl_hostid = None  # set by per_rank_host(): {"ranks_per_host", "hosts"}
 
     def command_text(self):
         if self.func:
@@ -137,7 +148,12 @@ def check_libraries(log):
         problems.append(f"this machine's glibc is {glibc}; the bundle (built on Debian 12) needs {needs['GLIBC']}")
     nccl = os.environ.get("STRATA_BUNDLE_NCCL", "")
     if not nccl or not os.path.exists(nccl):
-        problems.append("no NCCL (env.sh found no libnccl.so.2)")
+        # env.sh warned and went on; the run records it here.
+        problems.append("no NCCL: env.sh found no libnccl.so.2 (it looks at $STRATA_NCCL_LIBDIR, Python's "
+                        f"nvidia.nccl package, ldconfig's cache, then {manifest.get('nccl_at_build') or 'nothing'} "
+                        "from the build); set STRATA_NCCL_LIBDIR or install nvidia-nccl-cu13: nothing that links "
+                        "strata can start")
+        nccl = None
     else:
         figures["nccl"] = os.path.realpath(nccl)
         figures["nccl_soname"] = elf_soname(os.path.realpath(nccl))
@@ -163,7 +179,7 @@ def check_libraries(log):
     if not shutil.which("ldd"):
         problems.append("ldd not found: cannot check the bundle's libraries")
     else:
-        outside, missing, count = set(), set(), 0
+        outside, missing, count, need_nccl = set(), set(), 0, 0
         for path in bundle_elves():
             count += 1
             text = subprocess.run(["ldd", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
@@ -174,11 +190,15 @@ def check_libraries(log):
                         missing.add(f"{os.path.relpath(path, BUNDLE)}: {line.strip()}")
                     continue
                 name, where = m.group(1), m.group(2)
-                if where == "not found":
+                if where == "not found" and name == "libnccl.so.2" and nccl is None:
+                    need_nccl += 1  # reported once above
+                elif where == "not found":
                     missing.add(f"{os.path.relpath(path, BUNDLE)} needs {name}: not found")
                 elif not SYSTEM_LIBS.match(name) and not os.path.realpath(where).startswith(BUNDLE + os.sep):
                     outside.add(f"{name} => {where}")
         figures["elf_files"] = count
+        if need_nccl:
+            figures["elf_files_needing_nccl"] = need_nccl
         if missing:
             problems += sorted(missing)
         if outside:
@@ -280,6 +300,36 @@ def run_command(step, log):
     return rc, output
 
 
+def mpirun_ranks(cmd):
+    """The rank count of an `mpirun -np N ...` command; 0 for any other."""
+    if not cmd or os.path.basename(cmd[0]) != "mpirun":
+        return 0
+    for flag, value in zip(cmd, cmd[1:]):
+        if flag in ("-np", "-n", "--np") and value.isdigit():
+            return int(value)
+    return 0
+
+
+def per_rank_host(step):
+    """Puts per_rank_host.sh between mpirun and the program of a GPU step
+    with two ranks or more (the program: the first bundle path after
+    mpirun's options), so that each rank, or each virtual node of
+    STRATA_RANKS_PER_NODE ranks, gets its own NCCL_HOSTID. Other steps are
+    left alone: host-only steps need no NCCL, and check_bench's steps start
+    mpirun themselves (their multi-rank runs use psgpu and host-staged
+    algorithms, which need no NCCL)."""
+    ranks = mpirun_ranks(step.cmd)
+    if not step.device or ranks < 2:
+        return
+    at = next((i for i, c in enumerate(step.cmd) if i > 0 and c.startswith(BUNDLE + os.sep)), None)
+    if at is None:
+        return
+    group = step.env.get("STRATA_RANKS_PER_NODE") or "1"
+    group = int(group) if group.isdigit() and int(group) > 0 else 1  # strata itself refuses a bad value
+    step.cmd = step.cmd[:at] + [PER_RANK_HOST] + step.cmd[at:]
+    step.nccl_hostid = {"ranks_per_host": group, "hosts": -(-ranks // group)}
+
+
 def build_steps(manifest, tmp):
     B = BUNDLE
     mpirun = [f"{B}/bin/mpirun", "--oversubscribe", "--bind-to", "none"]
@@ -319,6 +369,7 @@ def build_steps(manifest, tmp):
              parse=parse_bench_json),
     ]
     for step in steps:
+        per_rank_host(step)
         if step.parse is parse_bench_json:
             step.json_out = os.path.join(tmp, step.name + ".json")
             step.cmd = step.cmd + ["-J", step.json_out]
@@ -326,6 +377,12 @@ def build_steps(manifest, tmp):
     # asks for, the layouts repeat what np1/np2 already covered.
     rank = {"preflight": 0, "tests": 1, "figures": 2, "more": 3}
     return sorted(steps, key=lambda s: rank[s.phase])
+
+
+def host_group_text(hostid):
+    group = hostid["ranks_per_host"]
+    what = "rank" if group == 1 else f"virtual node of {group} ranks"
+    return f"{what}: {hostid['hosts']} pretend hosts"
 
 
 def machine_info():
@@ -362,7 +419,8 @@ def main():
         steps = [s for s in steps if not re.search(args.skip, s.name)]
     if args.list:
         for s in steps:
-            print(f"{s.phase:9} {s.timeout:4.0f}s {s.name}: {s.command_text()}")
+            hosts = f" [NCCL_HOSTID per {host_group_text(s.nccl_hostid)}]" if s.nccl_hostid else ""
+            print(f"{s.phase:9} {s.timeout:4.0f}s {s.name}: {s.command_text()}{hosts}")
         shutil.rmtree(tmp, ignore_errors=True)
         return 0
 
@@ -373,7 +431,8 @@ def main():
     deadline = start + args.budget
     summary = {"tool": "strata gpu-check", "started": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "bundle": {k: manifest.get(k) for k in ("made", "commit", "dirty", "versions")},
-        "machine": machine_info(), "budget_s": args.budget, "steps": []}
+        "machine": machine_info(), "budget_s": args.budget,
+        "per_rank_host_steps": [s.name for s in steps if s.nccl_hostid], "steps": []}
     print(f"gpu-check: {len(steps)} steps, budget {args.budget:.0f} s; log {log_path}", flush=True)
     with open(log_path, "w") as log:
         log.write(f"# strata gpu-check, bundle {BUNDLE}\n# {json.dumps(summary['bundle'])}\n"
@@ -383,8 +442,12 @@ def main():
             left = phase_end - time.monotonic()
             record = {"name": step.name, "phase": step.phase, "command": step.command_text(),
                       "device": step.device}
+            if step.nccl_hostid:
+                record["nccl_hostid"] = step.nccl_hostid
             t0 = time.monotonic()
             log.write(f"\n===== {step.name} ({step.phase}) =====\n$ {step.command_text()}\n")
+            if step.nccl_hostid:
+                log.write(f"# NCCL_HOSTID per {host_group_text(step.nccl_hostid)} (per_rank_host.sh)\n")
             log.flush()
             figures, output = {}, ""
             if left < MIN_STEP_S:

@@ -41,6 +41,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # installed, as on the GPU machine, instead of stepping aside.
 export OMPI_MCA_plm=isolated
 
+# Prints the path of the first libnccl.so.2 found, or nothing. Always
+# succeeds: env.sh is sourced under `set -e` (gpu-check.sh, run.sh), where
+# a failed lookup must end in the warning below, not in a silent exit.
 strata_bundle_find_nccl() {
   local dir
   if [ -n "${STRATA_NCCL_LIBDIR:-}" ]; then
@@ -55,14 +58,15 @@ strata_bundle_find_nccl() {
   dir=$(ldconfig -p 2>/dev/null | awk '$1 == "libnccl.so.2" && /x86-64/ {print $NF; exit}')
   [ -n "$dir" ] && [ -e "$dir" ] && { echo "$dir"; return; }
   dir=$(sed -n 's/^ *"nccl_at_build": "\(.*\)",*$/\1/p' "$B/manifest.json" 2>/dev/null)
-  [ -n "$dir" ] && [ -e "$dir" ] && echo "$dir"
+  if [ -n "$dir" ] && [ -e "$dir" ]; then echo "$dir"; fi
+  return 0
 }
 
-STRATA_BUNDLE_NCCL=$(strata_bundle_find_nccl)
+STRATA_BUNDLE_NCCL=$(strata_bundle_find_nccl) || STRATA_BUNDLE_NCCL=
 export STRATA_BUNDLE_NCCL
 if [ -z "$STRATA_BUNDLE_NCCL" ] || [ ! -e "$STRATA_BUNDLE_NCCL" ]; then
   echo "strata bundle: no NCCL found (libnccl.so.2: set STRATA_NCCL_LIBDIR, or install Python's nvidia-nccl-cu13);" \
-    "nothing that links strata will start" >&2
+    "nothing that links strata will start (gpu-check's libraries step reports it)" >&2
   STRATA_BUNDLE_NCCL=
 elif [ "$(readlink "$B/nccl/libnccl.so.2" 2>/dev/null)" != "$STRATA_BUNDLE_NCCL" ]; then
   # A link inside the bundle, which the RUNPATHs name; if the bundle is

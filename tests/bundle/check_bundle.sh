@@ -13,7 +13,11 @@
 #   - ldd resolves every ELF file's libraries inside the bundle, except
 #     glibc's, the C++ runtime's, the CUDA driver's and NCCL;
 #   - gpu-check.sh passes its host steps and reports every GPU step
-#     skipped (exit 77 without a device), none failed.
+#     skipped (exit 77 without a device), none failed; its --list shows
+#     per_rank_host.sh between mpirun and the program in exactly the
+#     multi-rank GPU steps;
+#   - with NCCL hidden too, gpu-check.sh still writes its log and JSON and
+#     exits 1, its libraries step failing for want of NCCL.
 # Exit status: 0 all checks passed, 1 a check failed, 77 the build has no
 # GPU backend. Registered with meson as 'gpu-bundle' (suite bundle).
 set -euo pipefail
@@ -168,6 +172,82 @@ PY
 else
   bad "env -i gpu-check.sh (exit $rc): $verdict"
   cat "$tmp/check.txt"
+fi
+
+# gpu-check --list: the multi-rank GPU steps run each rank through
+# per_rank_host.sh (NCCL_HOSTID per rank or virtual node), the others not.
+if verdict=$(env -i bash "$bundle/gpu-check.sh" --list 2>&1 | python3 -c '
+import re, sys
+wrapped, wrong = [], []
+for line in sys.stdin:
+    m = re.match(r"^(\S+)\s+\d+s (\S+): (.*)$", line.rstrip("\n"))
+    if not m:
+        continue
+    phase, name, command = m.groups()
+    np = re.search(r"/mpirun .*?-np (\d+) ", command)
+    should = bool(np) and int(np.group(1)) > 1 and phase != "preflight"
+    has = re.search(r"/mpirun .* \S+/scripts/per_rank_host\.sh /\S+/(tests|bin)/\S+", command) is not None
+    if should != has:
+        wrong.append(f"{name}: {command}")
+    elif has:
+        wrapped.append(name)
+names = ", ".join(wrapped)
+print("; ".join(wrong) if wrong else f"{len(wrapped)} multi-rank GPU steps wrapped: {names}")
+sys.exit(1 if wrong or not wrapped else 0)
+'); then
+  ok "gpu-check.sh --list: $verdict"
+else
+  bad "gpu-check.sh --list: per_rank_host.sh missing or misplaced: $verdict"
+fi
+
+# Last, as it hides more: a machine without NCCL. env.sh must only warn, and
+# gpu-check.sh must go on to write its log and JSON, its libraries step
+# failing with the reason. NCCL's folders (ldconfig's and the build's) get an
+# empty tmpfs, unless one is a folder the system's own programs load from.
+if [ "$3" = hide ]; then
+  nccl_dirs=$(python3 - "$bundle/manifest.json" <<'PY'
+import json, os, re, subprocess, sys
+paths = {json.load(open(sys.argv[1])).get("nccl_at_build") or ""}
+paths.update(re.findall(r"libnccl\.so\.2 \(libc6,x86-64\) => (\S+)", subprocess.run(
+    ["ldconfig", "-p"], stdout=subprocess.PIPE, text=True).stdout))
+print("\n".join(sorted({os.path.dirname(os.path.realpath(p)) for p in paths if p})))
+PY
+)
+  hidden_nccl=yes
+  while read -r dir; do
+    [ -n "$dir" ] || continue
+    if [ -e "$dir/libc.so.6" ] || [ -e "$dir/libstdc++.so.6" ]; then hidden_nccl=no; break; fi
+    mount -t tmpfs -o size=1m none "$dir"
+  done <<<"$nccl_dirs"
+  if [ $hidden_nccl = no ]; then
+    echo "check_bundle: NOTE: NCCL sits in a system library folder here ($nccl_dirs): the no-NCCL case is not checked"
+  elif found=$(env -i bash -c 'source "$1/env.sh" 2>/dev/null; echo "$STRATA_BUNDLE_NCCL"' _ "$bundle") && [ -n "$found" ]; then
+    bad "no-NCCL case: NCCL still found at $found after hiding $nccl_dirs"
+  else
+    rc=0
+    env -i bash "$bundle/gpu-check.sh" --out "$tmp/no-nccl" --budget 300 --only '^(libraries|host-topo)$' \
+      >"$tmp/no-nccl.txt" 2>&1 || rc=$?
+    if verdict=$(python3 - "$tmp/no-nccl" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+problems = [f"no {name}" for name in ("gpu-check.log", "gpu-check.json") if not os.path.exists(os.path.join(out, name))]
+if not problems:
+    steps = {s["name"]: s for s in json.load(open(os.path.join(out, "gpu-check.json")))["steps"]}
+    lib = steps.get("libraries", {})
+    if lib.get("status") != "fail" or "NCCL" not in lib.get("reason", ""):
+        problems.append(f"libraries step: {lib.get('status')} ({lib.get('reason')})")
+    if "host-topo" not in steps:
+        problems.append("gpu-check stopped after the libraries step")
+print("; ".join(problems) or f"libraries failed: {lib['reason'][:150]}")
+sys.exit(1 if problems else 0)
+PY
+) && [ $rc -eq 1 ] && grep -q 'strata bundle: no NCCL found' "$tmp/no-nccl.txt"; then
+      ok "without NCCL, env -i gpu-check.sh exits 1 with its log and JSON written; $verdict"
+    else
+      bad "without NCCL, env -i gpu-check.sh (exit $rc): $verdict"
+      cat "$tmp/no-nccl.txt"
+    fi
+  fi
 fi
 
 if [ $failures -eq 0 ]; then echo "check_bundle: OK"; else echo "check_bundle: $failures checks failed"; exit 1; fi

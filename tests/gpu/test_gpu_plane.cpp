@@ -33,11 +33,12 @@ struct NodeSpec {
   int gpus;                // CUDA devices each process sees (the first `gpus` of kBus)
   std::string host = "";   // default: "node<index>"
   int mode = topo::kComputeDefault;
+  bool one_numa = false;   // every local rank bound to NUMA 0 (else halves: NUMA 0, then NUMA 1)
 };
 
 // The table of a cluster: devices chosen as strata does (assign_gpu: GPUs
 // 0-3 on NUMA 0 and 4-7 on NUMA 1, local ranks bound to NUMA domains in
-// halves), `rpn` > 0 cuts the ranks into virtual nodes of that many
+// halves, or all to NUMA 0 with `one_numa`), `rpn` > 0 cuts the ranks into virtual nodes of that many
 // consecutive ranks (the hosts stay the real ones).
 std::vector<GpuRow> cluster(const std::vector<NodeSpec>& nodes, int rpn = 0) {
   std::vector<GpuRow> rows;
@@ -50,7 +51,8 @@ std::vector<GpuRow> cluster(const std::vector<NodeSpec>& nodes, int rpn = 0) {
       cuda.push_back(kBus[std::size_t(g)]);
     }
     std::vector<std::vector<int>> numa;
-    for (int l = 0; l < spec.ranks; ++l) numa.push_back({spec.gpus > 4 && l >= spec.ranks / 2 ? 1 : 0});
+    for (int l = 0; l < spec.ranks; ++l)
+      numa.push_back({!spec.one_numa && spec.gpus > 4 && l >= spec.ranks / 2 ? 1 : 0});
     const std::string host = spec.host.empty() ? "node" + std::to_string(n) : spec.host;
     for (int l = 0; l < spec.ranks; ++l) {
       const GpuAssignment a = topo::assign_gpu({gpus, numa}, l, cuda, "");
@@ -126,6 +128,30 @@ TEST_CASE("identical 8-GPU nodes: one rank per GPU may use NCCL everywhere (host
       const plan::Choice choice = auto_plan(rows, plane, bytes);
       CHECK(choice.name() == "nccl/nccl");
       CHECK(choice.shape == plan::Shape::hierarchical);
+      CHECK(plane.refusal(choice).empty());
+      CHECK(auto_plan(rows, plane, bytes, Collective::reduce).name() == "nccl");
+      CHECK(auto_plan(rows, plane, bytes, Collective::broadcast).name() == "nccl");
+    }
+    CHECK(plane.refusal(spec_plan(rows, plane, "nccl")).empty());
+  }
+}
+
+TEST_CASE("8-GPU nodes with every rank bound to NUMA 0: eight GPUs per node, NCCL usable, auto plans NCCL") {
+  // `mpirun --bind-to core` maps by core: all eight ranks on the first
+  // socket, whose NUMA domain holds GPUs 0-3 only.
+  const NodeSpec packed{8, 8, "", topo::kComputeDefault, /*one_numa=*/true};
+  for (const int nodes : {1, 2}) {
+    CAPTURE(nodes);
+    const auto rows = cluster(std::vector<NodeSpec>(std::size_t(nodes), packed));
+    for (int l = 0; l < 8; ++l) CHECK(rows[std::size_t(l)].device == l);  // 0-3 near, then 4-7
+    const topo::GpuPlane plane = plane_of(rows);
+    CHECK(plane.unavailable.empty());
+    CHECK(plane.world.usable);
+    CHECK(plane.node.usable);
+    CHECK(plane.cross.usable);
+    for (const std::size_t bytes : {std::size_t(8), std::size_t(1) << 20, std::size_t(1) << 30}) {
+      const plan::Choice choice = auto_plan(rows, plane, bytes);
+      CHECK(choice.name() == (nodes == 1 ? "nccl" : "nccl/nccl"));
       CHECK(plane.refusal(choice).empty());
       CHECK(auto_plan(rows, plane, bytes, Collective::reduce).name() == "nccl");
       CHECK(auto_plan(rows, plane, bytes, Collective::broadcast).name() == "nccl");
@@ -257,7 +283,8 @@ TEST_CASE("property: on random clusters the automatic plan is never refused, and
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<NodeSpec> nodes;
     const int count = 1 + int(rng() % 6);
-    for (int n = 0; n < count; ++n) nodes.push_back({1 + int(rng() % 9), 1 + int(rng() % 8)});
+    for (int n = 0; n < count; ++n)
+      nodes.push_back({1 + int(rng() % 9), 1 + int(rng() % 8), "", topo::kComputeDefault, rng() % 2 == 0});
     const int rpn = rng() % 3 == 0 ? 1 + int(rng() % 4) : 0;
     const auto rows = cluster(nodes, rpn);
     const topo::GpuPlane plane = plane_of(rows);

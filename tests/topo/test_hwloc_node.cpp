@@ -1,6 +1,7 @@
-// Single-process checks of the hwloc layer and the binding advice: a made-up
-// two-socket machine with GPUs (XML fixture), this machine read live and
-// through its own XML, and advice for hand-built topologies.
+// Single-process checks of the hwloc layer and the binding and GPU sharing
+// advice: a made-up two-socket machine with GPUs (XML fixture), this
+// machine read live and through its own XML, and advice for hand-built
+// topologies.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -98,5 +99,24 @@ TEST_CASE("binding advice") {
     auto t = two_nodes({{0}, {0}, {0}}, {{0}, {0}, {0}});
     t.nodes[0].cores = t.nodes[1].cores = 1;
     CHECK(strata::topo::binding_advice(t).empty());
+  }
+}
+
+TEST_CASE("GPU sharing advice") {
+  auto t = two_nodes({{0}, {1}, {0}}, {{0}, {1}, {0}});
+  SUBCASE("one GPU per rank, or none: nothing to say") {
+    t.ranks[0].gpu = {0, "0000:07:00.0", "nearest: NUMA 0"};
+    t.ranks[1].gpu = {1, "0000:0f:00.0", "nearest: NUMA 1"};
+    t.ranks[2].gpu = {0, "0000:07:00.0", "nearest: NUMA 0"};  // another node's GPU with the same bus id
+    CHECK(strata::topo::gpu_sharing_advice(t).empty());
+  }
+  SUBCASE("two ranks of a node on one GPU are named with how it came about") {
+    t.ranks[0].gpu = {0, "0000:07:00.0", "nearest: NUMA 0; shares it with local rank 1: 2 local ranks on 1 GPU"};
+    t.ranks[1].gpu = {0, "0000:07:00.0", "nearest: NUMA 0; shares it with local rank 0: 2 local ranks on 1 GPU"};
+    const std::string advice = strata::topo::gpu_sharing_advice(t);
+    CHECK(advice.find("ranks share a GPU on 1 of 2 nodes") == 0);
+    CHECK(advice.find("on node 0 (a), ranks 0-1 drive GPU 0000:07:00.0 (rank 0: nearest: NUMA 0; shares it with "
+                      "local rank 1: 2 local ranks on 1 GPU)") != std::string::npos);
+    CHECK(advice.find("NCCL refuses two ranks on one GPU") != std::string::npos);
   }
 }
