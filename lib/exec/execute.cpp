@@ -10,7 +10,7 @@
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "host/transport.hpp"
-#include "plan/nan.hpp"
+#include "plan/replicas.hpp"
 #include "util/breaking.hpp"
 #include "util/where.hpp"
 
@@ -143,15 +143,9 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
     job.dtype = pack.dtype;
     if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
     const std::size_t replicas = packed.data.size();
-    const Entry& entry = entry_of(*choice.algorithm);
-    // One NCCL rank per replica: a flat all-reduce by an algorithm that
-    // offers it, on an op NCCL reduces as strata does, where the control
-    // plane finds every replica of every rank on its own GPU (collective,
-    // identical on every rank).
-    const bool replica_ranks = replicas > 1 && collective == Collective::all_reduce &&
-                               choice.shape == plan::Shape::flat && entry.gpu && entry.gpu->replica_ranks &&
-                               plan::nccl_reduces(job.op, job.dtype) && backend.replica_ranks_usable(packed);
-    if (replica_ranks) {
+    const plan::ReplicaPath path = plan::replica_path({replicas, collective, &choice, job.op, job.dtype},
+                                                      [&] { return backend.replica_ranks_usable(packed); });
+    if (path == plan::ReplicaPath::replica_ranks) {
       backend.replica_all_reduce(packed, job.op);
       for (std::size_t r = 0; r < replicas; ++r) {
         plan::Job replica = job;

@@ -61,11 +61,11 @@ struct GpuContext {
 void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
              const GpuContext& context, const gpu::CallContext& call);
 
-// One pack of a batch on CUDA tensors: packs every replica, combines the
-// replicas (or, for a flat plan whose algorithm gives each replica an NCCL
-// rank, runs one all-reduce over all of them), runs the plan as run_gpu
-// does on the packed buffer, finishes, spreads the result to the replicas
-// and unpacks it where the pack lands. `op` may be mean; job fields other
+// One pack of a batch on CUDA tensors: packs every replica, then on the
+// path plan::replica_path gives either combines the replicas, runs the plan
+// as run_gpu does on the packed buffer, finishes and spreads the result to
+// the replicas, or runs one all-reduce over every replica of every rank and
+// finishes each; unpacks where the pack lands. `op` may be mean; job fields other
 // than in/out/count are as for run_gpu.
 void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
                   std::size_t contributors, const GpuContext& context, const gpu::CallContext& call);

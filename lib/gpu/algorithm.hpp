@@ -24,10 +24,6 @@ using MakeLevel = std::unique_ptr<plan::Level> (*)(Backend& backend, plan::Group
 struct Algorithm {
   plan::Algorithm info;  // memory = cuda
   MakeLevel make_level = nullptr;
-  // Its all-reduce can give every replica of a batch (several GPUs per
-  // rank) an NCCL rank of its own instead of combining them on replica 0
-  // first (Backend::replica_all_reduce).
-  bool replica_ranks = false;
 };
 
 // The factories of the algorithms in lib/gpu/algorithms.cpp (defined by the

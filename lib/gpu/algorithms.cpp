@@ -7,8 +7,8 @@ namespace strata::gpu {
 
 // NCCL's own collectives over the ranks' devices (min/max of floating
 // types through strata's kernels instead: NCCL's drop NaN, docs/GPU.md).
-extern const Algorithm nccl = {{.name = "nccl", .memory = Memory::cuda, .nccl = true}, &make_nccl_level,
-                               /*replica_ranks=*/true};
+extern const Algorithm nccl = {
+    {.name = "nccl", .memory = Memory::cuda, .nccl = true, .replica_ranks = true}, &make_nccl_level};
 
 // Slice owners reduce on their GPUs; bytes move over MPI through pinned
 // host memory (works with ranks sharing a GPU). No broadcast of its own:
