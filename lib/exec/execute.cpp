@@ -27,25 +27,25 @@ void run_flat(Collective collective, plan::Level& level, const plan::Job& job) {
 
 // The GPU level of `algorithm` over `group`: a GPU algorithm's own, or a
 // host algorithm through pinned copies (the registry says which).
-plan::Level& gpu_level(gpu::Backend& backend, const plan::Algorithm& algorithm, plan::Group group) {
+plan::Level& gpu_level(gpu::Levels& levels, const plan::Algorithm& algorithm, plan::Group group) {
   const Entry& entry = entry_of(algorithm);
-  return entry.gpu ? backend.level(*entry.gpu, group) : backend.staged(*entry.host, group);
+  return entry.gpu ? levels.level(*entry.gpu, group) : levels.staged(*entry.host, group);
 }
 
 void run_gpu_levels(Collective collective, const plan::Choice& choice, const plan::Job& job,
                     const GpuContext& context) {
-  gpu::Backend& backend = *context.backend;
+  gpu::Levels& levels = *context.levels;
   if (choice.shape == plan::Shape::hierarchical) {
     // Every rank makes its node level first, then the cross members their
     // cross level: NCCL communicators are created in the same order
     // everywhere.
-    plan::Level& intra = gpu_level(backend, *choice.algorithm, plan::Group::node);
+    plan::Level& intra = gpu_level(levels, *choice.algorithm, plan::Group::node);
     plan::Level* cross =
-        context.split->cross != MPI_COMM_NULL ? &gpu_level(backend, *choice.cross, plan::Group::cross) : nullptr;
+        context.split->cross != MPI_COMM_NULL ? &gpu_level(levels, *choice.cross, plan::Group::cross) : nullptr;
     hierarchical_all_reduce(job, *context.split, intra, cross);
     return;
   }
-  run_flat(collective, gpu_level(backend, *choice.algorithm, plan::Group::world), job);
+  run_flat(collective, gpu_level(levels, *choice.algorithm, plan::Group::world), job);
 }
 
 void refuse_forbidden(const plan::Choice& choice, const GpuContext& context, const plan::CallInfo& info) {
