@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gpu/nccl_op.hpp"
-#include "gpu/pack.hpp"
+#include "gpu/batch_pack.hpp"
 #include "plan/job.hpp"
 #include "plan/level.hpp"
 #include "strata/types.hpp"

@@ -61,7 +61,7 @@ Loaded load() {
                                  kPluginFile, folder.empty() ? "an unknown folder" : folder,
                                  last_error("dlopen failed"))};
   dlerror();
-  const auto entry = reinterpret_cast<const PluginV1* (*)()>(dlsym(handle, kPluginEntry));
+  const auto entry = reinterpret_cast<PluginEntry>(dlsym(handle, kPluginEntry));
   if (!entry)
     return {nullptr, fmt::format("the GPU backend plugin {} has no entry point: {}", kPluginFile,
                                  last_error(kPluginEntry))};

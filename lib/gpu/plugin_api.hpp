@@ -32,11 +32,11 @@ struct PluginV1 {
                                            std::vector<topo::GpuRow> rows);
 };
 
-// The entry point's name and the plugin's file name (its soname).
+// The entry point: `extern "C"`, named kPluginEntry, of this type
+// (lib/nccl/entry_point.cpp defines it); it never returns null.
+using PluginEntry = const PluginV1* (*)();
 inline constexpr const char* kPluginEntry = "strata_gpu_plugin_v1";
+// The plugin's file name (its soname).
 inline constexpr const char* kPluginFile = "libstrata_gpu.so.0";
 
 }  // namespace strata::gpu
-
-// Defined by the plugin (lib/nccl/plugin.cpp); never null.
-extern "C" const strata::gpu::PluginV1* strata_gpu_plugin_v1();

@@ -9,7 +9,7 @@
 
 #include "cuda/kernels.hpp"
 #include "cuda/stream.hpp"
-#include "gpu/pack.hpp"
+#include "gpu/batch_pack.hpp"
 #include "nccl/engine.hpp"
 
 namespace strata::nccl {

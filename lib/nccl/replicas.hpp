@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cuda/stream.hpp"
-#include "gpu/pack.hpp"
+#include "gpu/batch_pack.hpp"
 #include "strata/types.hpp"
 #include "util/deadline.hpp"
 

@@ -40,13 +40,14 @@ if [ "${1:-}" = --hidden-cuda ]; then
   shift
   build=$1 without_plugin=$2 topo=$3 linked=$4
   for lib in libcudart.so.13 libnccl.so.2; do
-    where=$(ldd "$build/lib/libstrata_gpu.so.0" | awk -v l="$lib" '$1 == l {print $3}')
+    where=$(ldd "$build/lib/libstrata_gpu.so.0" | awk -v l="$lib" '$1 == l {print $3}' || true)
     [ -n "$where" ] && [ -e "$where" ] && mount -t tmpfs -o size=1m none "$(dirname "$(readlink -f "$where")")"
   done
-  if ldd "$build/lib/libstrata_gpu.so.0" | grep -q 'libcudart.so.13 => not found'; then
+  deps=$(ldd "$build/lib/libstrata_gpu.so.0" 2>&1 || true)
+  if grep -q 'libcudart.so.13 => not found' <<<"$deps"; then
     ok "CUDA runtime hidden: ldd libstrata_gpu.so.0 says libcudart.so.13 => not found"
   else
-    bad "could not hide the CUDA runtime"; ldd "$build/lib/libstrata_gpu.so.0"
+    bad "could not hide the CUDA runtime"; echo "$deps"
   fi
   if out=$("$topo" 2>&1); then ok "strata-topo runs without the CUDA runtime"; else bad "strata-topo: $out"; fi
   run_both "no CUDA runtime: without_plugin" without_plugin "$without_plugin" "libcudart.so.13"
@@ -67,7 +68,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -P "$build"/lib/libstrata.so* "$tmp"/ 2>/dev/null || true
 rm -rf "$tmp"/*.p
-if [ -e "$tmp/libstrata_gpu.so.0" ] || ! LD_LIBRARY_PATH=$tmp ldd "$without_plugin" | grep -q "libstrata.so.0 => $tmp/"; then
+if [ -e "$tmp/libstrata_gpu.so.0" ] || ! grep -q "libstrata.so.0 => $tmp/" <<<"$(LD_LIBRARY_PATH=$tmp ldd "$without_plugin")"; then
   bad "the copy of libstrata in $tmp is not the one loaded"
 fi
 if out=$(LD_LIBRARY_PATH=$tmp "$topo" 2>&1); then ok "strata-topo runs without the plugin"; else bad "strata-topo: $out"; fi

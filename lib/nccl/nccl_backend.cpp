@@ -1,4 +1,4 @@
-#include "nccl/backend.hpp"
+#include "nccl/nccl_backend.hpp"
 
 #include <fmt/format.h>
 

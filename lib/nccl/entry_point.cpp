@@ -1,8 +1,10 @@
 // The GPU plugin's entry point: what libstrata finds with dlsym once it
 // loaded libstrata_gpu.so (gpu/plugin_api.hpp).
+#include <type_traits>
+
 #include "cuda/probe.hpp"
 #include "gpu/plugin_api.hpp"
-#include "nccl/backend.hpp"
+#include "nccl/nccl_backend.hpp"
 #include "strata/version.hpp"
 
 extern "C" const strata::gpu::PluginV1* strata_gpu_plugin_v1() {
@@ -10,3 +12,6 @@ extern "C" const strata::gpu::PluginV1* strata_gpu_plugin_v1() {
                                                &strata::cuda::probe_devices, &strata::nccl::make_backend};
   return &plugin;
 }
+
+static_assert(std::is_same_v<decltype(&strata_gpu_plugin_v1), strata::gpu::PluginEntry>,
+              "the entry point has the type libstrata calls it with");
