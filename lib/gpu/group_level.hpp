@@ -13,6 +13,8 @@ namespace strata::gpu {
 
 class GroupLevel : public plan::Level {
  public:
+  // Over `group` of `backend` (which must outlive it): asks the group's
+  // MPI communicator for this rank's place in it.
   GroupLevel(Backend& backend, plan::Group group);
 
   // job.out = job.in, device to device on the call's stream.
