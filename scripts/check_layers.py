@@ -6,9 +6,13 @@
 The library is layered by folder (lib/meson.build and docs/DESIGN.md draw
 it). A file may include headers of its own folder and of folders in a LOWER
 layer, never of a higher one, and never of a sibling folder of its own layer.
-Public headers (include/strata/) are the contract every layer may use;
-they include only each other. Apps and tests use the public headers; tests
-may also look inside (white-box) but apps may not.
+The GPU plugin's folders (PLUGIN: libstrata_gpu.so, which libstrata loads at
+run time) sit above the seam they implement (lib/gpu) and may include it and
+what lies below it; no folder of libstrata may include them, whatever its
+layer, and no app but the white-box ones may. Public headers
+(include/strata/) are the contract every layer may use; they include only
+each other. Apps and tests use the public headers; tests may also look
+inside (white-box) but apps may not.
 
 Exit 0 when every #include line keeps the rule, 1 with one line per
 violation (file:line, the include, and which layers it crosses). --graph
@@ -25,15 +29,19 @@ LAYERS = [
     ("util",),
     ("plan",),
     ("topo",),
-    ("host", "cuda"),
-    ("nccl",),
+    ("host",),
     ("gpu",),
+    ("cuda",),
+    ("nccl",),
     ("exec",),
     ("api",),
     ("capi",),
     ("interpose",),
 ]
 RANK = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folders}
+# The GPU plugin's folders (libstrata_gpu.so): only plugin folders, tests and
+# WHITE_BOX_APPS include them.
+PLUGIN = {"cuda", "nccl"}
 # Apps that measure the library's internals and so may include them.
 WHITE_BOX_APPS = {"apps/gpu-kernels": "times strata's own CUDA kernels against a device copy"}
 SOURCES = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".def")
@@ -66,7 +74,11 @@ def check(root):
             edges[(folder, head)] += 1
             if head == folder:
                 continue
-            if RANK[head] > RANK[folder]:
+            if head in PLUGIN and folder not in PLUGIN:
+                problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
+                                f"lib/{folder} is part of libstrata, which must not include the GPU plugin's "
+                                f"lib/{head} (libstrata_gpu.so, loaded at run time through lib/gpu/plugin.hpp)")
+            elif RANK[head] > RANK[folder]:
                 problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
                                 f"lib/{folder} (layer {RANK[folder]}) must not include lib/{head} "
                                 f"(layer {RANK[head]}, higher)")

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cuda/kernels.hpp"
-#include "gpu/backend.hpp"
+#include "gpu/plugin.hpp"
 #include "options.hpp"
 
 using namespace strata;

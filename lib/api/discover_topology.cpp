@@ -1,7 +1,7 @@
 // strata::discover_topology: the public entry to topology discovery. It
 // lives above the topology layer because it asks the GPU backend which CUDA
 // devices this process sees.
-#include "gpu/backend.hpp"
+#include "gpu/plugin.hpp"
 #include "strata/topology.hpp"
 #include "topo/discover.hpp"
 #include "topo/node_split.hpp"

@@ -18,6 +18,7 @@
 #include "exec/finish.hpp"
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
+#include "gpu/plugin.hpp"
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "topo/discover.hpp"
@@ -108,6 +109,7 @@ Session::Session(MPI_Comm comm, Config config) {
 }
 
 Session::~Session() {
+  gpu_levels_.reset();  // the levels refer to the backend
   gpu_.reset();
   roll_call_.reset();
   segment_.reset();  // unmap only: the name was unlinked at creation
@@ -335,9 +337,10 @@ gpu::Backend& Session::gpu_backend() {
   }
   step.throw_if_failed();
   gpu_ = std::move(made);
+  gpu_levels_ = std::make_unique<gpu::Levels>(*gpu_);
   return *gpu_;
 }
 
-exec::GpuContext Session::gpu_context() { return {gpu_.get(), &split_, &gpu_plane_, rank_}; }
+exec::GpuContext Session::gpu_context() { return {gpu_.get(), gpu_levels_.get(), &split_, &gpu_plane_, rank_}; }
 
 }  // namespace strata::api

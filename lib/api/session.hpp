@@ -3,7 +3,7 @@
 // (cross_device_ops.cpp) funnel into after validation. It runs the plan,
 // execute and finish stages:
 //   plan     plan::choose / plan::make_packs (lib/plan), cached per shape;
-//   execute  exec::run_host (lib/exec) or the GPU backend (lib/gpu);
+//   execute  exec::run_host or exec::run_gpu (lib/exec);
 //   finish   exec::finish_host (mean), pack callbacks, and marking the
 //            communicator broken after a timeout or a backend failure.
 // Internal header.
@@ -20,6 +20,7 @@
 #include "exec/execute.hpp"
 #include "exec/roll_call.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/levels.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
@@ -189,6 +190,7 @@ class Session {
   std::vector<topo::GpuRow> gpu_rows_;
   topo::GpuPlane gpu_plane_;
   std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
+  std::unique_ptr<gpu::Levels> gpu_levels_;  // made over gpu_, with it
   std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
   util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
   bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK, and more than one rank

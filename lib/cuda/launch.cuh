@@ -1,12 +1,15 @@
 // Grid sizing and the aligned-body split shared by strata's element-wise
 // kernels: grid-stride loops over 16-byte vectors for the aligned body and
-// scalar elements for the head and tail.
+// scalar elements for the head and tail. Included by .cu files only (it
+// launches kernels).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "cuda/check.hpp"
 
 namespace strata::cuda {
 
@@ -39,6 +42,37 @@ __host__ std::size_t aligned_head(std::size_t count, const void* p, const void* 
     return count;
   const std::size_t head = mis == 0 ? 0 : (kVectorBytes - mis) / sizeof(S);
   return head < count ? head : count;
+}
+
+// How an element-wise kernel covers `count` elements of S: `head` scalar
+// elements up to the first 16-byte boundary, then `vectors` 16-byte
+// vectors, then the scalar tail; `threads` is the work of the busier of
+// the two loops (one thread per vector or per scalar element).
+struct Split {
+  std::size_t head = 0;
+  std::size_t vectors = 0;
+  std::size_t threads = 0;
+};
+
+// The split of `count` elements of S at p, q and r (the same pointer may
+// be passed more than once): aligned_head, then whole vectors.
+template <typename S>
+__host__ Split split_elements(std::size_t count, const void* p, const void* q, const void* r) {
+  constexpr std::size_t kPer = kVectorBytes / sizeof(S);
+  Split split;
+  split.head = aligned_head<S>(count, p, q, r);
+  split.vectors = (count - split.head) / kPer;
+  const std::size_t scalar = count - split.vectors * kPer;
+  split.threads = split.vectors > scalar ? split.vectors : scalar;
+  return split;
+}
+
+// Launches `kernel` on `stream` with `grid` blocks of kThreads threads and
+// checks the launch (BackendError when it failed).
+template <typename... Params, typename... Args>
+__host__ void launch(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args... args) {
+  kernel<<<grid, kThreads, 0, stream>>>(args...);
+  STRATA_CHECK_CUDA(cudaGetLastError());
 }
 
 }  // namespace strata::cuda

@@ -40,25 +40,25 @@ __global__ void pack_kernel(std::byte* packed, const PackDesc* descs, std::size_
 }
 
 template <bool Pack>
-void launch(const void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream) {
+void copy_pieces(const void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes,
+                 cudaStream_t stream) {
   if (n == 0 || max_bytes == 0) return;
   // Split the usual block budget over up to 8 rows; more rows loop.
   const unsigned rows = unsigned(n < 65535 ? n : 65535);
   const auto kernel = &pack_kernel<Pack>;
   const unsigned per_row = grid_for(kernel, (max_bytes + kVectorBytes - 1) / kVectorBytes) / (rows < 8 ? rows : 8);
-  const dim3 grid(per_row > 0 ? per_row : 1, rows);
-  kernel<<<grid, kThreads, 0, stream>>>(static_cast<std::byte*>(const_cast<void*>(packed)), descs, n);
-  STRATA_CHECK_CUDA(cudaGetLastError());
+  launch(kernel, dim3(per_row > 0 ? per_row : 1, rows), stream, static_cast<std::byte*>(const_cast<void*>(packed)),
+         descs, n);
 }
 
 }  // namespace
 
 void pack(void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream) {
-  launch<true>(packed, descs, n, max_bytes, stream);
+  copy_pieces<true>(packed, descs, n, max_bytes, stream);
 }
 
 void unpack(const void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream) {
-  launch<false>(packed, descs, n, max_bytes, stream);
+  copy_pieces<false>(packed, descs, n, max_bytes, stream);
 }
 
 }  // namespace strata::cuda

@@ -125,26 +125,22 @@ __global__ void reduce_kernel(typename Ops::Storage* dst, const typename Ops::St
 }
 
 template <typename Ops>
-void launch(void* dst, const void* a, const void* b, std::size_t count, cudaStream_t stream) {
+void reduce_with(void* dst, const void* a, const void* b, std::size_t count, cudaStream_t stream) {
   using S = typename Ops::Storage;
-  constexpr std::size_t kPer = kVectorBytes / sizeof(S);
-  const std::size_t head = aligned_head<S>(count, dst, a, b);
-  const std::size_t vectors = (count - head) / kPer;
-  const std::size_t scalar = count - vectors * kPer;
+  const Split split = split_elements<S>(count, dst, a, b);
   const auto kernel = &reduce_kernel<Ops>;
-  kernel<<<grid_for(kernel, vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
-      static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b), head, vectors, count);
-  STRATA_CHECK_CUDA(cudaGetLastError());
+  launch(kernel, grid_for(kernel, split.threads), stream, static_cast<S*>(dst), static_cast<const S*>(a),
+         static_cast<const S*>(b), split.head, split.vectors, count);
 }
 
 template <template <ReduceOp> class Ops>
 void by_op(void* dst, const void* a, const void* b, std::size_t count, ReduceOp op, cudaStream_t stream) {
   switch (op) {
     case ReduceOp::sum:
-    case ReduceOp::mean: return launch<Ops<ReduceOp::sum>>(dst, a, b, count, stream);
-    case ReduceOp::prod: return launch<Ops<ReduceOp::prod>>(dst, a, b, count, stream);
-    case ReduceOp::min: return launch<Ops<ReduceOp::min>>(dst, a, b, count, stream);
-    case ReduceOp::max: return launch<Ops<ReduceOp::max>>(dst, a, b, count, stream);
+    case ReduceOp::mean: return reduce_with<Ops<ReduceOp::sum>>(dst, a, b, count, stream);
+    case ReduceOp::prod: return reduce_with<Ops<ReduceOp::prod>>(dst, a, b, count, stream);
+    case ReduceOp::min: return reduce_with<Ops<ReduceOp::min>>(dst, a, b, count, stream);
+    case ReduceOp::max: return reduce_with<Ops<ReduceOp::max>>(dst, a, b, count, stream);
   }
 }
 

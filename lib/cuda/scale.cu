@@ -42,16 +42,12 @@ __global__ void divide_kernel(typename Codec::Storage* data, std::size_t head, s
 }
 
 template <typename Codec>
-void launch(void* data, std::size_t count, std::size_t divisor, cudaStream_t stream) {
+void divide_with(void* data, std::size_t count, std::size_t divisor, cudaStream_t stream) {
   using S = typename Codec::Storage;
-  constexpr std::size_t kPer = kVectorBytes / sizeof(S);
-  const std::size_t head = aligned_head<S>(count, data, data, data);
-  const std::size_t vectors = (count - head) / kPer;
-  const std::size_t scalar = count - vectors * kPer;
+  const Split split = split_elements<S>(count, data, data, data);
   const auto kernel = &divide_kernel<Codec>;
-  kernel<<<grid_for(kernel, vectors > scalar ? vectors : scalar), kThreads, 0, stream>>>(
-      static_cast<S*>(data), head, vectors, count, divisor);
-  STRATA_CHECK_CUDA(cudaGetLastError());
+  launch(kernel, grid_for(kernel, split.threads), stream, static_cast<S*>(data), split.head, split.vectors, count,
+         divisor);
 }
 
 }  // namespace
@@ -59,16 +55,16 @@ void launch(void* data, std::size_t count, std::size_t divisor, cudaStream_t str
 void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, cudaStream_t stream) {
   if (count == 0) return;
   switch (dtype) {
-    case DataType::f32: return launch<NativeCodec<float>>(data, count, divisor, stream);
-    case DataType::f64: return launch<NativeCodec<double>>(data, count, divisor, stream);
-    case DataType::f16: return launch<F16Codec>(data, count, divisor, stream);
-    case DataType::bf16: return launch<BF16Codec>(data, count, divisor, stream);
-    case DataType::i8: return launch<NativeCodec<std::int8_t>>(data, count, divisor, stream);
-    case DataType::u8: return launch<NativeCodec<std::uint8_t>>(data, count, divisor, stream);
-    case DataType::i32: return launch<NativeCodec<std::int32_t>>(data, count, divisor, stream);
-    case DataType::u32: return launch<NativeCodec<std::uint32_t>>(data, count, divisor, stream);
-    case DataType::i64: return launch<NativeCodec<std::int64_t>>(data, count, divisor, stream);
-    case DataType::u64: return launch<NativeCodec<std::uint64_t>>(data, count, divisor, stream);
+    case DataType::f32: return divide_with<NativeCodec<float>>(data, count, divisor, stream);
+    case DataType::f64: return divide_with<NativeCodec<double>>(data, count, divisor, stream);
+    case DataType::f16: return divide_with<F16Codec>(data, count, divisor, stream);
+    case DataType::bf16: return divide_with<BF16Codec>(data, count, divisor, stream);
+    case DataType::i8: return divide_with<NativeCodec<std::int8_t>>(data, count, divisor, stream);
+    case DataType::u8: return divide_with<NativeCodec<std::uint8_t>>(data, count, divisor, stream);
+    case DataType::i32: return divide_with<NativeCodec<std::int32_t>>(data, count, divisor, stream);
+    case DataType::u32: return divide_with<NativeCodec<std::uint32_t>>(data, count, divisor, stream);
+    case DataType::i64: return divide_with<NativeCodec<std::int64_t>>(data, count, divisor, stream);
+    case DataType::u64: return divide_with<NativeCodec<std::uint64_t>>(data, count, divisor, stream);
   }
 }
 

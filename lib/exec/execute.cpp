@@ -10,7 +10,7 @@
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "host/transport.hpp"
-#include "plan/nan.hpp"
+#include "plan/replicas.hpp"
 #include "util/breaking.hpp"
 #include "util/where.hpp"
 
@@ -27,25 +27,25 @@ void run_flat(Collective collective, plan::Level& level, const plan::Job& job) {
 
 // The GPU level of `algorithm` over `group`: a GPU algorithm's own, or a
 // host algorithm through pinned copies (the registry says which).
-plan::Level& gpu_level(gpu::Backend& backend, const plan::Algorithm& algorithm, plan::Group group) {
+plan::Level& gpu_level(gpu::Levels& levels, const plan::Algorithm& algorithm, plan::Group group) {
   const Entry& entry = entry_of(algorithm);
-  return entry.gpu ? backend.level(*entry.gpu, group) : backend.staged(*entry.host, group);
+  return entry.gpu ? levels.level(*entry.gpu, group) : levels.staged(*entry.host, group);
 }
 
 void run_gpu_levels(Collective collective, const plan::Choice& choice, const plan::Job& job,
                     const GpuContext& context) {
-  gpu::Backend& backend = *context.backend;
+  gpu::Levels& levels = *context.levels;
   if (choice.shape == plan::Shape::hierarchical) {
     // Every rank makes its node level first, then the cross members their
     // cross level: NCCL communicators are created in the same order
     // everywhere.
-    plan::Level& intra = gpu_level(backend, *choice.algorithm, plan::Group::node);
+    plan::Level& intra = gpu_level(levels, *choice.algorithm, plan::Group::node);
     plan::Level* cross =
-        context.split->cross != MPI_COMM_NULL ? &gpu_level(backend, *choice.cross, plan::Group::cross) : nullptr;
+        context.split->cross != MPI_COMM_NULL ? &gpu_level(levels, *choice.cross, plan::Group::cross) : nullptr;
     hierarchical_all_reduce(job, *context.split, intra, cross);
     return;
   }
-  run_flat(collective, gpu_level(backend, *choice.algorithm, plan::Group::world), job);
+  run_flat(collective, gpu_level(levels, *choice.algorithm, plan::Group::world), job);
 }
 
 void refuse_forbidden(const plan::Choice& choice, const GpuContext& context, const plan::CallInfo& info) {
@@ -143,15 +143,9 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
     job.dtype = pack.dtype;
     if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
     const std::size_t replicas = packed.data.size();
-    const Entry& entry = entry_of(*choice.algorithm);
-    // One NCCL rank per replica: a flat all-reduce by an algorithm that
-    // offers it, on an op NCCL reduces as strata does, where the control
-    // plane finds every replica of every rank on its own GPU (collective,
-    // identical on every rank).
-    const bool replica_ranks = replicas > 1 && collective == Collective::all_reduce &&
-                               choice.shape == plan::Shape::flat && entry.gpu && entry.gpu->replica_ranks &&
-                               plan::nccl_reduces(job.op, job.dtype) && backend.replica_ranks_usable(packed);
-    if (replica_ranks) {
+    const plan::ReplicaPath path = plan::replica_path({replicas, collective, &choice, job.op, job.dtype},
+                                                      [&] { return backend.replica_ranks_usable(packed); });
+    if (path == plan::ReplicaPath::replica_ranks) {
       backend.replica_all_reduce(packed, job.op);
       for (std::size_t r = 0; r < replicas; ++r) {
         plan::Job replica = job;

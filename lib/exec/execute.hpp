@@ -1,14 +1,16 @@
 // The execute stage: run one planned collective as the plan says (flat over
 // the communicator, flat over the node's shared memory, or hierarchical),
 // with the registered algorithms' levels (plan::Level): host levels over
-// MPI and shared memory, GPU levels from the GPU backend. It decides
-// nothing: plan::choose made every choice, and the one hierarchical driver
-// (exec/hierarchical.hpp) serves both memories.
+// MPI and shared memory, GPU levels over the GPU backend's primitives
+// (gpu::Levels). It decides nothing: plan::choose made every choice (and
+// plan::replica_path a batch's replica path), and the one hierarchical
+// driver (exec/hierarchical.hpp) serves both memories.
 #pragma once
 
 #include <mpi.h>
 
 #include "gpu/backend.hpp"
+#include "gpu/levels.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
@@ -46,6 +48,7 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
 // What a call on CUDA tensors runs over.
 struct GpuContext {
   gpu::Backend* backend = nullptr;
+  gpu::Levels* levels = nullptr;          // the levels made over `backend`
   const topo::NodeSplit* split = nullptr;
   const topo::GpuPlane* plane = nullptr;  // the control plane's verdicts
   int rank = 0;                           // in the communicator (decides who holds a rooted result)
@@ -61,11 +64,11 @@ struct GpuContext {
 void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
              const GpuContext& context, const gpu::CallContext& call);
 
-// One pack of a batch on CUDA tensors: packs every replica, combines the
-// replicas (or, for a flat plan whose algorithm gives each replica an NCCL
-// rank, runs one all-reduce over all of them), runs the plan as run_gpu
-// does on the packed buffer, finishes, spreads the result to the replicas
-// and unpacks it where the pack lands. `op` may be mean; job fields other
+// One pack of a batch on CUDA tensors: packs every replica, then on the
+// path plan::replica_path gives either combines the replicas, runs the plan
+// as run_gpu does on the packed buffer, finishes and spreads the result to
+// the replicas, or runs one all-reduce over every replica of every rank and
+// finishes each; unpacks where the pack lands. `op` may be mean; job fields other
 // than in/out/count are as for run_gpu.
 void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
                   std::size_t contributors, const GpuContext& context, const gpu::CallContext& call);

@@ -1,10 +1,10 @@
-// A GPU algorithm: what the planner knows about it and how its executor is
-// made. The registry (lib/exec/algorithms.def) lists it next to the host
-// algorithms; the execute stage asks the GPU backend for the level this
-// descriptor makes (Backend::level), so no code matches algorithm names.
-// Host-only builds know the descriptors too (specs naming them parse
-// everywhere); their factories throw Unavailable there, which never happens
-// in practice because no backend exists without CUDA.
+// A GPU algorithm: what the planner knows about it and how its level is
+// made. Like a host algorithm it is one file, lib/gpu/<name>.cpp, defining
+// `extern const gpu::Algorithm <name>` and its level (a plan::Level written
+// against the device primitives, gpu/backend.hpp), plus one line in the
+// registry (lib/exec/algorithms.def), which is why lib/meson.build compiles
+// it into libstrata. It needs no CUDA: every build knows it, and specs
+// naming it parse everywhere.
 #pragma once
 
 #include <memory>
@@ -16,23 +16,14 @@ namespace strata::gpu {
 
 class Backend;
 
-// Makes the algorithm's executor over `group` of `backend` (collective over
+// Makes the algorithm's level over `group` of `backend` (collective over
 // the group when it needs an NCCL communicator: every member makes it in
-// the same call). The backend keeps it for later calls.
+// the same call). gpu::Levels keeps it for later calls.
 using MakeLevel = std::unique_ptr<plan::Level> (*)(Backend& backend, plan::Group group);
 
 struct Algorithm {
   plan::Algorithm info;  // memory = cuda
   MakeLevel make_level = nullptr;
-  // Its all-reduce can give every replica of a batch (several GPUs per
-  // rank) an NCCL rank of its own instead of combining them on replica 0
-  // first (Backend::replica_all_reduce).
-  bool replica_ranks = false;
 };
-
-// The factories of the algorithms in lib/gpu/algorithms.cpp (defined by the
-// CUDA backend, lib/gpu/levels.cpp; by the stub in host-only builds).
-std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group);
-std::unique_ptr<plan::Level> make_psgpu_level(Backend& backend, plan::Group group);
 
 }  // namespace strata::gpu

@@ -1,74 +1,35 @@
-// The seam between the execute stage (lib/exec) and the GPU backend. exec
-// opens a call, asks the backend for the levels the plan runs
-// (Backend::level for GPU algorithms from the registry, Backend::staged for
-// host algorithms through pinned copies), drives them (flat, or the one
-// hierarchical driver), finishes (Backend::divide for mean), then waits
-// (Backend::complete) and closes the call. Batches add the pack primitives.
+// The seam between libstrata and the GPU plugin (libstrata_gpu.so, loaded
+// at run time: gpu/plugin.hpp): the device primitives of one rank's GPU.
+// The plugin implements them with CUDA and NCCL (lib/cuda, lib/nccl);
+// libstrata composes them, CUDA-free: the GPU algorithms' levels
+// (lib/gpu/<name>.cpp), host algorithms on CUDA data (gpu/staged.hpp), and
+// the execute stage, which opens a call, runs the plan's levels, finishes
+// (divide for mean), waits (complete) and closes the call. The backend
+// decides nothing about plans.
 //
-// This header needs no CUDA or NCCL headers, so every build compiles it.
-// Host-only builds (-Dcuda=disabled, or no nvcc/NCCL found) link
-// lib/gpu/backend_stub.cpp: built() is false, device_available() false with
-// a reason, and make_backend() throws strata::Unavailable.
+// Every primitive but the call scope itself works within an open call
+// (open .. close): work is enqueued in order on the call's one stream on
+// the backend's device, and host waits poll against the call's deadline.
+// Failures throw BackendError (CUDA, NCCL) or DeadlineExceeded (NCCL
+// communicators aborted); the execute stage then marks the backend broken.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "gpu/algorithm.hpp"
-#include "host/algorithm.hpp"
+#include "gpu/nccl_op.hpp"
+#include "gpu/batch_pack.hpp"
 #include "plan/job.hpp"
 #include "plan/level.hpp"
 #include "strata/types.hpp"
-#include "topo/discover.hpp"
-#include "topo/gpu_plane.hpp"
-#include "topo/node_split.hpp"
 #include "util/deadline.hpp"
+#include "util/workspace.hpp"
 
 namespace strata::gpu {
-
-// Compiled with CUDA and NCCL.
-bool built();
-
-// Whether a CUDA device is usable now (driver loaded, cudaGetDeviceCount > 0).
-// Never throws; on false, `why` (if non-null) gets a one-line reason.
-bool device_available(std::string* why = nullptr);
-
-// What this process sees of CUDA: every device's PCI bus id and compute
-// mode, or why it sees none. Never throws (every Communicator's topology
-// discovery calls it).
-topo::CudaProbe probe_devices();
-
-// One pack of a batch, as every local replica holds it: replica r's pack is
-// the concatenation of its pieces (caller tensors, or ranges of them, in
-// device memory on `device`). Replica 0 lies on the backend's device;
-// replicas (num_gpus_per_worker > 1) may lie on other devices.
-struct GpuPiece {
-  void* data = nullptr;
-  std::size_t count = 0;  // elements of the pack's dtype
-};
-struct GpuReplicaPack {
-  int device = -1;  // -1 = the backend's device
-  std::vector<GpuPiece> pieces;
-};
-struct GpuPack {
-  DataType dtype = DataType::f32;
-  std::vector<GpuReplicaPack> replicas;  // one per local replica, the same count on every rank
-  bool lands_here = true;                // whether this rank's replicas receive the result
-};
-
-// A pack staged in device memory: replica r's buffer on devices[r].
-struct Packed {
-  std::vector<void*> data;
-  std::vector<int> devices;
-  DataType dtype = DataType::f32;
-  std::size_t count = 0;  // elements in each buffer (pieces at 16-byte offsets, padding included)
-  bool in_place = false;  // data[0] is the caller's only piece: nothing to unpack
-};
 
 // One call as the backend sees it.
 struct CallContext {
@@ -80,13 +41,22 @@ struct CallContext {
   std::vector<int> devices;  // the tensors' devices, by replica (-1 = the backend's device)
 };
 
+// Which way a copy goes (every copy is ordered on the call's stream).
+enum class Copy { device_to_device, device_to_host, host_to_device };
+
+// A group's NCCL communicator, as levels see it.
+struct NcclComm {
+  int rank = 0;
+  int size = 1;
+};
+
 class Backend {
  public:
-  virtual ~Backend();
+  virtual ~Backend() = default;
 
+  // --- The call scope ---------------------------------------------------
   // The CUDA device this rank drives.
   virtual int device() const = 0;
-
   // Opens a call: checks the tensors' devices (replica 0 on the backend's
   // device, every device one this process sees: InvalidArgument otherwise,
   // before any work), makes the backend's device current (close() restores
@@ -100,24 +70,67 @@ class Backend {
   virtual void complete() = 0;
   // Restores the caller's current device. Never throws; once per open().
   virtual void close() noexcept = 0;
+  // After a timeout or a backend failure: abort the NCCL communicators and
+  // refuse further calls (PeerFailure). Never throws.
+  virtual void mark_broken(const std::string& reason) noexcept = 0;
 
-  // The executor of GPU algorithm `algorithm` over `group`, made on first
-  // use (collective over the group: NCCL communicators are created then,
-  // bounded by topo::setup_seconds(), every member raising the same error on a
-  // failure) and kept. Only within an open call.
-  plan::Level& level(const Algorithm& algorithm, plan::Group group);
-  // The executor that runs host algorithm `algorithm` on CUDA tensors
-  // through pinned host buffers over `group`.
-  plan::Level& staged(const host::Algorithm& algorithm, plan::Group group);
+  // --- What the open call runs over on the host ---------------------------
+  // The MPI communicator of a group (the communicator, its node, its
+  // cross-node group), for host transfers and ranks.
+  virtual MPI_Comm mpi(plan::Group group) const = 0;
+  // The open call's deadline and description (host::Transport takes them).
+  virtual const util::Deadline& deadline() const = 0;
+  virtual const plan::CallInfo& info() const = 0;
+  // Host scratch for host algorithms run by GPU levels (kept across calls,
+  // leaked rather than freed when the backend ends broken).
+  virtual util::Workspace& workspace() = 0;
 
+  // --- Memory: grow-only, kept across calls ---------------------------------
+  // Device scratch slot 0..3 of at least `bytes` bytes on the backend's
+  // device: 0 and 1 for levels, 2 for packs, 3 for the NaN-keeping
+  // exchange. Valid until the same slot is asked for more.
+  virtual void* device_scratch(int slot, std::size_t bytes) = 0;
+  // Pinned host slot 0 or 1 of at least `bytes` bytes (psgpu stages whole
+  // slices there).
+  virtual void* pinned(int slot, std::size_t bytes) = 0;
+  // Pinned buffer `index` of the staging ring, at least `bytes` bytes:
+  // chunked copies reuse a few of these, never the whole tensor.
+  virtual void* staging(std::size_t index, std::size_t bytes) = 0;
+
+  // --- Stream-ordered work --------------------------------------------------
+  virtual void copy(void* dst, const void* src, std::size_t bytes, Copy direction) = 0;
+  // strata's reduce kernel: dst[i] = a[i] op b[i], i < count (dst may be
+  // exactly a or b). op != mean. Bit-identical to the host kernels.
+  virtual void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op) = 0;
   // The finish stage's hook for mean: divides `count` elements at `data`
-  // (on replica `replica`'s device) by `divisor` in the dtype, enqueued
-  // after the call's work.
+  // (on replica `replica`'s device, on its stream) by `divisor` in the
+  // dtype, after the call's work.
   virtual void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, std::size_t replica) = 0;
+  // Records event `index` (any small number) after the work enqueued so far.
+  virtual void record(std::size_t event) = 0;
 
-  // Batches. pack: every replica's pieces into its pack buffer (one kernel
-  // per replica on its own stream), or the caller's memory itself when the
-  // pack is one piece of one replica that lands here.
+  // --- Host waits (polling against the call's deadline) ------------------------
+  // Until event `index`, as last recorded, has passed.
+  virtual void wait_for(std::size_t event) = 0;
+  // Until all of the call's GPU work (every replica's stream) finished.
+  virtual void wait() = 0;
+
+  // --- NCCL over a group ---------------------------------------------------
+  // The group's NCCL communicator: created on first use, collectively over
+  // the group (bounded by topo::setup_seconds(), every member raising the
+  // same error on a failure), and kept. Its ranks are the group's MPI ranks.
+  virtual NcclComm nccl_comm(plan::Group group) = 0;
+  // Issues `ops` in order as one NCCL group on the group's communicator
+  // (made by nccl_comm before), on the call's stream, and settles the
+  // enqueueing. `what` names the group in errors. A reducing op NCCL does
+  // not reduce as strata does (plan::nccl_reduces) is an internal error
+  // (BackendError), never sent.
+  virtual void nccl(plan::Group group, std::span<const NcclOp> ops, const char* what) = 0;
+
+  // --- Batches --------------------------------------------------------------
+  // Every replica's pieces into its pack buffer (one kernel per replica on
+  // its own stream), or the caller's memory itself when the pack is one
+  // piece of one replica that lands here.
   virtual Packed pack(const GpuPack& pack) = 0;
   // Replicas 1.. reduced into replica 0's buffer, in replica order
   // (deterministic), on the backend's device. op != mean.
@@ -135,35 +148,6 @@ class Backend {
   virtual void spread(const Packed& packed) = 0;
   // Every replica's buffer back into its pieces (nothing when in place).
   virtual void unpack(const Packed& packed) = 0;
-
-  // After a timeout or a backend failure: abort the NCCL communicators and
-  // refuse further calls (PeerFailure). Never throws.
-  virtual void mark_broken(const std::string& reason) noexcept = 0;
-
- protected:
-  virtual std::unique_ptr<plan::Level> make_staged(const host::Algorithm& algorithm, plan::Group group) = 0;
-  // Derived destructors call it first: levels refer to the derived state.
-  void drop_levels() noexcept { levels_.clear(); }
-
- private:
-  // The level made for (algorithm, group), made by make() the first time.
-  template <typename Make>
-  plan::Level& made_once(const void* algorithm, plan::Group group, Make&& make);
-
-  struct Made {
-    const void* algorithm;  // a gpu::Algorithm or a host::Algorithm
-    plan::Group group;
-    std::unique_ptr<plan::Level> level;
-  };
-  std::vector<Made> levels_;
 };
-
-// The backend of one rank over `comm`, driving CUDA device `device` (the
-// rank's row in `rows`, the GPU control plane's table). `comm` and `split`
-// must outlive it. Local: no communication (NCCL communicators are made
-// with the levels). Throws Unavailable in a host-only build or when the
-// device cannot be used, BackendError when CUDA fails.
-std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device,
-                                      std::vector<topo::GpuRow> rows);
 
 }  // namespace strata::gpu

@@ -1,19 +1,15 @@
-// The per-communicator GPU state every GPU level runs on: the device, one
-// non-blocking stream, the call in progress (its deadline, and the order
-// after the caller's producer stream), the NCCL communicator of each group
-// (whole communicator, node, cross-node), grow-only device buffers, a ring
-// of pinned staging buffers, and the polling waits that honour a call's
-// deadline.
+// The per-communicator GPU state the backend's primitives run on: the
+// device, one non-blocking stream, the call in progress (its deadline, and
+// the order after the caller's producer stream), the NCCL communicator of
+// each group (whole communicator, node, cross-node; nccl/comm.hpp), the
+// other replicas' devices (nccl/replicas.hpp), grow-only device and pinned
+// buffers, events, a host workspace, and the polling waits that honour a
+// call's deadline.
 //
-// NCCL communicators are created non-blocking (ncclConfig_t.blocking = 0),
-// collectively over their group when a level first needs one, bounded by
-// the GPU setup limit (gpu::setup_seconds(), not the call's deadline), and
-// every member of the group ends the creation with the same outcome
-// (util::Agreement): no member is left waiting in NCCL's bootstrap for a
-// peer that failed. No NCCL call parks the thread, so a wait polls
-// cudaStreamQuery and ncclCommGetAsyncError against the deadline. On expiry
-// every communicator is aborted (ncclCommAbort), the engine is marked
-// broken, and DeadlineExceeded is raised; later calls throw PeerFailure.
+// No NCCL call parks the thread, so a wait polls cudaStreamQuery and
+// ncclCommGetAsyncError against the deadline. On expiry every
+// communicator is aborted (ncclCommAbort), the engine is marked broken,
+// and DeadlineExceeded is raised; later calls throw PeerFailure.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +21,7 @@
 #include <vector>
 
 #include "cuda/stream.hpp"
+#include "nccl/comm.hpp"
 #include "plan/job.hpp"
 #include "plan/level.hpp"
 #include "topo/gpu_plane.hpp"
@@ -36,49 +33,6 @@
 namespace strata::nccl {
 
 class ReplicaSet;
-
-// Poll a non-blocking communicator until its pending operation (init,
-// enqueue, group end) is no longer in progress; returns the final state.
-// On expiry of `deadline` sets `expired` and returns ncclInProgress.
-ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired);
-
-// Finalize (bounded to 10 s) and destroy a communicator, or abort it when
-// that fails or takes too long. Never throws; for teardown.
-void close(ncclComm_t comm);
-
-// Creates NCCL communicators over MPI communicator `mpi` (collective over
-// it): `count` local NCCL ranks per member, on `devices` (NCCL rank =
-// member rank x count + i). Rank 0's unique id reaches every member, then
-// every member initialises its ranks in one group and polls them. Every
-// step ends in an agreement bounded by `bound`: a failure anywhere (unique
-// id, init error, the bound passing) raises the same error on every member
-// (BackendError, or DeadlineExceeded for the bound), after aborting what
-// was created. `name` names the communicator in messages.
-std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices, const std::string& name,
-                                     const util::Deadline& bound);
-
-// One NCCL communicator over the ranks of an MPI communicator.
-class Comm {
- public:
-  // Collective over `mpi` (see create_comms).
-  Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadline& bound);
-  ~Comm();  // ncclCommFinalize + ncclCommDestroy (bounded), or nothing after abort
-  Comm(const Comm&) = delete;
-  Comm& operator=(const Comm&) = delete;
-
-  ncclComm_t get() const { return comm_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  const std::string& name() const { return name_; }
-  void abort();  // never throws
-
- private:
-  ncclComm_t comm_ = nullptr;
-  int rank_ = 0;
-  int size_ = 1;
-  std::string name_;
-  bool aborted_ = false;
-};
 
 class Engine {
  public:
@@ -107,7 +61,7 @@ class Engine {
   const plan::CallInfo& info() const { return info_; }
 
   // The MPI communicator of a group, and its NCCL communicator, created on
-  // first use (collective over the group, bounded by gpu::setup_seconds()).
+  // first use (collective over the group, bounded by topo::setup_seconds()).
   MPI_Comm mpi(plan::Group group) const;
   Comm& nccl(plan::Group group);
 

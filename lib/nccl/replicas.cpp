@@ -1,8 +1,10 @@
 #include "nccl/replicas.hpp"
 
-#include "util/check.hpp"
 #include "cuda/check.hpp"
+#include "cuda/kernels.hpp"
+#include "nccl/convert.hpp"
 #include "nccl/engine.hpp"
+#include "util/check.hpp"
 
 namespace strata::nccl {
 
@@ -35,6 +37,48 @@ std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, const std::vector<
   world_ = create_comms(engine.comm(), all[std::size_t(rank)], "replica", util::Deadline(topo::setup_seconds()));
   world_devices_ = all;
   return world_;
+}
+
+void ReplicaSet::combine(Engine& engine, const gpu::Packed& packed, ReduceOp op) {
+  const std::size_t bytes = packed.count * dtype_size(packed.dtype);
+  void* incoming = engine.device_scratch(0, bytes);
+  for (std::size_t r = 1; r < packed.data.size(); ++r) {
+    Slot& s = slot(r, packed.devices[r]);
+    s.ready->record(s.stream->get());
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine.stream(), s.ready->get(), 0));
+    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(incoming, engine.device(), packed.data[r], packed.devices[r], bytes,
+                                          engine.stream()));
+    cuda::reduce(packed.data[0], packed.data[0], incoming, packed.count, packed.dtype, op, engine.stream());
+  }
+}
+
+void ReplicaSet::spread(Engine& engine, const gpu::Packed& packed) {
+  const std::size_t bytes = packed.count * dtype_size(packed.dtype);
+  cuda::Event& done = engine.event(0);
+  done.record(engine.stream());
+  for (std::size_t r = 1; r < packed.data.size(); ++r) {
+    Slot& s = slot(r, packed.devices[r]);
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(s.stream->get(), done.get(), 0));
+    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(packed.data[r], packed.devices[r], packed.data[0], engine.device(), bytes,
+                                          s.stream->get()));
+  }
+}
+
+void ReplicaSet::all_reduce(Engine& engine, const std::vector<std::vector<int>>& all, const gpu::Packed& packed,
+                            ReduceOp op) {
+  const std::span<const ncclComm_t> comms = world(engine, all);
+  const ncclRedOp_t red = to_nccl(op, packed.dtype);
+  ncclResult_t rc = ncclGroupStart();
+  for (std::size_t r = 0; r < packed.data.size() && rc == ncclSuccess; ++r)
+    rc = ncclAllReduce(packed.data[r], packed.data[r], packed.count, to_nccl(packed.dtype), red, comms[r],
+                       stream(engine, r));
+  const ncclResult_t end = ncclGroupEnd();
+  if (rc == ncclSuccess) rc = end;
+  // Non-blocking communicators: each may still be enqueueing; settle all.
+  for (ncclComm_t comm : comms) {
+    engine.enqueued(comm, rc, "ncclAllReduce (replicas, grouped)");
+    if (rc == ncclSuccess) break;
+  }
 }
 
 bool ReplicaSet::idle() const {

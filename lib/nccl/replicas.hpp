@@ -1,9 +1,10 @@
 // The other devices of a rank that drives several GPUs (TF's
 // num_gpus_per_worker > 1; replica 0 lives on the engine's device): a
-// stream, an event and pack buffers per replica slot, and, for the flat
-// `nccl` all-reduce, one NCCL communicator over every replica of every
-// rank (NCCL rank = rank x replicas + replica), driven by group calls.
-// Owned by the Engine, which aborts it with its own communicators.
+// stream, an event and pack buffers per replica slot; the moves between
+// replicas (combine into replica 0, spread back); and, for the flat `nccl`
+// all-reduce, one NCCL communicator over every replica of every rank (NCCL
+// rank = rank x replicas + replica), driven by group calls. Owned by the
+// Engine, which aborts it with its own communicators.
 #pragma once
 
 #include <nccl.h>
@@ -13,8 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "util/deadline.hpp"
 #include "cuda/stream.hpp"
+#include "gpu/batch_pack.hpp"
+#include "strata/types.hpp"
+#include "util/deadline.hpp"
 
 namespace strata::nccl {
 
@@ -50,6 +53,19 @@ class ReplicaSet {
 
   // The stream of replica r: the engine's for r = 0, the slot's otherwise.
   cudaStream_t stream(Engine& engine, std::size_t r);
+
+  // Replicas 1.. of `packed` reduced into replica 0's buffer on the
+  // engine's device, in replica order (each waits for its pack kernel,
+  // crosses with a peer copy and is reduced with strata's kernel). op !=
+  // mean.
+  void combine(Engine& engine, const gpu::Packed& packed, ReduceOp op);
+  // Replica 0's buffer to the other replicas' buffers, each on its stream
+  // after the engine's work.
+  void spread(Engine& engine, const gpu::Packed& packed);
+  // One all-reduce over every replica of every rank: replica r's buffer on
+  // its device, one NCCL rank each, in one group on each replica's stream.
+  // `all` as for world(). op is one NCCL reduces as strata does.
+  void all_reduce(Engine& engine, const std::vector<std::vector<int>>& all, const gpu::Packed& packed, ReduceOp op);
 
   bool idle() const;               // every slot's stream finished its work
   std::string async_error() const;  // "" or the first NCCL async error text

@@ -23,6 +23,10 @@ struct Algorithm {
   // It runs over NCCL communicators: a plan may use it over a group of ranks
   // only where the GPU control plane lets NCCL run there (plan::Layout).
   bool nccl = false;
+  // Its flat all-reduce can give every replica of a CUDA batch (several
+  // GPUs per rank) an NCCL rank of its own instead of combining them on the
+  // rank's device first (plan::replica_path).
+  bool replica_ranks = false;
 };
 
 using Catalogue = std::span<const Algorithm* const>;

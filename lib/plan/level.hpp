@@ -6,9 +6,10 @@
 // hierarchical driver for host and CUDA memory).
 //
 // Host levels run a host algorithm over MPI and shared memory
-// (lib/exec/host_levels.hpp); GPU levels enqueue NCCL calls and strata's
-// kernels on the GPU backend's stream, or run a host algorithm through
-// pinned copies (lib/nccl/levels.hpp). Every member of the group makes the
+// (lib/exec/host_levels.hpp); GPU levels compose the GPU backend's device
+// primitives: NCCL operations and strata's kernels on its stream
+// (lib/gpu/nccl.cpp, lib/gpu/psgpu.cpp), or a host algorithm through pinned
+// copies (lib/gpu/staged.hpp). Every member of the group makes the
 // same calls in the same order. Jobs are trusted (the plan stage made them):
 // count > 0, op != mean (the finish stage divides).
 #pragma once

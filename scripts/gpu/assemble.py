@@ -11,9 +11,10 @@ MPI, hwloc, fmt or Boost:
 
     bin/      strata's apps and Open MPI's launcher (mpirun = orterun, orted)
     tests/    the GPU test executables the build's meson tests run
-    lib/      libstrata and every shared library they need (Open MPI, PMIx,
-              hwloc, fmt, Boost.Program_options, libevent, cudart, ...);
-              lib/openmpi/ Open MPI's components
+    lib/      libstrata, its GPU plugin libstrata_gpu.so (which libstrata
+              loads from its own folder) and every shared library they need
+              (Open MPI, PMIx, hwloc, fmt, Boost.Program_options, libevent,
+              cudart, ...); lib/openmpi/ Open MPI's components
     pmix/     PMIx's plugins, help files and configuration
     share/, etc/   Open MPI's help files and configuration
     nccl/     filled at run time by env.sh: a link to the machine's NCCL
@@ -216,7 +217,8 @@ def assemble(build, out):
     bundle = Bundle(out)
     ours = "$ORIGIN/../lib:$ORIGIN/../nccl"
 
-    # strata: the installed library and apps.
+    # strata: the installed libraries (libstrata, the interposer, the GPU
+    # plugin) and apps.
     outputs = build_outputs(build)
     for path, target in outputs.items():
         if not target["installed"] or not is_elf(path):
@@ -290,7 +292,8 @@ def assemble(build, out):
                      (os.path.join(HERE, "check.py"), "scripts/check.py"),
                      (os.path.join(HERE, "per_rank_host.sh"), "scripts/per_rank_host.sh")):
         bundle.copy(src, rel)
-    nccl_here = ldd(bundle.sources["bin/strata-bench"]).get("libnccl.so.2")
+    # The NCCL strata's GPU plugin was linked against here.
+    nccl_here = ldd(bundle.sources["lib/libstrata_gpu.so.0"]).get("libnccl.so.2")
 
     manifest = {
         "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

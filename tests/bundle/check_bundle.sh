@@ -10,6 +10,8 @@
 #   - the bundle is under 60 MiB;
 #   - strata-topo runs; mpirun -np 2 strata-bench on host memory passes its
 #     result check; Open MPI takes its components from the bundle;
+#   - libstrata loads the GPU plugin from the bundle (test_gpu_unavailable's
+#     reason is the CUDA runtime's, not the plugin's loading);
 #   - ldd resolves every ELF file's libraries inside the bundle, except
 #     glibc's, the C++ runtime's, the CUDA driver's and NCCL;
 #   - gpu-check.sh passes its host steps and reports every GPU step
@@ -123,6 +125,13 @@ if out=$(env -i bash "$bundle/run.sh" mpirun -np 2 strata-bench -b 8 -e 64k -c 1
   ok "env -i run.sh mpirun -np 2 strata-bench -b 8 -e 64k -c 1: 2 ranks, every value checked, none wrong"
 else
   bad "env -i run.sh mpirun -np 2 strata-bench: $out"
+fi
+
+if out=$(env -i bash "$bundle/run.sh" "$bundle/tests/test_gpu_unavailable" 2>&1) && grep -q '^built: 1' <<<"$out" &&
+  ! grep -q 'GPU backend plugin' <<<"$out"; then
+  ok "env -i run.sh test_gpu_unavailable: the GPU plugin loads from the bundle ($(sed -n 's/.*why: //p' <<<"$out" | head -1))"
+else
+  bad "env -i run.sh test_gpu_unavailable: the GPU plugin does not load from the bundle: $out"
 fi
 
 pkglibdir=$(env -i bash "$bundle/run.sh" ompi_info --parsable --path pkglibdir 2>&1 | sed -n 's/^path:pkglibdir://p')

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "gpu/backend.hpp"
+#include "gpu/plugin.hpp"
 
 namespace strata::gpu_test {
 

@@ -15,6 +15,7 @@
 #include "exec/registry.hpp"
 #include "plan/choose.hpp"
 #include "plan/nan.hpp"
+#include "plan/replicas.hpp"
 #include "strata/errors.hpp"
 #include "topo/gpu_map.hpp"
 #include "topo/gpu_plane.hpp"
@@ -312,6 +313,36 @@ TEST_CASE("NaN: floating min/max never go to NCCL's own reduction") {
   }
   for (const DataType d : {DataType::i8, DataType::u8, DataType::i32, DataType::u32, DataType::i64, DataType::u64})
     CHECK(plan::nccl_reduces(ReduceOp::min, d));
+}
+
+TEST_CASE("replica path: replica ranks only for a flat NCCL all-reduce NCCL reduces, and the plane is asked last") {
+  const auto known = exec::catalogue();
+  const auto planned = [&](const char* spec, Collective collective) {
+    return plan::choose(known, plan::parse_spec(spec, known), collective, 1 << 20, Implementation::automatic,
+                        Memory::cuda, plan::Layout{2, 2});
+  };
+  const plan::Choice nccl = planned("nccl", Collective::all_reduce), psgpu = planned("psgpu", Collective::all_reduce),
+                     hier = planned("nccl/nccl", Collective::all_reduce),
+                     nccl_reduce = planned("nccl", Collective::reduce);
+  REQUIRE(hier.shape == plan::Shape::hierarchical);
+  int asked = 0;
+  const auto path = [&](std::size_t replicas, Collective c, const plan::Choice& choice, ReduceOp op, DataType dtype,
+                        bool usable) {
+    return plan::replica_path({replicas, c, &choice, op, dtype}, [&] { return ++asked, usable; });
+  };
+  using P = plan::ReplicaPath;
+  CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::sum, DataType::f32, true) == P::replica_ranks);
+  CHECK(asked == 1);
+  CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::sum, DataType::f32, false) == P::combined);
+  CHECK(asked == 2);
+  // Nothing else asks the control plane (its question is collective).
+  CHECK(path(1, Collective::all_reduce, nccl, ReduceOp::sum, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::reduce, nccl_reduce, ReduceOp::sum, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::all_reduce, hier, ReduceOp::sum, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::all_reduce, psgpu, ReduceOp::sum, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::max, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::max, DataType::i32, true) == P::replica_ranks);
+  CHECK(asked == 3);
 }
 
 TEST_CASE("the GPU setup bound: STRATA_GPU_SETUP_TIMEOUT, default 300 s, never unbounded") {

@@ -1,13 +1,14 @@
 // Runs everywhere (suite gpu, also on machines without a GPU): the backend
-// must report "unavailable" cleanly where there is no device or no CUDA
-// build — no crash, a clear message, strata::Unavailable from make_backend.
-// On a machine with a GPU it checks the opposite (the backend comes up).
+// must report "unavailable" cleanly where there is no device, no GPU plugin
+// that loads, or no CUDA build — no crash, a clear message,
+// strata::Unavailable from make_backend. On a machine with a GPU it checks
+// the opposite (the plugin loads and the backend comes up).
 #include <mpi.h>
 
 #include <cstdio>
 #include <string>
 
-#include "gpu/backend.hpp"
+#include "gpu/plugin.hpp"
 #include "strata/errors.hpp"
 #include "strata/version.hpp"
 #include "topo/discover.hpp"

@@ -3,10 +3,11 @@
 # configure SOURCE with -Dcuda=disabled (no apps, no Python, no
 # optimisation: only whether it compiles and links matters here), build the
 # library and test_gpu_unavailable, then check that
-#   - the library needs neither cudart nor NCCL (readelf NEEDED),
+#   - the library needs neither cudart nor NCCL (readelf NEEDED), and no GPU
+#     plugin (libstrata_gpu.so) is built,
 #   - version.hpp says STRATA_HAVE_CUDA 0,
-#   - test_gpu_unavailable passes there (built() false, a reason, and
-#     make_backend throws Unavailable).
+#   - test_gpu_unavailable passes there (built() false, a reason saying the
+#     build has no GPU backend, and make_backend throws Unavailable).
 # The build folder is kept (BUILD/host-only) so reruns are incremental.
 #   check_host_only.sh SOURCE BUILD
 set -euo pipefail
@@ -27,13 +28,19 @@ if readelf -d "$library" | grep -Eq 'NEEDED.*(cudart|nccl)'; then
 else
   echo "ok: $(basename "$library") needs neither cudart nor NCCL"
 fi
+if ls "$build"/lib/libstrata_gpu.so* >/dev/null 2>&1; then
+  echo "FAIL: the host-only build made a GPU plugin:"; ls "$build"/lib/libstrata_gpu.so*; status=1
+else
+  echo "ok: no GPU plugin (libstrata_gpu.so) in the host-only build"
+fi
 if grep -q '#define STRATA_HAVE_CUDA 0' "$build/include/strata/version.hpp"; then
   echo "ok: version.hpp says STRATA_HAVE_CUDA 0"
 else
   echo "FAIL: version.hpp does not say STRATA_HAVE_CUDA 0"; status=1
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if output=$("$build/tests/gpu/test_gpu_unavailable" 2>&1) && grep -q "built: 0" <<<"$output"; then
+if output=$("$build/tests/gpu/test_gpu_unavailable" 2>&1) && grep -q "built: 0" <<<"$output" &&
+  grep -q "has no GPU backend" <<<"$output"; then
   echo "ok: test_gpu_unavailable passes in the host-only build"
 else
   echo "FAIL: test_gpu_unavailable in the host-only build:"; echo "$output"; status=1

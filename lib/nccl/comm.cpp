@@ -1,0 +1,168 @@
+#include "nccl/comm.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "cuda/check.hpp"
+#include "cuda/stream.hpp"
+#include "strata/errors.hpp"
+#include "util/abandoned.hpp"
+#include "util/agree.hpp"
+#include "util/check.hpp"
+#include "util/where.hpp"
+
+namespace strata::nccl {
+namespace {
+
+// Waits for a non-blocking MPI collective until `bound` passes.
+void wait_bounded(MPI_Request& request, const util::Deadline& bound, const std::string& what) {
+  util::Backoff backoff;
+  for (;;) {
+    int done = 0;
+    STRATA_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    if (bound.expired())
+      throw DeadlineExceeded(fmt::format("strata [{}]: {} did not finish within its own limit of {} s "
+                                         "(STRATA_GPU_SETUP_TIMEOUT): a rank is missing or stuck",
+                                         util::where(), what, bound.seconds()),
+                             {});
+    backoff.pause();
+  }
+}
+
+}  // namespace
+
+ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired) {
+  util::Backoff backoff;
+  ncclResult_t state = ncclInProgress;
+  while (true) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclSystemError;
+    if (state != ncclInProgress) return state;
+    if (deadline.expired()) {
+      expired = true;
+      return ncclInProgress;
+    }
+    backoff.pause();
+  }
+}
+
+void close(ncclComm_t comm) {
+  // Finalize flushes outstanding work; bounded so teardown never hangs.
+  const ncclResult_t rc = ncclCommFinalize(comm);
+  bool expired = false;
+  const util::Deadline bound(kTeardownSeconds);
+  if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm, bound, expired) != ncclSuccess || expired) {
+    ncclCommAbort(comm);
+    return;
+  }
+  ncclCommDestroy(comm);
+}
+
+std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices, const std::string& name,
+                                     const util::Deadline& bound) {
+  int rank = 0, size = 1;
+  STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank));
+  STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size));
+  const int count = int(devices.size());
+
+  // 1. Rank 0's unique id, or its failure, reaches every member. The id's
+  //    buffer is leaked if its broadcast is given up (it may land later).
+  auto held = std::make_unique<ncclUniqueId>();
+  ncclUniqueId& id = *held;
+  {
+    util::Agreement step(mpi, fmt::format("creating the {} NCCL communicator (ncclGetUniqueId)", name), bound);
+    if (rank == 0)
+      if (const ncclResult_t rc = ncclGetUniqueId(&id); rc != ncclSuccess)
+        step.fail(util::Agreement::Kind::backend,
+                  fmt::format("{}: ncclGetUniqueId failed: {}", util::where(), ncclGetErrorString(rc)));
+    step.throw_if_failed();
+    MPI_Request request = MPI_REQUEST_NULL;
+    STRATA_CHECK_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, mpi, &request));
+    try {
+      wait_bounded(request, bound, fmt::format("sending the {} NCCL communicator's unique id", name));
+    } catch (...) {
+      // A collective's request may not be freed: it and its buffer stay
+      // behind, reachable and never freed.
+      util::keep_forever(held.release());
+      throw;
+    }
+  }
+
+  // 2. Initialise this member's NCCL ranks (one group when there are
+  //    several), then poll them; give up early when a peer failed.
+  util::Agreement step(mpi, fmt::format("creating the {} NCCL communicator", name), bound);
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  const auto abort_all = [&comms] {
+    for (ncclComm_t& c : comms)
+      if (c) ncclCommAbort(c), c = nullptr;
+  };
+  {
+    cuda::DeviceGuard guard(devices[0]);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t failed = count > 1 ? ncclGroupStart() : ncclSuccess;
+    for (int i = 0; i < count && failed == ncclSuccess; ++i) {
+      STRATA_CHECK_CUDA(cudaSetDevice(devices[std::size_t(i)]));
+      const ncclResult_t rc = ncclCommInitRankConfig(&comms[std::size_t(i)], size * count, id, rank * count + i,
+                                                     &config);
+      if (rc != ncclSuccess && rc != ncclInProgress) failed = rc;
+    }
+    if (count > 1)
+      if (const ncclResult_t end = ncclGroupEnd(); end != ncclSuccess && end != ncclInProgress && !failed)
+        failed = end;
+    if (failed != ncclSuccess)
+      step.fail(util::Agreement::Kind::backend,
+                fmt::format("{}: ncclCommInitRankConfig failed: {}", util::where(), ncclGetErrorString(failed)));
+  }
+  util::Backoff backoff;
+  while (!step.failed()) {
+    bool pending = false;
+    for (ncclComm_t c : comms) {
+      if (!c) continue;
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(c, &state) != ncclSuccess) state = ncclSystemError;
+      if (state == ncclInProgress) {
+        pending = true;
+      } else if (state != ncclSuccess) {
+        step.fail(util::Agreement::Kind::backend, fmt::format("{}: NCCL initialisation failed: {}; NCCL_DEBUG=WARN "
+                                                              "says more",
+                                                              util::where(), ncclGetErrorString(state)));
+        break;
+      }
+    }
+    if (!pending || step.failed() || step.peer_failed()) break;
+    if (bound.expired()) {
+      step.fail(util::Agreement::Kind::deadline,
+                fmt::format("{}: NCCL initialisation did not finish within {} s (STRATA_GPU_SETUP_TIMEOUT)",
+                            util::where(), bound.seconds()));
+      break;
+    }
+    backoff.pause();
+  }
+  // A peer's failure leaves this member's init pending: abort it too.
+  try {
+    step.throw_if_failed();
+  } catch (...) {
+    abort_all();
+    throw;
+  }
+  return comms;
+}
+
+Comm::Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadline& bound) : name_(name) {
+  STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank_));
+  STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size_));
+  comm_ = create_comms(mpi, std::span(&device, 1), name, bound).front();
+}
+
+Comm::~Comm() {
+  if (!aborted_ && comm_) close(comm_);
+}
+
+void Comm::abort() {
+  if (!aborted_ && comm_) ncclCommAbort(comm_);
+  aborted_ = true;
+}
+
+}  // namespace strata::nccl

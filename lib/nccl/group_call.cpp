@@ -1,0 +1,45 @@
+#include "nccl/group_call.hpp"
+
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "nccl/convert.hpp"
+
+namespace strata::nccl {
+namespace {
+
+using Kind = gpu::NcclOp::Kind;
+
+bool reducing(Kind kind) { return kind == Kind::all_reduce || kind == Kind::reduce || kind == Kind::reduce_scatter; }
+
+ncclResult_t call(const gpu::NcclOp& op, ncclRedOp_t red, ncclComm_t comm, cudaStream_t stream) {
+  const ncclDataType_t dtype = to_nccl(op.dtype);
+  switch (op.kind) {
+    case Kind::all_reduce: return ncclAllReduce(op.send, op.recv, op.count, dtype, red, comm, stream);
+    case Kind::reduce: return ncclReduce(op.send, op.recv, op.count, dtype, red, op.peer, comm, stream);
+    case Kind::broadcast: return ncclBroadcast(op.send, op.recv, op.count, dtype, op.peer, comm, stream);
+    case Kind::reduce_scatter: return ncclReduceScatter(op.send, op.recv, op.count, dtype, red, comm, stream);
+    case Kind::all_gather: return ncclAllGather(op.send, op.recv, op.count, dtype, comm, stream);
+    case Kind::send: return ncclSend(op.send, op.count, dtype, op.peer, comm, stream);
+    case Kind::recv: return ncclRecv(op.recv, op.count, dtype, op.peer, comm, stream);
+  }
+  return ncclInvalidArgument;
+}
+
+}  // namespace
+
+void issue(Engine& e, Comm& comm, std::span<const gpu::NcclOp> ops, const char* what) {
+  // Every reduction NCCL gets is checked before the group starts.
+  std::vector<ncclRedOp_t> reductions(ops.size(), ncclSum);
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (reducing(ops[i].kind)) reductions[i] = to_nccl(ops[i].op, ops[i].dtype);
+  STRATA_CHECK_NCCL(ncclGroupStart());
+  ncclResult_t rc = ncclSuccess;
+  for (std::size_t i = 0; i < ops.size() && rc == ncclSuccess; ++i)
+    rc = call(ops[i], reductions[i], comm.get(), e.stream());
+  const ncclResult_t end = ncclGroupEnd();
+  e.enqueued(comm, rc != ncclSuccess ? rc : end, what);
+}
+
+}  // namespace strata::nccl
+

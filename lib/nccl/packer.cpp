@@ -1,0 +1,82 @@
+#include "nccl/packer.hpp"
+
+#include <algorithm>
+
+#include "cuda/check.hpp"
+#include "nccl/replicas.hpp"
+
+namespace strata::nccl {
+namespace {
+
+// A replica's pack layout: non-empty pieces in order, each at a 16-byte
+// aligned offset so that the pack kernel and the reductions use vector
+// loads (the padding between pieces travels but is never read back).
+std::vector<cuda::PackDesc> describe(const gpu::GpuReplicaPack& replica, DataType dtype) {
+  const std::size_t element = dtype_size(dtype);
+  std::vector<cuda::PackDesc> descs;
+  std::size_t offset = 0;
+  for (const gpu::GpuPiece& piece : replica.pieces) {
+    if (piece.count == 0) continue;
+    descs.push_back({piece.data, piece.count * element, offset});
+    offset += (piece.count * element + 15) / 16 * 16;
+  }
+  return descs;
+}
+
+std::size_t packed_bytes(const std::vector<cuda::PackDesc>& descs) {
+  return descs.empty() ? 0 : (descs.back().offset + descs.back().bytes + 15) / 16 * 16;
+}
+
+std::size_t largest_piece(const std::vector<cuda::PackDesc>& descs) {
+  std::size_t largest = 0;
+  for (const cuda::PackDesc& d : descs) largest = std::max(largest, d.bytes);
+  return largest;
+}
+
+}  // namespace
+
+gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<const int> devices) {
+  gpu::Packed out;
+  out.devices.assign(devices.begin(), devices.end());
+  out.dtype = pack.dtype;
+  const std::size_t replicas = pack.replicas.size();
+  std::vector<std::vector<cuda::PackDesc>> layouts;
+  for (const gpu::GpuReplicaPack& replica : pack.replicas) layouts.push_back(describe(replica, pack.dtype));
+  const std::size_t element = dtype_size(pack.dtype);
+  if (replicas == 1 && layouts[0].size() == 1 && pack.lands_here) {
+    // One piece of one replica: reduce it where it lies.
+    out.data = {layouts[0][0].ptr};
+    out.count = layouts[0][0].bytes / element;
+    out.in_place = true;
+    return out;
+  }
+  ReplicaSet& set = engine.replicas();
+  const std::size_t bytes = packed_bytes(layouts[0]);
+  out.count = bytes / element;
+  descs_.resize(replicas);
+  for (std::size_t r = 0; r < replicas; ++r) {
+    cuda::DeviceGuard on(devices[r]);
+    const std::vector<cuda::PackDesc>& host = layouts[r];
+    cuda::DeviceBuffer& device_descs = r == 0 ? descs0_ : set.slot(r, devices[r]).descs;
+    out.data.push_back(r == 0 ? engine.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes));
+    descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))), host.size(),
+                 largest_piece(host)};
+    const cudaStream_t stream = set.stream(engine, r);
+    // From pageable memory: returns once the descriptors are staged.
+    STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, host.data(), host.size() * sizeof(cuda::PackDesc),
+                                      cudaMemcpyHostToDevice, stream));
+    cuda::pack(out.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, stream);
+  }
+  return out;
+}
+
+void Packer::unpack(Engine& engine, const gpu::Packed& packed) {
+  if (packed.in_place) return;
+  ReplicaSet& set = engine.replicas();
+  for (std::size_t r = 0; r < packed.data.size(); ++r) {
+    cuda::DeviceGuard on(packed.devices[r]);
+    cuda::unpack(packed.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, set.stream(engine, r));
+  }
+}
+
+}  // namespace strata::nccl

@@ -1,0 +1,40 @@
+// Packing a CUDA batch's pack: every replica's pieces into one buffer on
+// its device with strata's pack kernel (a descriptor per piece, copied to
+// the device), and back out with the unpack kernel. The descriptors of the
+// last pack stay for its unpack.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "cuda/kernels.hpp"
+#include "cuda/stream.hpp"
+#include "gpu/batch_pack.hpp"
+#include "nccl/engine.hpp"
+
+namespace strata::nccl {
+
+class Packer {
+ public:
+  // Every replica's pieces into its pack buffer (replica 0: the engine's
+  // device scratch slot 2; others: their replica slot's), one kernel per
+  // replica on its own stream; or the caller's memory itself when the pack
+  // is one piece of one replica that lands here. `devices` are the open
+  // call's replica devices.
+  gpu::Packed pack(Engine& engine, const gpu::GpuPack& pack, std::span<const int> devices);
+  // Every replica's buffer back into its pieces (nothing when in place).
+  void unpack(Engine& engine, const gpu::Packed& packed);
+
+ private:
+  // A replica's pack descriptors in device memory.
+  struct Descriptors {
+    cuda::PackDesc* device = nullptr;
+    std::size_t count = 0;
+    std::size_t largest = 0;  // bytes of the largest piece (sizes the pack kernel's grid)
+  };
+
+  cuda::DeviceBuffer descs0_;  // replica 0's descriptors (the others' live in their replica slot)
+  std::vector<Descriptors> descs_;
+};
+
+}  // namespace strata::nccl
