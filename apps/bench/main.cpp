@@ -2,7 +2,8 @@
 // initialises data, checks one call against the exact reference, times
 // strata and (optionally) the MPI or NCCL baseline, and prints a row. The
 // collective-specific parts are the descriptors in collectives.cpp; what is
-// CUDA-specific lives in cuda_*.cpp and nccl_baseline.cpp.
+// CUDA-specific goes through cuda_buffers.hpp and nccl_baseline.hpp to
+// strata-bench-cuda.so, which is loaded only for --memory cuda.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -249,7 +250,7 @@ int run(const Options& o, const World& w) {
               strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
               strata::PackingOptions{.num_packs = o.num_packs}};
   std::unique_ptr<NcclBaseline> nccl;
-  if (o.baseline == Baseline::nccl) nccl = std::make_unique<NcclBaseline>(mpi_comm, cuda_run.device);
+  if (o.baseline == Baseline::nccl) nccl = cuda::nccl_baseline(mpi_comm, cuda_run.device);
   std::function<void()> baseline;
   if (o.baseline == Baseline::mpi) baseline = [&] { c.run_baseline(ctx, buffers); };
   if (o.baseline == Baseline::nccl) baseline = [&] { nccl->run(o.collective, ctx, buffers); };
