@@ -8,6 +8,10 @@ differ in rank count, the ranks), plus the MPI baseline measured in the same
 runs (dashed, one per rank count). With a baseline, a second panel shows the
 ratio baseline time / strata time (> 1: strata faster). Uses Debian's
 python3-matplotlib; no display needed.
+
+Files from a simulated device (JSON `simulated`: the test double) have no
+bandwidth: they are left out with a note on stderr, and when every file is
+such, nothing is written (exit 0).
 """
 import argparse
 import json
@@ -54,7 +58,15 @@ def main():
     docs = []
     for path in args.results:
         with open(path) as f:
-            docs.append(json.load(f))
+            doc = json.load(f)
+        if doc.get("simulated"):
+            print(f"plot_bench.py: {path}: ran on a simulated device ({doc.get('simulated_device')}): "
+                  "no bandwidth to plot, left out", file=sys.stderr)
+        else:
+            docs.append(doc)
+    if not docs:
+        print("plot_bench.py: nothing to plot: every file ran on a simulated device", file=sys.stderr)
+        return
     vary_ranks = len({d["ranks"] for d in docs}) > 1
     has_baseline = any(d.get("baseline") for d in docs)
 

@@ -1,17 +1,33 @@
-// strata-bench's CUDA side (builds with CUDA only): device probing, device
-// buffers and the pinned copy reference. Plain CUDA runtime calls; the bench
-// uses no strata internals, like any application.
-#include "cuda_buffers.hpp"
-
+// strata-bench's CUDA side, inside strata-bench-cuda.so (cuda_module.hpp):
+// device probing, device buffers and the pinned copy reference, and the
+// module's entry point. Plain CUDA runtime calls; the bench uses no strata
+// internals, like any application.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
+#include "cuda_buffers.hpp"
+#include "cuda_module.hpp"
+
 namespace bench::cuda {
+// The table's functions, each with the contract of its namesake in
+// cuda_buffers.hpp. The executable implements those namesakes by calling
+// these through the table; declaring these first makes every call below
+// bind here (the module is linked with --no-undefined, so a call that bound
+// to the executable's would not link).
+namespace in_module {
+int device_count(std::string* why);
+void set_device(int device);
+std::string device_name(int device);
+std::string pci_bus_id(int device);
+std::unique_ptr<DeviceMemory> device_memory(int device);
+CopyBandwidth pinned_copy_bandwidth(int device, std::size_t bytes, int iters);
+
 namespace {
 
 std::string cuda_text(cudaError_t rc) { return fmt::format("{} ({})", cudaGetErrorName(rc), cudaGetErrorString(rc)); }
@@ -74,8 +90,6 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-bool built() { return true; }
-
 int device_count(std::string* why) {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
@@ -89,6 +103,12 @@ int device_count(std::string* why) {
 }
 
 void set_device(int device) { check(cudaSetDevice(device), fmt::format("cudaSetDevice({})", device)); }
+
+std::string device_name(int device) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), fmt::format("cudaGetDeviceProperties({})", device));
+  return std::string(prop.name, strnlen(prop.name, sizeof prop.name));
+}
 
 std::string pci_bus_id(int device) {
   char id[32] = {};
@@ -134,4 +154,20 @@ CopyBandwidth pinned_copy_bandwidth(int device, std::size_t bytes, int iters) {
   return b;
 }
 
+}  // namespace in_module
 }  // namespace bench::cuda
+
+extern "C" __attribute__((visibility("default"))) const bench::cuda::Module* strata_bench_cuda_module() {
+  using namespace bench::cuda;
+  static const Module table{
+      .abi = kModuleAbi,
+      .device_count = in_module::device_count,
+      .set_device = in_module::set_device,
+      .pci_bus_id = in_module::pci_bus_id,
+      .device_name = in_module::device_name,
+      .device_memory = in_module::device_memory,
+      .pinned_copy_bandwidth = in_module::pinned_copy_bandwidth,
+      .nccl_baseline = open_nccl_baseline,
+  };
+  return &table;
+}

@@ -1,8 +1,11 @@
 // What strata-bench needs from CUDA, behind a header without CUDA types:
 // probing for devices, device memory for Buffers, and the pinned
-// host<->device copy reference. cuda_buffers.cpp implements it in builds
-// with CUDA (meson's have_cuda); cuda_stub.cpp in host-only builds, where
-// device_count() reports that the bench was built without CUDA.
+// host<->device copy reference. The executable's implementation
+// (cuda_loader.cpp) loads strata-bench-cuda.so on the first call of
+// device_count() and forwards to it (cuda_buffers.cpp, in the module); where
+// the module cannot be loaded, or the build has no CUDA, device_count()
+// returns 0 and says why, and --memory cuda skips before anything else here
+// is called.
 #pragma once
 
 #include <cstddef>
@@ -13,19 +16,29 @@
 
 namespace bench::cuda {
 
-// Whether this strata-bench was compiled with CUDA and NCCL.
+// Whether this strata-bench was compiled with CUDA and NCCL (the same on
+// every rank: one binary). Whether its module loads is device_count()'s
+// business, which may differ between nodes.
 bool built();
 
 // The number of usable CUDA devices in this process (after
 // CUDA_VISIBLE_DEVICES). 0 when there are none, with the cause on one line
-// in `*why` ("cudaGetDeviceCount failed with <CUDA's error name and text>",
-// "... found 0 devices", or "this strata-bench was built without CUDA
-// (...)"). Never throws.
+// in `*why` ("cannot load strata-bench-cuda.so: <the loader's error, which
+// names the missing library>", "cudaGetDeviceCount failed with <CUDA's error
+// name and text>", "... found 0 devices", or "this strata-bench was built
+// without CUDA (...)"). Loads the module on its first call. Never throws.
 int device_count(std::string* why);
+
+// The functions below need the module loaded (device_count() > 0 first);
+// without it they throw std::logic_error.
 
 // Makes `device` current for this thread. Throws std::runtime_error with
 // CUDA's text.
 void set_device(int device);
+
+// cudaGetDeviceProperties' name of `device` ("NVIDIA H100 80GB HBM3"; the
+// test double's say "simulated"). Throws std::runtime_error with CUDA's text.
+std::string device_name(int device);
 
 // "0000:3b:00.0", lower case like strata's GpuInfo. Throws std::runtime_error.
 std::string pci_bus_id(int device);

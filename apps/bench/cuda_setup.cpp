@@ -99,4 +99,14 @@ std::optional<std::string> shared_gpu(MPI_Comm comm, int device) {
   return std::nullopt;
 }
 
+std::optional<std::string> simulated_device(MPI_Comm comm, int device) {
+  // A mix of real and simulated devices cannot happen in one job in
+  // practice; if it did, the slowest (simulated) rank would set every time,
+  // so no figure would be a GPU's either.
+  const std::vector<std::string> names = all_gather(comm, cuda::device_name(device));
+  for (const auto& name : names)
+    if (name.find("simulated") != std::string::npos) return name;
+  return std::nullopt;
+}
+
 }  // namespace bench

@@ -1,6 +1,7 @@
 // --memory cuda's decisions that every rank must agree on before anything
 // runs: whether the run can happen at all (a device on every rank), which
-// device each rank uses, and whether NCCL can run on that placement. Each
+// device each rank uses, whether NCCL can run on that placement, and
+// whether the devices are simulated. Each
 // decision is collective, so a rank never waits in a collective that
 // another rank skipped. Compiled in every build (no CUDA types here).
 #pragma once
@@ -39,5 +40,13 @@ std::vector<int> gather_devices(MPI_Comm comm, int device);
 // rank per GPU); nullopt when every rank has a GPU of its own. Every rank returns the same answer. Throws
 // std::runtime_error when CUDA cannot name the device's PCI bus id.
 std::optional<std::string> shared_gpu(MPI_Comm comm, int device);
+
+// Collective over `comm`. Whether the run is on a simulated device: some
+// rank's `device` has "simulated" in its cudaGetDeviceProperties name (the
+// test double's do: "strata test double (simulated GPU 0)"). Then the lowest
+// such rank's device name, the same on every rank, and the bench claims no
+// bandwidth (RunInfo::simulated_device); nullopt on real GPUs. Throws
+// std::runtime_error when CUDA cannot name the device.
+std::optional<std::string> simulated_device(MPI_Comm comm, int device);
 
 }  // namespace bench

@@ -2,7 +2,8 @@
 // initialises data, checks one call against the exact reference, times
 // strata and (optionally) the MPI or NCCL baseline, and prints a row. The
 // collective-specific parts are the descriptors in collectives.cpp; what is
-// CUDA-specific lives in cuda_*.cpp and nccl_baseline.cpp.
+// CUDA-specific goes through cuda_buffers.hpp and nccl_baseline.hpp to
+// strata-bench-cuda.so, which is loaded only for --memory cuda.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,9 +123,12 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
 }
 
 // `baseline`: one blocking call of the baseline, or empty for none.
+// `simulated`: the device is a simulator's (RunInfo::simulated_device), so the
+// row gets times but no bandwidth, ratio or overhead.
 Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const Options& o, const World& w,
-            const std::string& spec, double bus_factor, const std::function<void()>& baseline) {
+            const std::string& spec, double bus_factor, bool simulated, const std::function<void()>& baseline) {
   Row row;
+  row.simulated = simulated;
   row.count = buffers.total_count();
   row.bytes = buffers.total_bytes();
   row.tensors = buffers.in().size();
@@ -166,6 +171,7 @@ struct CudaRun {
   int device = -1;
   std::vector<int> devices;  // every rank's, for the report
   std::unique_ptr<DeviceMemory> memory;
+  std::optional<std::string> simulated;  // the simulated device's name, when some rank has one
 };
 
 int run(const Options& o, const World& w) {
@@ -186,6 +192,7 @@ int run(const Options& o, const World& w) {
     cuda_run.devices = gather_devices(MPI_COMM_WORLD, cuda_run.device);
     if (o.baseline == Baseline::nccl)
       if (auto why = shared_gpu(MPI_COMM_WORLD, cuda_run.device)) return skip(w, *why);
+    cuda_run.simulated = simulated_device(MPI_COMM_WORLD, cuda_run.device);
     cuda::set_device(cuda_run.device);
     cuda_run.memory = cuda::device_memory(cuda_run.device);
   }
@@ -220,6 +227,7 @@ int run(const Options& o, const World& w) {
   info.in_place = o.in_place || c.always_in_place;
   info.memory = std::string(strata::to_string(o.memory));
   info.devices = cuda_run.devices;
+  info.simulated_device = cuda_run.simulated.value_or("");
   info.algorithm = spec;
   info.check = o.check;
   info.iters = o.iters;
@@ -249,7 +257,7 @@ int run(const Options& o, const World& w) {
               strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
               strata::PackingOptions{.num_packs = o.num_packs}};
   std::unique_ptr<NcclBaseline> nccl;
-  if (o.baseline == Baseline::nccl) nccl = std::make_unique<NcclBaseline>(mpi_comm, cuda_run.device);
+  if (o.baseline == Baseline::nccl) nccl = cuda::nccl_baseline(mpi_comm, cuda_run.device);
   std::function<void()> baseline;
   if (o.baseline == Baseline::mpi) baseline = [&] { c.run_baseline(ctx, buffers); };
   if (o.baseline == Baseline::nccl) baseline = [&] { nccl->run(o.collective, ctx, buffers); };
@@ -264,7 +272,7 @@ int run(const Options& o, const World& w) {
   const std::size_t nrows = sweep ? counts.size() : 1;
   for (std::size_t k = 0; k < nrows; ++k) {
     if (sweep) buffers.set_count(counts[k]);
-    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, baseline));
+    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, info.simulated(), baseline));
     if (w.rank == 0) {
       progress.finish();
       print_row(table, info, rows.back());
@@ -280,9 +288,14 @@ int run(const Options& o, const World& w) {
     summary.memcpy_bytes = rows.empty() ? 0 : rows.back().bytes;
     const int iters = std::max(o.iters, 3);
     if (w.rank == 0 && on_cuda) {
+      // On a simulated device the copies still run (they exercise the
+      // code), but their speed is the simulator's: no figure is kept.
       const cuda::CopyBandwidth copy = cuda::pinned_copy_bandwidth(cuda_run.device, summary.memcpy_bytes, iters);
-      summary.d2h_gbps = copy.d2h_gbps;
-      summary.h2d_gbps = copy.h2d_gbps;
+      summary.device_copy = true;
+      if (!info.simulated()) {
+        summary.d2h_gbps = copy.d2h_gbps;
+        summary.h2d_gbps = copy.h2d_gbps;
+      }
     } else if (w.rank == 0) {
       summary.memcpy_gbps = memcpy_gbps(summary.memcpy_bytes, iters);
     }

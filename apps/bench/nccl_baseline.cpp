@@ -1,5 +1,5 @@
-// --baseline nccl (builds with CUDA only): one NCCL communicator of the
-// whole job, on the rank's device, with its own stream.
+// --baseline nccl, inside strata-bench-cuda.so: one NCCL communicator of
+// the whole job, on the rank's device, with its own stream.
 #include "nccl_baseline.hpp"
 
 #include <cuda_runtime_api.h>
@@ -7,6 +7,8 @@
 #include <nccl.h>
 
 #include <stdexcept>
+
+#include "cuda_module.hpp"
 
 namespace bench {
 namespace {
@@ -53,24 +55,32 @@ ncclRedOp_t nccl_op(strata::ReduceOp op) {
   throw std::logic_error("--baseline nccl: unknown op");
 }
 
-}  // namespace
-
-struct NcclBaseline::Impl {
-  int device = -1;
+// A member, so that what the constructor made before it threw is released.
+struct NcclResources {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-
-  ~Impl() {
+  NcclResources() = default;
+  NcclResources(const NcclResources&) = delete;
+  NcclResources& operator=(const NcclResources&) = delete;
+  ~NcclResources() {
     if (comm) ncclCommDestroy(comm);
     if (stream) cudaStreamDestroy(stream);
   }
 };
 
-NcclBaseline::NcclBaseline(MPI_Comm comm, int device) : impl_(std::make_unique<Impl>()) {
+class NcclComm final : public NcclBaseline {
+ public:
+  NcclComm(MPI_Comm comm, int device);
+  void run(CollectiveKind kind, const Context& ctx, Buffers& b) override;
+
+ private:
+  NcclResources r_;
+};
+
+NcclComm::NcclComm(MPI_Comm comm, int device) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  impl_->device = device;
   // Rank 0's failure to make an id must not leave the others in MPI_Bcast:
   // the flag travels with the id, and every rank throws together.
   ncclUniqueId id{};
@@ -80,33 +90,30 @@ NcclBaseline::NcclBaseline(MPI_Comm comm, int device) : impl_(std::make_unique<I
   if (!id_ok) throw std::runtime_error("--baseline nccl: ncclGetUniqueId failed on rank 0");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  check_cuda(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check_nccl(ncclCommInitRank(&impl_->comm, size, id, rank), "ncclCommInitRank");
+  check_cuda(cudaStreamCreateWithFlags(&r_.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_nccl(ncclCommInitRank(&r_.comm, size, id, rank), "ncclCommInitRank");
 }
 
-NcclBaseline::~NcclBaseline() = default;
-
-void NcclBaseline::run(CollectiveKind kind, const Context& ctx, Buffers& b) {
+void NcclComm::run(CollectiveKind kind, const Context& ctx, Buffers& b) {
   const ncclRedOp_t op = nccl_op(ctx.op);
   auto count = [](const strata::Tensor& t) { return t.count; };
   switch (kind) {
     case CollectiveKind::all_reduce: {
       const auto& in = b.in()[0];
-      check_nccl(ncclAllReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, impl_->comm, impl_->stream),
+      check_nccl(ncclAllReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, r_.comm, r_.stream),
                  "ncclAllReduce");
       break;
     }
     case CollectiveKind::reduce: {
       // recvbuff is only written on the root; send == recv there is NCCL's in place.
       const auto& in = b.in()[0];
-      check_nccl(ncclReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, ctx.root, impl_->comm,
-                            impl_->stream),
+      check_nccl(ncclReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, ctx.root, r_.comm, r_.stream),
                  "ncclReduce");
       break;
     }
     case CollectiveKind::broadcast: {
       const auto& t = b.in()[0];
-      check_nccl(ncclBroadcast(t.data, t.data, count(t), nccl_type(t.dtype), ctx.root, impl_->comm, impl_->stream),
+      check_nccl(ncclBroadcast(t.data, t.data, count(t), nccl_type(t.dtype), ctx.root, r_.comm, r_.stream),
                  "ncclBroadcast");
       break;
     }
@@ -114,13 +121,21 @@ void NcclBaseline::run(CollectiveKind kind, const Context& ctx, Buffers& b) {
       // What a framework without a batching library does: one blocking call
       // per tensor, in place, as the MPI baseline does.
       for (const auto& t : b.in()) {
-        check_nccl(ncclAllReduce(t.data, t.data, count(t), nccl_type(t.dtype), op, impl_->comm, impl_->stream),
-                   "ncclAllReduce");
-        check_cuda(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+        check_nccl(ncclAllReduce(t.data, t.data, count(t), nccl_type(t.dtype), op, r_.comm, r_.stream), "ncclAllReduce");
+        check_cuda(cudaStreamSynchronize(r_.stream), "cudaStreamSynchronize");
       }
       return;
   }
-  check_cuda(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+  check_cuda(cudaStreamSynchronize(r_.stream), "cudaStreamSynchronize");
 }
 
+}  // namespace
+
+namespace cuda {
+
+std::unique_ptr<NcclBaseline> open_nccl_baseline(MPI_Comm comm, int device) {
+  return std::make_unique<NcclComm>(comm, device);
+}
+
+}  // namespace cuda
 }  // namespace bench

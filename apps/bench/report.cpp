@@ -4,10 +4,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+#include <string>
+
 namespace bench {
 namespace {
 
 void line(Output& out, const std::string& text) { out.write(text + '\n'); }
+
+// A figure in a column of `width`, or '-' where there is none (a simulated
+// device: the header and footer say why).
+std::string figure(const std::optional<double>& v, int width, int decimals) {
+  return v ? fmt::format("{:>{}.{}f}", *v, width, decimals) : fmt::format("{:>{}}", "-", width);
+}
+
+constexpr const char* kNoBandwidth = "simulated device: no bandwidth";
 
 }  // namespace
 
@@ -32,6 +43,11 @@ void print_header(Output& out, const RunInfo& info) {
                           info.model_parameters, info.model_source));
   line(out, fmt::format("# time: median over iterations of the slowest rank, us; algbw = size / time; busbw = algbw x {}",
                         info.bus_factor_formula));
+  if (info.simulated())
+    line(out, fmt::format("# {}: the device is \"{}\", whose times are the simulator's, not a GPU's: algbw, busbw{} "
+                          "show '-'",
+                          kNoBandwidth, info.simulated_device,
+                          info.baseline.empty() ? "" : fmt::format(", {} bus and ratio", info.baseline_short)));
   if (!info.baseline.empty())
     line(out, fmt::format("# baseline: {} on the same buffers in the same run; ratio = baseline time / strata time "
                           "(> 1: strata faster)",
@@ -50,22 +66,27 @@ void print_header(Output& out, const RunInfo& info) {
 }
 
 void print_row(Output& out, const RunInfo& info, const Row& row) {
-  std::string text = fmt::format("  {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10.2f} {:>8.3f} {:>8.3f} {:>6}", row.bytes,
-                                 row.count, info.dtype, info.op, info.root, row.algorithm, row.time.median_us, row.algbw,
-                                 row.busbw, row.wrong ? fmt::format("{}", *row.wrong) : "N/A");
+  std::string text = fmt::format("  {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10.2f} {} {} {:>6}", row.bytes, row.count,
+                                 info.dtype, info.op, info.root, row.algorithm, row.time.median_us,
+                                 figure(row.algbw, 8, 3), figure(row.busbw, 8, 3),
+                                 row.wrong ? fmt::format("{}", *row.wrong) : "N/A");
   if (row.baseline_time)
-    text += fmt::format("  {:>10.2f} {:>8.3f} {:>6.2f}", row.baseline_time->median_us, row.baseline_busbw, *row.ratio());
+    text += fmt::format("  {:>10.2f} {} {}", row.baseline_time->median_us, figure(row.baseline_busbw, 8, 3),
+                        figure(row.ratio(), 6, 2));
   line(out, text);
 }
 
 void print_footer(Output& out, const RunInfo& info, const std::vector<Row>& rows, const Summary& summary) {
   line(out, fmt::format("# Out of bounds values : {} {}", summary.wrong_total, summary.wrong_total ? "WRONG" : "OK"));
-  line(out, fmt::format("# Avg bus bandwidth    : {:.4f} GB/s", summary.avg_busbw));
+  if (info.simulated())
+    line(out, fmt::format("# Avg bus bandwidth    : none ({}{})", kNoBandwidth,
+                          info.baseline.empty() ? "" : fmt::format("; no ratio or overhead against {}", info.baseline)));
+  if (summary.avg_busbw) line(out, fmt::format("# Avg bus bandwidth    : {:.4f} GB/s", *summary.avg_busbw));
   if (summary.avg_baseline_busbw)
     line(out, fmt::format("# Avg {} bus bandwidth: {:.4f} GB/s", info.baseline, *summary.avg_baseline_busbw));
-  if (!rows.empty() && rows.back().ratio())
+  if (!rows.empty() && rows.back().ratio() && rows.back().busbw && rows.back().baseline_busbw)
     line(out, fmt::format("# At {} B: strata {:.3f} GB/s busbw, {} {:.3f} GB/s, ratio {:.2f}", rows.back().bytes,
-                          rows.back().busbw, info.baseline, rows.back().baseline_busbw, *rows.back().ratio()));
+                          *rows.back().busbw, info.baseline, *rows.back().baseline_busbw, *rows.back().ratio()));
   // What strata adds per call where latency dominates (the smallest size).
   if (!rows.empty() && rows.front().overhead_us())
     line(out, fmt::format("# overhead vs baseline : median {:+.2f} us per call at {} B (strata - {})",
@@ -73,8 +94,11 @@ void print_footer(Output& out, const RunInfo& info, const std::vector<Row>& rows
   if (summary.memcpy_gbps)
     line(out, fmt::format("# memcpy reference     : {:.3f} GB/s (one core, {} B copied, rank 0)", *summary.memcpy_gbps,
                           summary.memcpy_bytes));
+  const int device = info.devices.empty() ? -1 : info.devices.front();
+  if (summary.device_copy && !(summary.d2h_gbps && summary.h2d_gbps))
+    line(out, fmt::format("# D2H/H2D copy reference: none ({}; the copies ran: device {} <-> pinned host, {} B, rank 0)",
+                          kNoBandwidth, device, summary.memcpy_bytes));
   if (summary.d2h_gbps && summary.h2d_gbps) {
-    const int device = info.devices.empty() ? -1 : info.devices.front();
     line(out, fmt::format("# D2H copy reference   : {:.3f} GB/s (cudaMemcpy device {} -> pinned host, {} B, rank 0)",
                           *summary.d2h_gbps, device, summary.memcpy_bytes));
     line(out, fmt::format("# H2D copy reference   : {:.3f} GB/s (cudaMemcpy pinned host -> device {}, {} B, rank 0)",
@@ -82,7 +106,7 @@ void print_footer(Output& out, const RunInfo& info, const std::vector<Row>& rows
     if (auto f = staged_fraction(rows, summary))
       line(out, fmt::format("# At {} B: strata algbw {:.3f} GB/s = {:.1f}% of the slower copy direction (the bound "
                             "for host-staged algorithms)",
-                            rows.back().bytes, rows.back().algbw, 100 * *f));
+                            rows.back().bytes, *rows.back().algbw, 100 * *f));
   }
   line(out, "#");
 }

@@ -9,47 +9,50 @@
 
 namespace bench {
 
+// A simulator's times say nothing about a GPU's speed, so nothing that
+// compares speeds is derived from them.
 std::optional<double> Row::ratio() const {
-  if (!baseline_time || time.median_us <= 0) return std::nullopt;
+  if (simulated || !baseline_time || time.median_us <= 0) return std::nullopt;
   return baseline_time->median_us / time.median_us;
 }
 
 std::optional<double> Row::overhead_us() const {
-  if (!baseline_time) return std::nullopt;
+  if (simulated || !baseline_time) return std::nullopt;
   return time.median_us - baseline_time->median_us;
 }
 
 std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summary& summary) {
-  if (rows.empty() || !summary.d2h_gbps || !summary.h2d_gbps) return std::nullopt;
+  if (rows.empty() || !rows.back().algbw || !summary.d2h_gbps || !summary.h2d_gbps) return std::nullopt;
   const double slower = std::min(*summary.d2h_gbps, *summary.h2d_gbps);
   if (slower <= 0) return std::nullopt;
-  return rows.back().algbw / slower;
+  return *rows.back().algbw / slower;
 }
 
 void fill_bandwidths(Row& row, double bus_factor) {
+  if (row.simulated) return;
   // bytes per microsecond = 1e6 B/s; / 1e3 gives GB/s (1e9), as nccl-tests.
   auto gbps = [&](double us) { return us > 0 ? static_cast<double>(row.bytes) / us / 1e3 : 0.0; };
   row.algbw = gbps(row.time.median_us);
-  row.busbw = row.algbw * bus_factor;
+  row.busbw = *row.algbw * bus_factor;
   if (row.baseline_time) {
     row.baseline_algbw = gbps(row.baseline_time->median_us);
-    row.baseline_busbw = row.baseline_algbw * bus_factor;
+    row.baseline_busbw = *row.baseline_algbw * bus_factor;
   }
 }
 
 Summary summarise(const std::vector<Row>& rows) {
   Summary s;
   double busbw = 0, baseline = 0;
-  bool any_baseline = false;
+  bool all_busbw = !rows.empty(), all_baseline = !rows.empty();
   for (const auto& r : rows) {
-    busbw += r.busbw;
-    if (r.baseline_time) baseline += r.baseline_busbw, any_baseline = true;
+    if (r.busbw) busbw += *r.busbw;
+    else all_busbw = false;
+    if (r.baseline_busbw) baseline += *r.baseline_busbw;
+    else all_baseline = false;
     s.wrong_total += r.wrong.value_or(0);
   }
-  if (!rows.empty()) {
-    s.avg_busbw = busbw / static_cast<double>(rows.size());
-    if (any_baseline) s.avg_baseline_busbw = baseline / static_cast<double>(rows.size());
-  }
+  if (all_busbw) s.avg_busbw = busbw / static_cast<double>(rows.size());
+  if (all_baseline) s.avg_baseline_busbw = baseline / static_cast<double>(rows.size());
   return s;
 }
 
@@ -57,6 +60,14 @@ namespace {
 
 nlohmann::json timing_json(const Timing& t) {
   return {{"median_us", t.median_us}, {"min_us", t.min_us}, {"max_us", t.max_us}};
+}
+
+// A figure, or null where there is none (a simulated device).
+nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// The CSV's empty field where there is no figure.
+std::string csv_number(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "";
 }
 
 }  // namespace
@@ -77,6 +88,8 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       {"in_place", info.in_place},
       {"memory", info.memory},
       {"devices", info.devices},
+      {"simulated", info.simulated()},
+      {"simulated_device", info.simulated() ? nlohmann::json(info.simulated_device) : nlohmann::json(nullptr)},
       {"algorithm", info.algorithm},
       {"iters", info.iters},
       {"warmup", info.warmup},
@@ -97,26 +110,26 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
   for (const auto& r : rows) {
     nlohmann::json row = {{"bytes", r.bytes},      {"count", r.count},   {"tensors", r.tensors},
                           {"algorithm", r.algorithm}, {"time", timing_json(r.time)}, {"time_us", r.time.median_us},
-                          {"algbw", r.algbw},      {"busbw", r.busbw},
+                          {"algbw", or_null(r.algbw)}, {"busbw", or_null(r.busbw)},
                           {"wrong", r.wrong ? nlohmann::json(*r.wrong) : nlohmann::json(nullptr)}};
     if (r.baseline_time) {
       row["baseline"] = {{"time", timing_json(*r.baseline_time)},
                          {"time_us", r.baseline_time->median_us},
-                         {"algbw", r.baseline_algbw},
-                         {"busbw", r.baseline_busbw}};
-      row["ratio"] = *r.ratio();
-      row["overhead_us"] = *r.overhead_us();
+                         {"algbw", or_null(r.baseline_algbw)},
+                         {"busbw", or_null(r.baseline_busbw)}};
+      row["ratio"] = or_null(r.ratio());
+      row["overhead_us"] = or_null(r.overhead_us());
     }
     out_rows.push_back(row);
   }
   j["rows"] = out_rows;
-  j["summary"] = {{"avg_busbw", summary.avg_busbw}, {"wrong_total", summary.wrong_total}};
-  if (summary.avg_baseline_busbw) j["summary"]["avg_baseline_busbw"] = *summary.avg_baseline_busbw;
+  j["summary"] = {{"avg_busbw", or_null(summary.avg_busbw)}, {"wrong_total", summary.wrong_total}};
+  if (!info.baseline.empty()) j["summary"]["avg_baseline_busbw"] = or_null(summary.avg_baseline_busbw);
   if (summary.memcpy_gbps)
     j["summary"]["memcpy"] = {{"gbps", *summary.memcpy_gbps}, {"bytes", summary.memcpy_bytes}};
-  if (summary.d2h_gbps && summary.h2d_gbps) {
-    j["summary"]["device_copy"] = {{"d2h_gbps", *summary.d2h_gbps},
-                                   {"h2d_gbps", *summary.h2d_gbps},
+  if (summary.device_copy) {
+    j["summary"]["device_copy"] = {{"d2h_gbps", or_null(summary.d2h_gbps)},
+                                   {"h2d_gbps", or_null(summary.h2d_gbps)},
                                    {"bytes", summary.memcpy_bytes},
                                    {"host_buffer", "pinned (cudaMallocHost)"}};
     if (auto f = staged_fraction(rows, summary)) j["summary"]["device_copy"]["largest_algbw_fraction"] = *f;
@@ -127,17 +140,17 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
 std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
   std::string text =
       "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
-      "baseline_time_us,baseline_busbw,ratio,overhead_us\n";
+      "baseline_time_us,baseline_busbw,ratio,overhead_us,simulated\n";
   for (const auto& r : rows) {
-    text += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},", info.collective, info.ranks, info.dtype,
-                        info.op, info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, r.algbw, r.busbw,
-                        r.wrong ? fmt::format("{}", *r.wrong) : "");
+    text += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},", info.collective, info.ranks, info.dtype, info.op,
+                        info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, csv_number(r.algbw, 4),
+                        csv_number(r.busbw, 4), r.wrong ? fmt::format("{}", *r.wrong) : "");
     if (r.baseline_time)
-      text += fmt::format("{:.3f},{:.4f},{:.4f},{:.3f}", r.baseline_time->median_us, r.baseline_busbw, *r.ratio(),
-                          *r.overhead_us());
+      text += fmt::format("{:.3f},{},{},{}", r.baseline_time->median_us, csv_number(r.baseline_busbw, 4),
+                          csv_number(r.ratio(), 4), csv_number(r.overhead_us(), 3));
     else
       text += ",,,";
-    text += '\n';
+    text += fmt::format(",{}\n", r.simulated ? 1 : 0);
   }
   return text;
 }

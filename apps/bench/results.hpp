@@ -23,6 +23,11 @@ struct RunInfo {
   std::vector<std::pair<std::string, int>> hosts;  // host name, ranks on it
   std::string dtype, op, memory = "host", algorithm;
   std::vector<int> devices;  // --memory cuda: every rank's CUDA device, by rank
+  // --memory cuda on a simulated device (the test double): its name, else
+  // "". Times are then the simulator's, so no bandwidth, ratio, overhead or
+  // copy figure is derived from them.
+  std::string simulated_device;
+  bool simulated() const { return !simulated_device.empty(); }
   int root = -1;  // -1 when the collective has none
   bool in_place = false;
   bool check = true;
@@ -37,26 +42,32 @@ struct RunInfo {
 struct Row {
   std::size_t bytes = 0, count = 0, tensors = 1;
   std::string algorithm;  // what strata ran for this size
+  bool simulated = false;  // timed on a simulated device: no speed figure below
   Timing time;
-  double algbw = 0, busbw = 0;  // GB/s (1e9 bytes/s)
+  // GB/s (1e9 bytes/s); nullopt on a simulated device (fill_bandwidths).
+  std::optional<double> algbw, busbw;
   std::optional<std::size_t> wrong;  // nullopt when --check 0
   std::optional<Timing> baseline_time;
-  double baseline_algbw = 0, baseline_busbw = 0;
+  std::optional<double> baseline_algbw, baseline_busbw;
 
-  // Baseline time / strata time: above 1 means strata is faster.
+  // Baseline time / strata time: above 1 means strata is faster. nullopt
+  // without a baseline or on a simulated device.
   std::optional<double> ratio() const;
   // strata's median time minus the baseline's, us: what strata adds per
-  // call over the raw call (negative: strata is faster).
+  // call over the raw call (negative: strata is faster). nullopt without a
+  // baseline or on a simulated device.
   std::optional<double> overhead_us() const;
 };
 
 struct Summary {
-  double avg_busbw = 0;
+  std::optional<double> avg_busbw;  // nullopt without rows or on a simulated device
   std::optional<double> avg_baseline_busbw;
   std::size_t wrong_total = 0;
   // --memcpy-reference, at the largest size (`memcpy_bytes`): host memory
-  // gets the single-core memcpy, CUDA memory the pinned copies.
+  // gets the single-core memcpy, CUDA memory the pinned copies
+  // (`device_copy`; their figures stay nullopt on a simulated device).
   std::optional<double> memcpy_gbps;
+  bool device_copy = false;
   std::optional<double> d2h_gbps, h2d_gbps;
   std::size_t memcpy_bytes = 0;
 };
@@ -66,7 +77,8 @@ struct Summary {
 // pipeline cannot beat that direction. nullopt without the copy reference.
 std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summary& summary);
 
-// algbw = bytes / time; busbw = algbw * the collective's factor.
+// algbw = bytes / time; busbw = algbw * the collective's factor; the same
+// for the baseline. Leaves them nullopt when `row.simulated`.
 void fill_bandwidths(Row& row, double bus_factor);
 Summary summarise(const std::vector<Row>& rows);
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "cuda_support.hpp"
 #include "strata/errors.hpp"
 
 namespace strata_py {
@@ -33,7 +34,12 @@ void translate(std::exception_ptr p) {
   } catch (const strata::PeerFailure& e) {
     raise(classes->peer_failure, classes->peer_failure(e.what()));
   } catch (const strata::Unavailable& e) {
-    raise(classes->unavailable, classes->unavailable(e.what()));
+    // Where this module could not load the CUDA runtime for a CUDA array,
+    // say so too: the library's reason may not name the missing library.
+    const std::string problem = cuda::runtime_problem();
+    const std::string message = problem.empty() ? std::string(e.what())
+                                                : std::string(e.what()) + " (strata's Python module: " + problem + ")";
+    raise(classes->unavailable, classes->unavailable(message));
   } catch (const strata::Error& e) {
     raise(classes->error, classes->error(e.what()));
   }

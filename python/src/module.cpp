@@ -79,5 +79,9 @@ PYBIND11_MODULE(_strata, m) {
   m.attr("__version__") = strata::version;
   m.attr("cuda_built") = strata::have_cuda;  // the library's GPU backend (the module follows it)
   m.def("_cuda_device_count", &strata_py::cuda::device_count,
-        "CUDA devices this process sees (0 without a GPU backend or a driver); for tests.");
+        "CUDA devices this process sees (0 without a GPU backend, a driver or the CUDA runtime); loads the CUDA "
+        "runtime on first call; for tests.");
+  m.def("_cuda_runtime_problem", &strata_py::cuda::runtime_problem,
+        "'' while the CUDA runtime loaded or was never needed; else why it could not be loaded, naming the library "
+        "(the module loads it on the first CUDA array); for tests.");
 }

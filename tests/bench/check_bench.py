@@ -9,12 +9,21 @@ test-only STRATA_BENCH_CORRUPT=1), `usage` (every rank exits 2, nothing
 written, exactly one `strata-bench:` line: rank 0's), `write-error` (an
 output that cannot be written, such as `--csv /dev/full`: every rank exits
 3, and exactly one `strata-bench: cannot write` line per failed output, from
-rank 0) or `ok-or-skip` (for --memory cuda, so that one test fits machines
-with and without a GPU: either every rank exits 77, nothing is written and
-rank 0 printed exactly one line saying that no CUDA device is usable or that
-the bench was built without CUDA; or every rank exits 0 and the JSON passes
-the `ok` checks with memory "cuda" and one device per rank). Each rank's own
-exit status is read, not just mpirun's.
+rank 0), or `ok-or-skip` / `wrong-or-skip` (for --memory cuda, so that one
+test fits machines with and without a GPU: either every rank exits 77,
+nothing is written and rank 0 printed exactly one line saying that no CUDA
+device is usable, or that the bench was built without CUDA, or why its CUDA
+module did not load, and this script exits 77 too (meson: SKIP); or every
+rank exits 0 (1 for `wrong-or-skip`) and the JSON passes the `ok` (`wrong`)
+checks with memory "cuda" and one device per rank). Each rank's own exit
+status is read, not just mpirun's.
+
+Every run that happened must say whether its device was simulated (JSON
+`simulated`, the test double's devices are): a simulated run must claim no
+bandwidth anywhere (null algbw, busbw, ratio, overhead and copy figures in
+the JSON, '-' in the table, no "GB/s" figure on stdout, and the table's
+"simulated device: no bandwidth" note); a real one must have the bandwidth
+columns consistent with the times.
 
 Prefix an argument with `env:` to set an environment variable instead
 (`env:STRATA_BENCH_CORRUPT=1`), or with `msg:` to require that text in the
@@ -35,10 +44,45 @@ def fail(message):
     sys.exit(1)
 
 
+def check_bandwidths(doc, row, factor):
+    """A real device's row: algbw and busbw follow from the time."""
+    if row["bytes"] and not math.isclose(row["algbw"], row["bytes"] / row["time_us"] / 1e3, rel_tol=1e-6):
+        fail(f"row {row['bytes']}: algbw {row['algbw']} != bytes / time")
+    if not math.isclose(row["busbw"], row["algbw"] * factor, rel_tol=1e-6, abs_tol=1e-12):
+        fail(f"row {row['bytes']}: busbw {row['busbw']} != algbw x {doc['bus_factor']}")
+
+
+def check_no_bandwidth(doc, table):
+    """A simulated device: no figure that speaks of speed, in the JSON or the table."""
+    if not doc.get("simulated_device") or "simulated" not in doc["simulated_device"]:
+        fail(f"simulated, but the device is named {doc.get('simulated_device')!r}")
+    claims = []
+    for row in doc["rows"]:
+        claims += [f"row {row['bytes']}: {k}" for k in ("algbw", "busbw", "ratio", "overhead_us")
+                   if row.get(k) is not None]
+        claims += [f"row {row['bytes']}: baseline {k}" for k in ("algbw", "busbw")
+                   if row.get("baseline", {}).get(k) is not None]
+    summary = doc["summary"]
+    claims += [f"summary {k}" for k in ("avg_busbw", "avg_baseline_busbw") if summary.get(k) is not None]
+    claims += [f"summary device_copy {k}" for k in ("d2h_gbps", "h2d_gbps", "largest_algbw_fraction")
+               if summary.get("device_copy", {}).get(k) is not None]
+    if "memcpy" in summary:
+        claims.append("summary memcpy")
+    if claims:
+        fail(f"a simulated device, yet the JSON has bandwidth figures: {', '.join(claims)}")
+    figures = re.findall(r"[0-9.]+\s*GB/s", table)
+    if figures:
+        fail(f"a simulated device, yet the table claims bandwidth: {figures[:3]}")
+    if "simulated device: no bandwidth" not in table:
+        fail("a simulated device, and the table does not say 'simulated device: no bandwidth'")
+
+
 def check_rows(doc, expect_wrong):
     rows = doc["rows"]
     if not rows:
         fail("no rows in the JSON")
+    if not isinstance(doc.get("simulated"), bool):
+        fail(f"the JSON's 'simulated' is {doc.get('simulated')!r}, not true or false")
     n = doc["ranks"]
     factor = 2 * (n - 1) / n if doc["bus_factor"] == "2(n-1)/n" and n > 1 else 1.0
     previous = -1
@@ -50,10 +94,8 @@ def check_rows(doc, expect_wrong):
             fail(f"row {row['bytes']}: empty algorithm")
         if row["time_us"] <= 0 or not math.isfinite(row["time_us"]):
             fail(f"row {row['bytes']}: time {row['time_us']}")
-        if row["bytes"] and not math.isclose(row["algbw"], row["bytes"] / row["time_us"] / 1e3, rel_tol=1e-6):
-            fail(f"row {row['bytes']}: algbw {row['algbw']} != bytes / time")
-        if not math.isclose(row["busbw"], row["algbw"] * factor, rel_tol=1e-6, abs_tol=1e-12):
-            fail(f"row {row['bytes']}: busbw {row['busbw']} != algbw x {doc['bus_factor']}")
+        if not doc["simulated"]:
+            check_bandwidths(doc, row, factor)
         if doc["check"] and row["wrong"] is None:
             fail(f"row {row['bytes']}: checking was on but #wrong is missing")
         if doc["baseline"] and ("baseline" not in row or row["baseline"]["time_us"] <= 0):
@@ -98,14 +140,14 @@ def check_refused(output, np, code, prefix):
     return lines
 
 
-def check_skip(output, np, json_path):
+def check_skip(output, np, json_path, ran_code):
     """True when every rank skipped as it should; False when every rank
-    exited 0 (the caller then checks the results); fails otherwise."""
+    exited `ran_code` (the caller then checks the results); fails otherwise."""
     codes = rank_codes(output, np)
-    if codes == {0}:
+    if codes == {ran_code}:
         return False
     if codes != {77}:
-        fail(f"ranks exited with {sorted(codes)}: expected all 77 (no CUDA device) or all 0")
+        fail(f"ranks exited with {sorted(codes)}: expected all 77 (no CUDA device) or all {ran_code}")
     lines = [line for line in output.splitlines() if line.startswith("strata-bench: --memory cuda: skipped (exit 77): ")]
     if len(lines) != 1:
         fail(f"expected exactly one skip line from rank 0, found {len(lines)}")
@@ -135,7 +177,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", bench, "--no-progress", "-J", out, *args]
-        if expect in ("ok-or-skip", "usage", "write-error"):
+        if expect in ("ok-or-skip", "wrong-or-skip", "usage", "write-error"):
             command = per_rank_status(command, bench)
         print("+", " ".join(command), flush=True)
         proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -143,9 +185,9 @@ def main():
         for text in messages:
             if text not in proc.stdout:
                 fail(f"the output does not say '{text}'")
-        if expect == "ok-or-skip":
-            if check_skip(proc.stdout, int(np), out):
-                return
+        if expect in ("ok-or-skip", "wrong-or-skip"):
+            if check_skip(proc.stdout, int(np), out, 0 if expect == "ok-or-skip" else 1):
+                sys.exit(77)  # meson's SKIP: nothing was measured here
         elif expect == "usage":
             lines = check_refused(proc.stdout, int(np), 2, "strata-bench: ")
             if len(lines) != 1:
@@ -162,18 +204,23 @@ def main():
             fail(f"exit status {proc.returncode}, expected 0")
         if expect == "wrong" and proc.returncode == 0:
             fail("a corrupted run exited 0")
+        # wrong-or-skip: every rank's 1 was checked above (mpirun itself exits 0 under sh)
         if not os.path.exists(out):
             fail("no JSON written")
         with open(out) as f:
             doc = json.load(f)
         if doc["ranks"] != int(np):
             fail(f"JSON says {doc['ranks']} ranks, ran {np}")
-        check_rows(doc, expect_wrong=(expect == "wrong"))
-        if expect == "ok-or-skip" and (doc["memory"] != "cuda" or len(doc["devices"]) != int(np)):
+        check_rows(doc, expect_wrong=expect in ("wrong", "wrong-or-skip"))
+        if doc["simulated"]:
+            check_no_bandwidth(doc, proc.stdout)
+        elif "simulated device" in proc.stdout or doc.get("simulated_device") is not None:
+            fail("not simulated, yet the output speaks of a simulated device")
+        if expect.endswith("-or-skip") and (doc["memory"] != "cuda" or len(doc["devices"]) != int(np)):
             fail(f"a --memory cuda run reports memory {doc['memory']} and devices {doc['devices']}")
         if "model" in doc and doc["model"]["tensors"] != doc["rows"][0]["tensors"]:
             fail("batch row tensor count differs from the model's")
-    print("check_bench: OK")
+    print(f"check_bench: OK{' (on a simulated device: no bandwidth claimed)' if doc['simulated'] else ''}")
 
 
 if __name__ == "__main__":
