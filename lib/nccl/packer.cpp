@@ -1,6 +1,7 @@
 #include "nccl/packer.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "cuda/check.hpp"
 #include "nccl/replicas.hpp"
@@ -54,17 +55,19 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
   const std::size_t bytes = packed_bytes(layouts[0]);
   out.count = bytes / element;
   descs_.resize(replicas);
+  while (staged_.size() < replicas) staged_.push_back(std::make_unique<cuda::PinnedBuffer>());
+  cuda::Retired& retired = engine.retired();
   for (std::size_t r = 0; r < replicas; ++r) {
     cuda::DeviceGuard on(devices[r]);
     const std::vector<cuda::PackDesc>& host = layouts[r];
+    const std::size_t table = host.size() * sizeof(cuda::PackDesc);
     cuda::DeviceBuffer& device_descs = r == 0 ? descs0_ : set.slot(r, devices[r]).descs;
-    out.data.push_back(r == 0 ? engine.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes));
-    descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(host.size() * sizeof(cuda::PackDesc))), host.size(),
-                 largest_piece(host)};
+    out.data.push_back(r == 0 ? engine.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes, retired));
+    descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(table, retired)), host.size(), largest_piece(host)};
+    void* pinned = staged_[r]->get(table, retired);
+    std::memcpy(pinned, host.data(), table);
     const cudaStream_t stream = set.stream(engine, r);
-    // From pageable memory: returns once the descriptors are staged.
-    STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, host.data(), host.size() * sizeof(cuda::PackDesc),
-                                      cudaMemcpyHostToDevice, stream));
+    STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, pinned, table, cudaMemcpyHostToDevice, stream));
     cuda::pack(out.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, stream);
   }
   return out;

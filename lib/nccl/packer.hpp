@@ -1,9 +1,12 @@
 // Packing a CUDA batch's pack: every replica's pieces into one buffer on
 // its device with strata's pack kernel (a descriptor per piece, copied to
-// the device), and back out with the unpack kernel. The descriptors of the
-// last pack stay for its unpack.
+// the device from pinned memory, so the copy is asynchronous and the
+// descriptors outlive it), and back out with the unpack kernel. The
+// descriptors of the last pack stay for its unpack. Each pack's call
+// completes (Backend::complete) before the next pack writes them again.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,6 +38,7 @@ class Packer {
 
   cuda::DeviceBuffer descs0_;  // replica 0's descriptors (the others' live in their replica slot)
   std::vector<Descriptors> descs_;
+  std::vector<std::unique_ptr<cuda::PinnedBuffer>> staged_;  // each replica's descriptors on the host, pinned
 };
 
 }  // namespace strata::nccl
