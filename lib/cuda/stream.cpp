@@ -35,12 +35,26 @@ bool Event::done() const {
   return true;
 }
 
+Retired::~Retired() { release(); }
+
+void Retired::release() noexcept {
+  for (void* p : device_) cudaFree(p);
+  for (void* p : pinned_) cudaFreeHost(p);
+  device_.clear();
+  pinned_.clear();
+}
+
+void Retired::abandon() noexcept {
+  device_.clear();
+  pinned_.clear();
+}
+
 DeviceBuffer::~DeviceBuffer() {
   if (data_) cudaFree(data_);
 }
-void* DeviceBuffer::get(std::size_t bytes) {
+void* DeviceBuffer::get(std::size_t bytes, Retired& retired) {
   if (bytes <= bytes_ && data_) return data_;
-  if (data_) STRATA_CHECK_CUDA(cudaFree(data_));
+  if (data_) retired.add_device(data_);
   data_ = nullptr, bytes_ = 0;
   STRATA_CHECK_CUDA(cudaMalloc(&data_, bytes ? bytes : 1));
   bytes_ = bytes;
@@ -50,9 +64,9 @@ void* DeviceBuffer::get(std::size_t bytes) {
 PinnedBuffer::~PinnedBuffer() {
   if (data_) cudaFreeHost(data_);
 }
-void* PinnedBuffer::get(std::size_t bytes) {
+void* PinnedBuffer::get(std::size_t bytes, Retired& retired) {
   if (bytes <= bytes_ && data_) return data_;
-  if (data_) STRATA_CHECK_CUDA(cudaFreeHost(data_));
+  if (data_) retired.add_pinned(data_);
   data_ = nullptr, bytes_ = 0;
   STRATA_CHECK_CUDA(cudaHostAlloc(&data_, bytes ? bytes : 1, cudaHostAllocPortable));
   bytes_ = bytes;

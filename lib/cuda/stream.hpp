@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace strata::cuda {
 
@@ -49,16 +50,37 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-// Grow-only buffers: get(bytes) returns at least `bytes` bytes (256-byte
-// aligned), reallocating only to grow. abandon() leaks the memory on
-// purpose: after an aborted call a peer or NCCL may still touch it.
+// Memory a grow-only buffer gave up while work enqueued before may still
+// read or write it: freed by release() once the owner knows that work is
+// done (after waiting for its streams), or leaked by abandon() when it
+// never will be (an aborted call). Never freed earlier: a grown buffer's
+// old memory may be the source of a copy still queued on a stream.
+class Retired {
+ public:
+  Retired() = default;
+  ~Retired();  // releases: the owner destroys it only when its streams are idle, or after abandon()
+  Retired(const Retired&) = delete;
+  Retired& operator=(const Retired&) = delete;
+  void add_device(void* p) { device_.push_back(p); }
+  void add_pinned(void* p) { pinned_.push_back(p); }
+  void release() noexcept;
+  void abandon() noexcept;
+
+ private:
+  std::vector<void*> device_, pinned_;
+};
+
+// Grow-only buffers: get(bytes, retired) returns at least `bytes` bytes
+// (256-byte aligned), reallocating only to grow; the memory it outgrew goes
+// to `retired`, not back to CUDA. abandon() leaks the memory on purpose:
+// after an aborted call a peer or NCCL may still touch it.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get(std::size_t bytes);
+  void* get(std::size_t bytes, Retired& retired);
   void abandon() { data_ = nullptr, bytes_ = 0; }
 
  private:
@@ -72,7 +94,7 @@ class PinnedBuffer {
   ~PinnedBuffer();
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* get(std::size_t bytes);
+  void* get(std::size_t bytes, Retired& retired);
   void abandon() { data_ = nullptr, bytes_ = 0; }
 
  private:

@@ -56,6 +56,7 @@ Engine::~Engine() {
   }
   if (!idle) {
     // Aborted work may still reference these buffers: leak them on purpose.
+    retired_.abandon();
     for (auto& b : device_buffers_) b.abandon();
     for (auto& b : pinned_) b.abandon();
     for (auto& b : staging_) b->abandon();
@@ -140,7 +141,7 @@ Comm& Engine::nccl(plan::Group group) {
 
 void* Engine::staging(std::size_t index, std::size_t bytes) {
   while (staging_.size() <= index) staging_.push_back(std::make_unique<cuda::PinnedBuffer>());
-  return staging_[index]->get(bytes);
+  return staging_[index]->get(bytes, retired_);
 }
 
 cuda::Event& Engine::event(std::size_t index) {
@@ -212,6 +213,8 @@ void Engine::wait(cuda::Event* event) {
     if (deadline_->expired()) expire();
     backoff.pause();
   }
+  check_async();
+  if (!event) retired_.release();  // nothing enqueued before can still use it
 }
 
 }  // namespace strata::nccl

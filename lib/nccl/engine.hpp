@@ -71,7 +71,9 @@ class Engine {
   void enqueued(Comm& comm, ncclResult_t rc, const char* call) { enqueued(comm.get(), rc, call); }
 
   // Block (politely) until all work on the stream (and the replica
-  // devices' streams) finished, or `event` when given. Throws
+  // devices' streams) finished, or `event` when given. An NCCL
+  // communicator's asynchronous error is raised also when the work itself
+  // ended (an operation that failed may leave its stream idle). Throws
   // DeadlineExceeded (after aborting NCCL) or BackendError.
   void wait(cuda::Event* event = nullptr);
 
@@ -79,14 +81,18 @@ class Engine {
   ReplicaSet& replicas() { return *replicas_; }
 
   // Scratch: device slots 0-3 (0 and 1 for the levels, 2 for packs, 3 for
-  // NaN-safe reductions), grow-only.
-  void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes); }
+  // NaN-safe reductions), grow-only. Memory a buffer outgrew is freed only
+  // once wait() saw every stream idle (retired()).
+  void* device_scratch(int slot, std::size_t bytes) { return device_buffers_[slot].get(bytes, retired_); }
   // Staging: `count` pinned buffers of `bytes` each (a ring reused by
   // chunked copies), allocated once per size; never the whole tensor.
   void* staging(std::size_t index, std::size_t bytes);
   // Pinned scratch of `bytes` for slot 0 or 1 (psgpu, which stages whole slices).
-  void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes); }
+  void* pinned(int slot, std::size_t bytes) { return pinned_[slot].get(bytes, retired_); }
   cuda::Event& event(std::size_t index);
+  // Where every grow-only buffer of this engine (its own, the packer's, the
+  // replica slots') puts the memory it outgrew.
+  cuda::Retired& retired() { return retired_; }
 
   // Runs `work`; a timeout or a CUDA/NCCL failure marks the engine broken,
   // aborting its communicators, before the exception goes on.
@@ -114,6 +120,7 @@ class Engine {
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<Comm> comms_[3];  // by plan::Group
   std::unique_ptr<ReplicaSet> replicas_;
+  cuda::Retired retired_;  // declared before the buffers: destroyed after them
   cuda::DeviceBuffer device_buffers_[4];
   cuda::PinnedBuffer pinned_[2];
   std::vector<std::unique_ptr<cuda::PinnedBuffer>> staging_;
