@@ -14,6 +14,7 @@ RollCall::RollCall(MPI_Comm comm, const std::uint64_t* current_call) : current_(
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  asked_by_.assign(static_cast<std::size_t>(size_), 0);
 }
 
 RollCall::~RollCall() {
@@ -29,6 +30,8 @@ void RollCall::run() {
     if (MPI_Iprobe(MPI_ANY_SOURCE, kQuestion, comm_, &pending, &status) != MPI_SUCCESS || !pending) return;
     std::uint64_t asked = 0;
     MPI_Recv(&asked, 1, MPI_UINT64_T, status.MPI_SOURCE, kQuestion, comm_, MPI_STATUS_IGNORE);
+    std::uint64_t& latest = asked_by_[static_cast<std::size_t>(status.MPI_SOURCE)];
+    latest = std::max(latest, asked);
     answers_.push_back({asked, *current_});
     MPI_Request request;
     if (MPI_Isend(answers_.back().data(), 2, MPI_UINT64_T, status.MPI_SOURCE, kAnswer, comm_, &request) ==
@@ -54,7 +57,8 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
     if (MPI_Isend(&questions_.back(), 1, MPI_UINT64_T, r, kQuestion, comm_, &question) == MPI_SUCCESS)
       MPI_Request_free(&question);
   }
-  const auto until = std::chrono::steady_clock::now() + kWindow;
+  const auto started = std::chrono::steady_clock::now();
+  const auto until = started + kWindow;
   util::Backoff backoff;
   for (;;) {
     run();  // peers asking at the same time must hear from us too
@@ -74,6 +78,20 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
     }
     if (all || std::chrono::steady_clock::now() >= until) break;
     if (progressed) backoff.reset();
+    backoff.pause();
+  }
+  // Ranks that answered from this call time out too and ask us: stay to
+  // answer them (a slightly later asker would otherwise find us gone and
+  // blame us), for at most kLinger more.
+  const auto waiting_to_be_asked = [&] {
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_ && answered[r] && reply(r)[1] == sequence && asked_by_[static_cast<std::size_t>(r)] < sequence)
+        return true;
+    return false;
+  };
+  backoff.reset();
+  while (waiting_to_be_asked() && std::chrono::steady_clock::now() < until + kLinger) {
+    run();
     backoff.pause();
   }
   Result result;

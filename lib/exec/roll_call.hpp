@@ -5,7 +5,11 @@
 // util::IdleWork) answers with the number of the call it is in. Ranks that
 // do not answer are stopped, crashed or busy outside strata; ranks that
 // answer from an earlier call never reached this one. A neighbour that is
-// itself waiting answers, so it is never blamed.
+// itself waiting answers, so it is never blamed. When every rank times out
+// at once (a hang inside the call), each asks the others: an asker keeps
+// answering after its own roll call until every rank that answered from
+// this call has asked it too, so that none leaves strata before a slightly
+// later asker heard from it.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +29,9 @@ class RollCall final : public util::IdleWork {
   // How long an asker waits for answers: the error comes within timeout +
   // this (+ scheduling), well inside timeout + 1 s.
   static constexpr std::chrono::milliseconds kWindow{500};
+  // How long an asker then stays answering ranks that were in the call too
+  // but have not asked yet: the error still comes well inside timeout + 1 s.
+  static constexpr std::chrono::milliseconds kLinger{300};
 
   // Collective over `comm` (duplicates it). `current_call` is the number of
   // the call this rank is in, which answers report (the owner's counter).
@@ -41,14 +48,17 @@ class RollCall final : public util::IdleWork {
     std::vector<int> silent;   // no answer within the window
     std::vector<int> earlier;  // answered from a call before `sequence`
   };
-  // Asks every other rank, answers theirs meanwhile, and reports. Never
-  // throws (MPI errors count as silence); takes at most kWindow.
+  // Asks every other rank, answers theirs meanwhile, and reports; then
+  // answers until the ranks that answered from this call have asked too.
+  // Never throws (MPI errors count as silence); takes at most kWindow +
+  // kLinger.
   Result ask(std::uint64_t sequence);
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   const std::uint64_t* current_;
+  std::vector<std::uint64_t> asked_by_;  // by rank: the latest call number that rank asked about
   // Message buffers MPI may still hold on to after ask() returned (a
   // question to a rank that never received it, a cancelled answer): they
   // live as long as the communicator (a handful per failure).
