@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -69,6 +70,13 @@ int measure(const kernels_app::Options& options) {
   cudaDeviceProp prop{};
   CUDA_OK(cudaGetDevice(&device));
   CUDA_OK(cudaGetDeviceProperties(&prop, device));
+  // A simulated device (the CUDA test double) runs kernels as host code:
+  // its timings say nothing about a GPU's bandwidth.
+  if (std::strstr(prop.name, "simulated")) {
+    std::printf("strata-gpu-kernels: SKIP: device %d is simulated (%s): kernel bandwidth needs a real GPU\n", device,
+                prop.name);
+    return kExitSkip;
+  }
   auto* a = static_cast<std::byte*>(device_buffer(bytes));
   auto* b = static_cast<std::byte*>(device_buffer(bytes));
   auto* c = static_cast<std::byte*>(device_buffer(bytes));
