@@ -19,7 +19,7 @@ enum class ReplicaPath {
   // is copied back to the other replicas. Also the path of one replica.
   combined,
   // Every replica of every rank is an NCCL rank: one all-reduce over all
-  // of them, no plan across ranks.
+  // of them (flat, whatever the plan's shape), no plan across ranks.
   replica_ranks,
 };
 
@@ -32,10 +32,11 @@ struct ReplicaFacts {
   DataType dtype = DataType::f32;
 };
 
-// replica_ranks for a flat all-reduce of several replicas by an algorithm
-// that offers it (Algorithm::replica_ranks), on an op NCCL reduces as strata
-// does (plan/nan.hpp), where the GPU control plane finds every replica of
-// every rank on its own GPU; combined otherwise. `usable` gives that last
+// replica_ranks for an all-reduce of several replicas whose plan's levels
+// all offer it (Algorithm::replica_ranks: flat `nccl`, and `nccl/nccl` on
+// several nodes), on an op NCCL reduces as strata does (plan/nan.hpp),
+// where the GPU control plane finds every replica of every rank on its own
+// GPU; combined otherwise. `usable` gives that last
 // verdict; it is collective (every rank's replica devices are gathered), so
 // it is asked only when everything else allows replica ranks, which every
 // rank decides alike. Throws what `usable` throws.

@@ -315,7 +315,8 @@ TEST_CASE("NaN: floating min/max never go to NCCL's own reduction") {
     CHECK(plan::nccl_reduces(ReduceOp::min, d));
 }
 
-TEST_CASE("replica path: replica ranks only for a flat NCCL all-reduce NCCL reduces, and the plane is asked last") {
+TEST_CASE("replica path: replica ranks only for an all-reduce NCCL reduces by NCCL at every level, and the plane is "
+          "asked last") {
   const auto known = exec::catalogue();
   const auto planned = [&](const char* spec, Collective collective) {
     return plan::choose(known, plan::parse_spec(spec, known), collective, 1 << 20, Implementation::automatic,
@@ -323,6 +324,7 @@ TEST_CASE("replica path: replica ranks only for a flat NCCL all-reduce NCCL redu
   };
   const plan::Choice nccl = planned("nccl", Collective::all_reduce), psgpu = planned("psgpu", Collective::all_reduce),
                      hier = planned("nccl/nccl", Collective::all_reduce),
+                     hier_host = planned("nccl/xring", Collective::all_reduce),
                      nccl_reduce = planned("nccl", Collective::reduce);
   REQUIRE(hier.shape == plan::Shape::hierarchical);
   int asked = 0;
@@ -338,11 +340,16 @@ TEST_CASE("replica path: replica ranks only for a flat NCCL all-reduce NCCL redu
   // Nothing else asks the control plane (its question is collective).
   CHECK(path(1, Collective::all_reduce, nccl, ReduceOp::sum, DataType::f32, true) == P::combined);
   CHECK(path(2, Collective::reduce, nccl_reduce, ReduceOp::sum, DataType::f32, true) == P::combined);
-  CHECK(path(2, Collective::all_reduce, hier, ReduceOp::sum, DataType::f32, true) == P::combined);
+  CHECK(path(2, Collective::all_reduce, hier_host, ReduceOp::sum, DataType::f32, true) == P::combined);
   CHECK(path(2, Collective::all_reduce, psgpu, ReduceOp::sum, DataType::f32, true) == P::combined);
   CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::max, DataType::f32, true) == P::combined);
   CHECK(path(2, Collective::all_reduce, nccl, ReduceOp::max, DataType::i32, true) == P::replica_ranks);
   CHECK(asked == 3);
+  // Several nodes: nccl/nccl gives every replica an NCCL rank too (review
+  // item 6: it combined them through peer copies instead).
+  REQUIRE(hier.cross);
+  CHECK(path(2, Collective::all_reduce, hier, ReduceOp::sum, DataType::f32, true) == P::replica_ranks);
+  CHECK(asked == 4);
 }
 
 TEST_CASE("the GPU setup bound: STRATA_GPU_SETUP_TIMEOUT, default 300 s, never unbounded") {
