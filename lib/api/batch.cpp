@@ -190,7 +190,7 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
     proto.shards = choice.shards;
     proto.chunk_bytes = config_.chunk_bytes;
     current_ = {collective_name, sequence_, pack.bytes(), last_.described};
-    const gpu::CallContext context{&deadline, current_, call.options->stream, devices};
+    const gpu::CallContext context{&deadline, current_, call.options->stream, devices, /*packed=*/true};
     breaking_on_failure(
         [&] { exec::run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
     if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);

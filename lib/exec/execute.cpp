@@ -112,7 +112,8 @@ void run_levels_and_finish(Collective collective, const plan::Choice& choice, co
                            std::size_t contributors, const GpuContext& context) {
   run_gpu_levels(collective, choice, level_job, context);
   const bool has_result = collective == Collective::all_reduce || context.rank == level_job.root;
-  finish_gpu(op, level_job, has_result && collective != Collective::broadcast, contributors, *context.backend, 0);
+  finish_gpu(op, level_job, has_result && collective != Collective::broadcast, contributors, *context.backend,
+             gpu::kHome);
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
   breaking_backend(backend, [&] {
     const gpu::Packed packed = backend.pack(pack);
     plan::Job job = proto;
-    job.in = job.out = packed.data[0];
+    job.in = job.out = packed.home;
     job.count = packed.count;
     job.dtype = pack.dtype;
     if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
@@ -153,9 +154,11 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
         finish_gpu(proto.op, replica, true, contributors, backend, r);
       }
     } else {
-      if (replicas > 1 && collective != Collective::broadcast) backend.combine(packed, job.op);
+      // The home holds what this rank contributes: every replica reduced,
+      // or, for a broadcast, replica 0 (the root's source).
+      backend.combine(packed, job.op, collective == Collective::broadcast ? 1 : replicas);
       run_levels_and_finish(collective, choice, job, proto.op, contributors, context);
-      if (pack.lands_here && replicas > 1) backend.spread(packed);
+      if (pack.lands_here) backend.spread(packed);
     }
     if (pack.lands_here) backend.unpack(packed);
     backend.complete();

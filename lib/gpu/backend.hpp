@@ -39,7 +39,15 @@ struct CallContext {
   // or null: the legacy default stream of each tensor's device.
   void* producer = nullptr;
   std::vector<int> devices;  // the tensors' devices, by replica (-1 = the backend's device)
+  // A batch pack (Backend::pack .. unpack): its replicas may lie on any
+  // device this process sees, replica 0 included (they are combined onto
+  // the backend's device). A single tensor must lie on the backend's device.
+  bool packed = false;
 };
+
+// The replica index of the backend's own device and stream in divide():
+// the buffer the plan ran on (a single tensor, or a pack's home).
+inline constexpr std::size_t kHome = static_cast<std::size_t>(-1);
 
 // Which way a copy goes (every copy is ordered on the call's stream).
 enum class Copy { device_to_device, device_to_host, host_to_device };
@@ -57,9 +65,9 @@ class Backend {
   // --- The call scope ---------------------------------------------------
   // The CUDA device this rank drives.
   virtual int device() const = 0;
-  // Opens a call: checks the tensors' devices (replica 0 on the backend's
-  // device, every device one this process sees: InvalidArgument otherwise,
-  // before any work), makes the backend's device current (close() restores
+  // Opens a call: checks the tensors' devices (a single tensor on the
+  // backend's device, every replica of a pack on a device this process sees:
+  // InvalidArgument otherwise, before any work), makes the backend's device current (close() restores
   // the caller's), and orders the backend's streams after the producer:
   // nothing strata enqueues reads the tensors before the work the producer
   // stream had enqueued by now. Throws PeerFailure once broken.
@@ -103,8 +111,8 @@ class Backend {
   // exactly a or b). op != mean. Bit-identical to the host kernels.
   virtual void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op) = 0;
   // The finish stage's hook for mean: divides `count` elements at `data`
-  // (on replica `replica`'s device, on its stream) by `divisor` in the
-  // dtype, after the call's work.
+  // (on replica `replica`'s device, on its stream; kHome: the backend's) by
+  // `divisor` in the dtype, after the call's work.
   virtual void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, std::size_t replica) = 0;
   // Records event `index` (any small number) after the work enqueued so far.
   virtual void record(std::size_t event) = 0;
@@ -132,9 +140,11 @@ class Backend {
   // its own stream), or the caller's memory itself when the pack is one
   // piece of one replica that lands here.
   virtual Packed pack(const GpuPack& pack) = 0;
-  // Replicas 1.. reduced into replica 0's buffer, in replica order
-  // (deterministic), on the backend's device. op != mean.
-  virtual void combine(const Packed& packed, ReduceOp op) = 0;
+  // The first `replicas` replicas' buffers reduced into the pack's home on
+  // the backend's device, in replica order (deterministic): every replica
+  // for a reduction, replica 0 alone for a broadcast (its source). Nothing
+  // to do when that is replica 0 alone and it is the home. op != mean.
+  virtual void combine(const Packed& packed, ReduceOp op, std::size_t replicas) = 0;
   // Collective: whether every replica of every rank can be an NCCL rank of
   // one communicator (decided from every rank's replica devices, identical
   // on every rank). Throws Mismatch when ranks hold different replica
@@ -144,7 +154,7 @@ class Backend {
   // All-reduce over every replica of every rank, one NCCL rank each (only
   // where replica_ranks_usable). op is a native NCCL reduction (plan/nan.hpp).
   virtual void replica_all_reduce(const Packed& packed, ReduceOp op) = 0;
-  // Replica 0's buffer to the other replicas' buffers.
+  // The pack's home to every replica's buffer that is not the home itself.
   virtual void spread(const Packed& packed) = 0;
   // Every replica's buffer back into its pieces (nothing when in place).
   virtual void unpack(const Packed& packed) = 0;

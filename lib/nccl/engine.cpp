@@ -74,9 +74,12 @@ void Engine::open(const util::Deadline& deadline, const plan::CallInfo& info, vo
   info_ = info;
   STRATA_CHECK_CUDA(cudaGetDevice(&previous_device_));
   if (previous_device_ != device_) STRATA_CHECK_CUDA(cudaSetDevice(device_));
-  // Replica streams exist before anything is ordered on them.
-  for (std::size_t r = 1; r < devices.size(); ++r) replicas_->slot(r, devices[r]);
-  const auto stream_of = [&](std::size_t r) { return replicas_->stream(*this, r); };
+  // Replica streams exist before anything is ordered on them. The streams
+  // to order: the engine's, and each replica slot's (on its device).
+  replicas_->arrange(*this, devices);
+  std::vector<std::pair<cudaStream_t, int>> streams = {{stream_->get(), device_}};
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    if (replicas_->has_slot(r)) streams.emplace_back(replicas_->stream(*this, r), devices[r]);
   const auto event_on = [&](int device) -> cuda::Event& {
     if (producer_events_.size() <= std::size_t(device)) producer_events_.resize(std::size_t(device) + 1);
     if (!producer_events_[std::size_t(device)]) {
@@ -96,22 +99,20 @@ void Engine::open(const util::Deadline& deadline, const plan::CallInfo& info, vo
       cuda::DeviceGuard on(device);
       produced.record(stream);
     }
-    for (std::size_t r = 0; r < std::max<std::size_t>(devices.size(), 1); ++r)
-      STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream_of(r), produced.get(), 0));
+    for (const auto& [ours, on] : streams) STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));
     return;
   }
   // The default: each replica's stream waits for its device's legacy
   // default stream (where cudaMemcpy, kernels launched on stream 0 and
   // PyTorch's default stream put their work), which itself follows every
   // blocking stream of that device.
-  for (std::size_t r = 0; r < std::max<std::size_t>(devices.size(), 1); ++r) {
-    const int device = r == 0 ? device_ : devices[r];
+  for (const auto& [ours, device] : streams) {
     cuda::Event& produced = event_on(device);
     {
       cuda::DeviceGuard on(device);
       produced.record(cudaStreamLegacy);
     }
-    STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream_of(r), produced.get(), 0));
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));
   }
 }
 

@@ -41,7 +41,7 @@ class NcclBackend final : public gpu::Backend {
     for (std::size_t r = 0; r < devices_.size(); ++r) {
       int& device = devices_[r];
       if (device < 0) device = engine_.device();
-      if (r == 0 && device != engine_.device())
+      if (!call.packed && device != engine_.device())
         throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
                                           "rank's GPU assignment: STRATA_GPU_MAP, else its own nearest free GPU; see "
                                           "strata-topo)",
@@ -88,6 +88,7 @@ class NcclBackend final : public gpu::Backend {
   }
 
   void divide(void* data, std::size_t count, DataType dtype, std::size_t divisor, std::size_t replica) override {
+    if (replica == gpu::kHome) return cuda::divide(data, count, dtype, divisor, engine_.stream());
     cuda::DeviceGuard on(devices_.at(replica));
     cuda::divide(data, count, dtype, divisor, engine_.replicas().stream(engine_, replica));
   }
@@ -106,7 +107,9 @@ class NcclBackend final : public gpu::Backend {
   }
 
   gpu::Packed pack(const gpu::GpuPack& pack) override { return packer_.pack(engine_, pack, devices_); }
-  void combine(const gpu::Packed& packed, ReduceOp op) override { engine_.replicas().combine(engine_, packed, op); }
+  void combine(const gpu::Packed& packed, ReduceOp op, std::size_t replicas) override {
+    engine_.replicas().combine(engine_, packed, op, replicas);
+  }
   bool replica_ranks_usable(const gpu::Packed& packed) override { return replica_devices_.usable(packed.devices); }
   void replica_all_reduce(const gpu::Packed& packed, ReduceOp op) override {
     engine_.replicas().all_reduce(engine_, replica_devices_.table(), packed, op);

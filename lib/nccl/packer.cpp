@@ -44,14 +44,15 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
   std::vector<std::vector<cuda::PackDesc>> layouts;
   for (const gpu::GpuReplicaPack& replica : pack.replicas) layouts.push_back(describe(replica, pack.dtype));
   const std::size_t element = dtype_size(pack.dtype);
-  if (replicas == 1 && layouts[0].size() == 1 && pack.lands_here) {
+  ReplicaSet& set = engine.replicas();
+  if (replicas == 1 && layouts[0].size() == 1 && pack.lands_here && !set.has_slot(0)) {
     // One piece of one replica: reduce it where it lies.
     out.data = {layouts[0][0].ptr};
+    out.home = out.data[0];
     out.count = layouts[0][0].bytes / element;
     out.in_place = true;
     return out;
   }
-  ReplicaSet& set = engine.replicas();
   const std::size_t bytes = packed_bytes(layouts[0]);
   out.count = bytes / element;
   descs_.resize(replicas);
@@ -61,8 +62,9 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
     cuda::DeviceGuard on(devices[r]);
     const std::vector<cuda::PackDesc>& host = layouts[r];
     const std::size_t table = host.size() * sizeof(cuda::PackDesc);
-    cuda::DeviceBuffer& device_descs = r == 0 ? descs0_ : set.slot(r, devices[r]).descs;
-    out.data.push_back(r == 0 ? engine.device_scratch(2, bytes) : set.slot(r, devices[r]).packed.get(bytes, retired));
+    const bool own = set.has_slot(r);  // else replica 0, packed straight into the engine's home buffer
+    cuda::DeviceBuffer& device_descs = own ? set.slot(r).descs : descs0_;
+    out.data.push_back(own ? set.slot(r).packed.get(bytes, retired) : engine.device_scratch(2, bytes));
     descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(table, retired)), host.size(), largest_piece(host)};
     void* pinned = staged_[r]->get(table, retired);
     std::memcpy(pinned, host.data(), table);
@@ -70,6 +72,7 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
     STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, pinned, table, cudaMemcpyHostToDevice, stream));
     cuda::pack(out.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, stream);
   }
+  out.home = set.has_slot(0) ? engine.device_scratch(2, bytes) : out.data[0];
   return out;
 }
 

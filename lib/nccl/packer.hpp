@@ -19,11 +19,12 @@ namespace strata::nccl {
 
 class Packer {
  public:
-  // Every replica's pieces into its pack buffer (replica 0: the engine's
-  // device scratch slot 2; others: their replica slot's), one kernel per
-  // replica on its own stream; or the caller's memory itself when the pack
-  // is one piece of one replica that lands here. `devices` are the open
-  // call's replica devices.
+  // Every replica's pieces into its pack buffer (replica 0 on the engine's
+  // device: the engine's device scratch slot 2, which is then the home;
+  // others: their replica slot's, and the home is scratch slot 2), one
+  // kernel per replica on its own stream; or the caller's memory itself when
+  // the pack is one piece of one replica on the engine's device that lands
+  // here. `devices` are the open call's replica devices.
   gpu::Packed pack(Engine& engine, const gpu::GpuPack& pack, std::span<const int> devices);
   // Every replica's buffer back into its pieces (nothing when in place).
   void unpack(Engine& engine, const gpu::Packed& packed);

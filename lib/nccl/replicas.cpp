@@ -12,21 +12,49 @@ ReplicaSet::~ReplicaSet() {
   if (!aborted_) destroy_world();
 }
 
-ReplicaSet::Slot& ReplicaSet::slot(std::size_t r, int device) {
-  if (slots_.size() < r) slots_.resize(r);
-  std::unique_ptr<Slot>& s = slots_[r - 1];
-  if (!s || s->device != device) {
-    cuda::DeviceGuard guard(device);
-    s = std::make_unique<Slot>();
-    s->device = device;
-    s->stream = std::make_unique<cuda::Stream>();
-    s->ready = std::make_unique<cuda::Event>();
+namespace {
+
+// Lets `device` and `peer` reach each other's memory where the GPUs allow
+// it (NVLink, PCIe peer to peer): peer copies then go device to device
+// instead of through host memory. Refusals are not errors: the copies work
+// either way.
+void enable_peer_access(int device, int peer) {
+  if (device == peer) return;
+  for (const auto [from, to] : {std::pair{device, peer}, std::pair{peer, device}}) {
+    int possible = 0;
+    if (cudaDeviceCanAccessPeer(&possible, from, to) != cudaSuccess || !possible) {
+      cudaGetLastError();
+      continue;
+    }
+    cuda::DeviceGuard on(from);
+    const cudaError_t rc = cudaDeviceEnablePeerAccess(to, 0);
+    if (rc != cudaSuccess) cudaGetLastError();  // cudaErrorPeerAccessAlreadyEnabled, or refused: not an error
   }
-  return *s;
 }
 
+}  // namespace
+
+void ReplicaSet::arrange(Engine& engine, std::span<const int> devices) {
+  home_is_replica0_ = devices.empty() || devices[0] == engine.device();
+  if (slots_.size() < devices.size()) slots_.resize(devices.size());
+  for (std::size_t r = has_slot(0) ? 0 : 1; r < devices.size(); ++r) {
+    std::unique_ptr<Slot>& s = slots_[r];
+    if (s && s->device == devices[r]) continue;
+    // A slot made for another device: its work finished with the call that
+    // used it (each call ends waiting for every replica stream).
+    cuda::DeviceGuard guard(devices[r]);
+    s = std::make_unique<Slot>();
+    s->device = devices[r];
+    s->stream = std::make_unique<cuda::Stream>();
+    s->ready = std::make_unique<cuda::Event>();
+    enable_peer_access(engine.device(), devices[r]);
+  }
+}
+
+ReplicaSet::Slot& ReplicaSet::slot(std::size_t r) { return *slots_.at(r); }
+
 cudaStream_t ReplicaSet::stream(Engine& engine, std::size_t r) {
-  return r == 0 ? engine.stream() : slots_.at(r - 1)->stream->get();
+  return has_slot(r) ? slots_.at(r)->stream->get() : engine.stream();
 }
 
 std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, const std::vector<std::vector<int>>& all) {
@@ -39,27 +67,33 @@ std::span<const ncclComm_t> ReplicaSet::world(Engine& engine, const std::vector<
   return world_;
 }
 
-void ReplicaSet::combine(Engine& engine, const gpu::Packed& packed, ReduceOp op) {
+void ReplicaSet::combine(Engine& engine, const gpu::Packed& packed, ReduceOp op, std::size_t replicas) {
   const std::size_t bytes = packed.count * dtype_size(packed.dtype);
-  void* incoming = engine.device_scratch(0, bytes);
-  for (std::size_t r = 1; r < packed.data.size(); ++r) {
-    Slot& s = slot(r, packed.devices[r]);
+  if (replicas <= 1 && packed.home == packed.data[0]) return;
+  void* incoming = replicas > 1 ? engine.device_scratch(0, bytes) : nullptr;
+  bool first = packed.home != packed.data[0];  // a home of its own starts as replica 0's copy
+  for (std::size_t r = 0; r < replicas; ++r) {
+    if (!has_slot(r)) continue;  // replica 0 on the engine's device is the home already
+    Slot& s = slot(r);
     s.ready->record(s.stream->get());
     STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine.stream(), s.ready->get(), 0));
-    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(incoming, engine.device(), packed.data[r], packed.devices[r], bytes,
-                                          engine.stream()));
-    cuda::reduce(packed.data[0], packed.data[0], incoming, packed.count, packed.dtype, op, engine.stream());
+    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(first ? packed.home : incoming, engine.device(), packed.data[r],
+                                          packed.devices[r], bytes, engine.stream()));
+    if (!first) cuda::reduce(packed.home, packed.home, incoming, packed.count, packed.dtype, op, engine.stream());
+    first = false;
   }
 }
 
 void ReplicaSet::spread(Engine& engine, const gpu::Packed& packed) {
+  if (packed.data.size() == 1 && !has_slot(0)) return;  // the home is the only replica
   const std::size_t bytes = packed.count * dtype_size(packed.dtype);
   cuda::Event& done = engine.event(0);
   done.record(engine.stream());
-  for (std::size_t r = 1; r < packed.data.size(); ++r) {
-    Slot& s = slot(r, packed.devices[r]);
+  for (std::size_t r = 0; r < packed.data.size(); ++r) {
+    if (!has_slot(r)) continue;
+    Slot& s = slot(r);
     STRATA_CHECK_CUDA(cudaStreamWaitEvent(s.stream->get(), done.get(), 0));
-    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(packed.data[r], packed.devices[r], packed.data[0], engine.device(), bytes,
+    STRATA_CHECK_CUDA(cudaMemcpyPeerAsync(packed.data[r], packed.devices[r], packed.home, engine.device(), bytes,
                                           s.stream->get()));
   }
 }

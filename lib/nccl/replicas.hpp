@@ -1,10 +1,14 @@
-// The other devices of a rank that drives several GPUs (TF's
-// num_gpus_per_worker > 1; replica 0 lives on the engine's device): a
-// stream, an event and pack buffers per replica slot; the moves between
-// replicas (combine into replica 0, spread back); and, for the flat `nccl`
-// all-reduce, one NCCL communicator over every replica of every rank (NCCL
-// rank = rank x replicas + replica), driven by group calls. Owned by the
-// Engine, which aborts it with its own communicators.
+// The replicas of a batch pack that do not live in the engine's own
+// buffers (TF's num_gpus_per_worker > 1: replicas 1.., and replica 0 too
+// when it lies on another device than the engine's, as a TensorFlow-style
+// list starting at device 0 may): a stream, an event and pack buffers per
+// replica slot on its device; the moves between replicas and the pack's
+// home on the engine's device (combine, spread); and, for NCCL plans, one
+// NCCL communicator over every replica of every rank (NCCL rank = rank x
+// replicas + replica), driven by group calls. Owned by the Engine, which
+// aborts it with its own communicators. Where the GPUs allow it, peer
+// access between a slot's device and the engine's is enabled, so the moves
+// go device to device, not through the host.
 #pragma once
 
 #include <nccl.h>
@@ -25,7 +29,7 @@ class Engine;
 
 class ReplicaSet {
  public:
-  // What replica slot r >= 1 keeps on its device.
+  // What replica slot r keeps on its device.
   struct Slot {
     int device = -1;
     std::unique_ptr<cuda::Stream> stream;
@@ -38,9 +42,13 @@ class ReplicaSet {
   ReplicaSet(const ReplicaSet&) = delete;
   ReplicaSet& operator=(const ReplicaSet&) = delete;
 
-  // Slot r (>= 1) on CUDA device `device`, created on first use and again
-  // when the device changes.
-  Slot& slot(std::size_t r, int device);
+  // Arranges the open call's replicas: every replica gets a slot on its
+  // device except replica 0 when it lies on the engine's device (it then
+  // uses the engine's stream and buffers). Slots are created on first use
+  // and again when a device changes.
+  void arrange(Engine& engine, std::span<const int> devices);
+  // Slot r of the arranged call.
+  Slot& slot(std::size_t r);
 
   // The NCCL communicators over every replica of every rank, one per local
   // device: `all[r]` lists rank r's replica devices (every rank passes the
@@ -51,16 +59,18 @@ class ReplicaSet {
   // raise the same error on every rank (nccl::create_comms).
   std::span<const ncclComm_t> world(Engine& engine, const std::vector<std::vector<int>>& all);
 
-  // The stream of replica r: the engine's for r = 0, the slot's otherwise.
+  // Whether replica r has a slot (else it is replica 0 on the engine's device).
+  bool has_slot(std::size_t r) const { return r > 0 || !home_is_replica0_; }
+  // The stream of replica r: its slot's, or the engine's.
   cudaStream_t stream(Engine& engine, std::size_t r);
 
-  // Replicas 1.. of `packed` reduced into replica 0's buffer on the
-  // engine's device, in replica order (each waits for its pack kernel,
-  // crosses with a peer copy and is reduced with strata's kernel). op !=
-  // mean.
-  void combine(Engine& engine, const gpu::Packed& packed, ReduceOp op);
-  // Replica 0's buffer to the other replicas' buffers, each on its stream
-  // after the engine's work.
+  // Replicas 0 .. replicas - 1 of `packed` into its home on the engine's
+  // device, in replica order: each that is not the home waits for its pack
+  // kernel, crosses with a peer copy and is reduced with strata's kernel (a
+  // home of its own takes replica 0's copy as it is). op != mean.
+  void combine(Engine& engine, const gpu::Packed& packed, ReduceOp op, std::size_t replicas);
+  // The home to every replica's buffer that is not the home, each on its
+  // stream after the engine's work.
   void spread(Engine& engine, const gpu::Packed& packed);
   // One all-reduce over every replica of every rank: replica r's buffer on
   // its device, one NCCL rank each, in one group on each replica's stream.
@@ -75,7 +85,8 @@ class ReplicaSet {
  private:
   void destroy_world();
 
-  std::vector<std::unique_ptr<Slot>> slots_;  // index r - 1
+  std::vector<std::unique_ptr<Slot>> slots_;  // by replica; slot 0 only while replica 0 lies elsewhere
+  bool home_is_replica0_ = true;
   std::vector<std::vector<int>> world_devices_;  // the table the communicators were made for
   std::vector<ncclComm_t> world_;
   bool aborted_ = false;

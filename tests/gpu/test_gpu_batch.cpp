@@ -2,10 +2,12 @@
 //   - Communicator::batch_all_reduce on CUDA tensors of two dtypes with
 //     automatic packing, num_packs and bytes_per_pack: results equal a host
 //     reference, identical on every rank, on_pack_done once per pack in order;
-//   - MultiWorkerAllReduce with 2 replicas per rank (on devices 0 and 1, or
-//     both on device 0 with one GPU) for several algorithms: reduce to all
-//     ranks and to one rank (others untouched), mean over ranks x replicas,
-//     and broadcast to all and to one rank.
+//   - MultiWorkerAllReduce with 2 replicas per rank (on the rank's device
+//     and the next, or both on one device with one GPU), 4 replicas where
+//     the process sees 4 devices, and a TensorFlow-style list starting at
+//     device 0 (replica 0 off the rank's own device), for several
+//     algorithms: reduce to all ranks and to one rank (others untouched),
+//     mean over ranks x replicas, and broadcast to all and to one rank.
 // Data are small integers, so every reduction order gives the same exact
 // result. Uploads are pageable cudaMemcpy on the legacy default stream,
 // which strata's work follows by default (CommunicationOptions::stream).
@@ -227,8 +229,16 @@ int main(int argc, char** argv) {
     // Two replicas: on their own devices where there are two, else sharing.
     const std::vector<int> devices = count >= 2 ? std::vector<int>{device, (device + 1) % count}
                                                 : std::vector<int>{device, device};
-    for (const char* spec : {"auto", "psgpu", "xring", "nccl/xring", "nccl/pscpu", "pscpu/pscpu", "nccl"})
+    for (const char* spec : {"auto", "psgpu", "xring", "nccl/xring", "nccl/pscpu", "pscpu/pscpu", "nccl", "nccl/nccl"})
       replica_cases(comm, devices, spec);
+    // Four replicas where the process sees four devices.
+    if (count >= 4)
+      for (const char* spec : {"auto", "psgpu", "nccl/xring"})
+        replica_cases(comm, {device, (device + 1) % count, (device + 2) % count, (device + 3) % count}, spec);
+    // A TensorFlow-style replica list, devices 0, 1, ...: replica 0 need not
+    // be the rank's own device (every rank but rank 0 at 2 ranks of 2 GPUs).
+    if (count >= 2)
+      for (const char* spec : {"auto", "psgpu"}) replica_cases(comm, {0, 1}, spec);
   }
   if (rank == 0) std::printf("%d cases, %d failing, %d specs skipped (Unavailable)\n", cases, failures, skipped);
   MPI_Finalize();

@@ -30,6 +30,7 @@ struct Table {
   std::mutex mutex;  // the handle set and per-thread streams
   std::set<Stream*> streams;  // every handle cudaStreamCreate* gave out (destroyed ones included)
   std::map<std::pair<std::thread::id, int>, Stream*> per_thread;
+  std::set<std::pair<int, int>> peers;  // (device, peer) with access enabled
 };
 
 Table& table() {
@@ -102,6 +103,12 @@ cudaStream_t handle_of(Stream* stream) {
   std::lock_guard lock(t.mutex);
   t.streams.insert(stream);
   return reinterpret_cast<cudaStream_t>(stream);
+}
+
+bool enable_peer(int device, int peer) {
+  Table& t = table();
+  std::lock_guard lock(t.mutex);
+  return t.peers.insert({device, peer}).second;
 }
 
 void fail_device(int device, cudaError_t error) {

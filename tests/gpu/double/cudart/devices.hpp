@@ -34,6 +34,11 @@ Stream& per_thread_stream(int device);
 Stream* stream_of(const char* call, cudaStream_t handle);
 cudaStream_t handle_of(Stream* stream);
 
+// Peer access (cudaDeviceEnablePeerAccess): whether `device` may reach
+// `peer`'s memory directly. Recorded only: copies between devices work
+// either way, and strata's kernels never touch another device's memory.
+bool enable_peer(int device, int peer);  // false when it was enabled already
+
 // Sticky errors: once an operation failed on the device, every later call
 // returns this error (as a real CUDA context does after an illegal address).
 void fail_device(int device, cudaError_t error);

@@ -97,6 +97,24 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
+cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+  Call call("cudaDeviceCanAccessPeer");
+  if (const cudaError_t e = check_device(call, device)) return e;
+  if (const cudaError_t e = check_device(call, peer)) return e;
+  *can = device != peer;  // the simulated GPUs of one process are all peers
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  Call call("cudaDeviceEnablePeerAccess");
+  const int device = current_device();
+  if (const cudaError_t e = check_device(call, peer)) return e;
+  if (flags != 0) return call.misuse(cudaErrorInvalidValue, fmt::format("flags = {} (must be 0)", flags));
+  if (peer == device)
+    return call.misuse(cudaErrorInvalidDevice, fmt::format("device {} asked for peer access to itself", device));
+  return enable_peer(device, peer) ? cudaSuccess : call.error(cudaErrorPeerAccessAlreadyEnabled);
+}
+
 cudaError_t cudaDeviceSynchronize() {
   Call call("cudaDeviceSynchronize");
   const int device = current_device();
@@ -156,6 +174,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     NAME(cudaErrorLaunchFailure)
     NAME(cudaErrorNotPermitted)
     NAME(cudaErrorNotSupported)
+    NAME(cudaErrorPeerAccessAlreadyEnabled)
 #undef NAME
     default: return "cudaErrorUnknown";
   }
@@ -179,6 +198,7 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorNotPermitted: return "operation not permitted";
     case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
     default: return "unknown error";
   }
 }
