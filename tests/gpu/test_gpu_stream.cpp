@@ -3,11 +3,15 @@
 // The producer stream is held back 200 ms by a host function
 // (cudaLaunchHostFunc) before it uploads the input, and strata is called at
 // once, without synchronising: a call that does not wait for the producer
-// reads the old contents (zeros) and fails. Cases:
+// reads the old contents (zeros) and fails. The single-tensor cases run out
+// of place, so that they can fail at one rank too (in place, one rank's
+// all_reduce has nothing to do). Cases:
 //   - default (stream = nullptr): the producer is the legacy default stream
 //     (where cudaMemcpy and PyTorch's default stream put their work);
+//   - default, the producer a blocking stream of the caller's: the legacy
+//     default stream waits for it implicitly, and strata for that;
 //   - stream = a non-blocking stream of the caller's;
-//   - the same for a batch (batch_all_reduce);
+//   - the same for a batch (batch_all_reduce, in place: packing copies);
 //   - with two or more devices, the caller's current device is another
 //     one and must be current again after the call (with one device this
 //     cannot be observed, and is reported).
@@ -51,6 +55,7 @@ void produce(float* device, float* pinned, cudaStream_t stream) {
   cudaMemcpyAsync(device, pinned, kCount * sizeof(float), cudaMemcpyHostToDevice, stream);
 }
 
+// `device` holds the sum over ranks of rank + 1, everywhere.
 bool holds_sum(const float* device) {
   std::vector<float> got(kCount);
   cudaMemcpy(got.data(), device, kCount * sizeof(float), cudaMemcpyDeviceToHost);
@@ -71,33 +76,47 @@ int main(int argc, char** argv) {
     Communicator comm(MPI_COMM_WORLD);
     const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
     cudaSetDevice(device);
-    float *d = nullptr, *pinned = nullptr;
+    float *d = nullptr, *result = nullptr, *pinned = nullptr;
     cudaMalloc(&d, kCount * sizeof(float));
+    cudaMalloc(&result, kCount * sizeof(float));
     cudaMallocHost(&pinned, kCount * sizeof(float));
     const Tensor t{d, kCount, DataType::f32, Memory::cuda, device};
+    const Tensor out{result, kCount, DataType::f32, Memory::cuda, device};
+    const auto clear = [&] {
+      cudaMemset(d, 0, kCount * sizeof(float));
+      cudaMemset(result, 0, kCount * sizeof(float));
+      cudaDeviceSynchronize();
+    };
 
     // 1. The legacy default stream, by default.
-    cudaMemset(d, 0, kCount * sizeof(float));
-    cudaDeviceSynchronize();
+    clear();
     produce(d, pinned, cudaStreamLegacy);
-    comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 120});
-    verdict(holds_sum(d), "all_reduce waits for the legacy default stream by default");
+    comm.all_reduce(t, out, ReduceOp::sum, {.timeout_seconds = 120});
+    verdict(holds_sum(result), "all_reduce waits for the legacy default stream by default");
+
+    // 1b. A blocking stream of the caller's, by default: through the legacy
+    // default stream's implicit wait for it.
+    cudaStream_t blocking = nullptr;
+    cudaStreamCreate(&blocking);
+    clear();
+    produce(d, pinned, blocking);
+    comm.all_reduce(t, out, ReduceOp::sum, {.timeout_seconds = 120});
+    verdict(holds_sum(result), "all_reduce waits for a blocking stream by default (legacy stream semantics)");
+    cudaStreamDestroy(blocking);
 
     // 2. The caller's own non-blocking stream, named in the options.
     cudaStream_t mine = nullptr;
     cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
-    cudaMemset(d, 0, kCount * sizeof(float));
-    cudaDeviceSynchronize();
+    clear();
     produce(d, pinned, mine);
     CommunicationOptions options;
     options.timeout_seconds = 120;
     options.stream = static_cast<StreamHandle>(mine);
-    comm.all_reduce(t, t, ReduceOp::sum, options);
-    verdict(holds_sum(d), "all_reduce waits for CommunicationOptions::stream");
+    comm.all_reduce(t, out, ReduceOp::sum, options);
+    verdict(holds_sum(result), "all_reduce waits for CommunicationOptions::stream");
 
     // 3. A batch on the caller's stream (two tensors: one pack by default).
-    cudaMemset(d, 0, kCount * sizeof(float));
-    cudaDeviceSynchronize();
+    clear();
     produce(d, pinned, mine);
     std::vector<Tensor> halves = {{d, kCount / 2, DataType::f32, Memory::cuda, device},
                                   {d + kCount / 2, kCount / 2, DataType::f32, Memory::cuda, device}};
@@ -120,6 +139,7 @@ int main(int argc, char** argv) {
       std::printf("note: one CUDA device, so restoring the caller's current device cannot be observed here\n");
     }
     cudaFree(d);
+    cudaFree(result);
     cudaFreeHost(pinned);
   }
   MPI_Finalize();
