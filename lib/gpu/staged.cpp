@@ -23,13 +23,11 @@ constexpr std::size_t kDefaultChunkBytes = 4u << 20;  // big enough to amortise 
 constexpr std::size_t kRing = 4;                       // chunks in flight
 constexpr std::size_t kHostChunkBytes = 256 * 1024;    // the host algorithms' own pipeline inside a chunk
 
-// `collective` of host algorithm `algorithm` on device data over `comm`.
-void staged(Backend& backend, MPI_Comm comm, Collective collective, const host::Algorithm& algorithm,
-            const plan::Job& job) {
+// `collective` of host algorithm `algorithm` on device data over `comm`,
+// where this rank is `rank` of `size` (the level asked MPI, checked, once).
+void staged(Backend& backend, MPI_Comm comm, int rank, int size, Collective collective,
+            const host::Algorithm& algorithm, const plan::Job& job) {
   if (job.count == 0) return;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   const bool is_root = rank == job.root;
   // Who copies down (contributes) and who copies the result back up.
   const bool download = collective != Collective::broadcast || is_root;
@@ -97,7 +95,7 @@ class StagedLevel final : public GroupLevel {
     if (size_ == 1) return copy(job);
     plan::Job whole = job;
     whole.shards = 1;
-    staged(backend_, mpi_, Collective::all_reduce, algorithm_, whole);
+    staged(backend_, mpi_, rank_, size_, Collective::all_reduce, algorithm_, whole);
   }
   void all_gather(const plan::Job& job, int owners) override {
     if (size_ > 1) pinned_all_gather(backend_, mpi_, job, owners);
@@ -107,7 +105,9 @@ class StagedLevel final : public GroupLevel {
   void broadcast(const plan::Job& job) override { run(Collective::broadcast, job); }
 
  private:
-  void run(Collective collective, const plan::Job& job) { staged(backend_, mpi_, collective, algorithm_, job); }
+  void run(Collective collective, const plan::Job& job) {
+    staged(backend_, mpi_, rank_, size_, collective, algorithm_, job);
+  }
 
   const host::Algorithm& algorithm_;
 };
