@@ -31,6 +31,41 @@ void wait_bounded(MPI_Request& request, const util::Deadline& bound, const std::
   }
 }
 
+// Starts this member's NCCL ranks (non-blocking), one group when there are
+// several, each on its device; the caller's current device stays. Returns
+// the first failure ("" when none); ranks started before it stay in
+// `comms` for the caller to abort.
+std::string init_ranks(std::span<const int> devices, int size, int rank, const ncclUniqueId& id,
+                       std::vector<ncclComm_t>& comms) {
+  const int count = int(devices.size());
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1, cudaGetLastError();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  std::string failure;
+  const bool grouped = count > 1;
+  if (grouped)
+    if (const ncclResult_t rc = ncclGroupStart(); rc != ncclSuccess)
+      return fmt::format("ncclGroupStart failed: {}", ncclGetErrorString(rc));
+  for (int i = 0; i < count && failure.empty(); ++i) {
+    const int device = devices[std::size_t(i)];
+    if (const cudaError_t rc = cudaSetDevice(device); rc != cudaSuccess) {
+      failure = fmt::format("cudaSetDevice({}) failed: {} ({})", device, cudaGetErrorString(rc), cudaGetErrorName(rc));
+      cudaGetLastError();
+      break;
+    }
+    const ncclResult_t rc = ncclCommInitRankConfig(&comms[std::size_t(i)], size * count, id, rank * count + i,
+                                                   &config);
+    if (rc != ncclSuccess && rc != ncclInProgress)
+      failure = fmt::format("ncclCommInitRankConfig failed: {}", ncclGetErrorString(rc));
+  }
+  if (grouped)
+    if (const ncclResult_t end = ncclGroupEnd(); end != ncclSuccess && end != ncclInProgress && failure.empty())
+      failure = fmt::format("ncclGroupEnd failed: {}", ncclGetErrorString(end));
+  if (previous >= 0) cudaSetDevice(previous);
+  return failure;
+}
+
 }  // namespace
 
 ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired) {
@@ -64,7 +99,6 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
   int rank = 0, size = 1;
   STRATA_CHECK_MPI(MPI_Comm_rank(mpi, &rank));
   STRATA_CHECK_MPI(MPI_Comm_size(mpi, &size));
-  const int count = int(devices.size());
 
   // 1. Rank 0's unique id, or its failure, reaches every member. The id's
   //    buffer is leaked if its broadcast is given up (it may land later).
@@ -97,24 +131,12 @@ std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices,
     for (ncclComm_t& c : comms)
       if (c) ncclCommAbort(c), c = nullptr;
   };
-  {
-    cuda::DeviceGuard guard(devices[0]);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclResult_t failed = count > 1 ? ncclGroupStart() : ncclSuccess;
-    for (int i = 0; i < count && failed == ncclSuccess; ++i) {
-      STRATA_CHECK_CUDA(cudaSetDevice(devices[std::size_t(i)]));
-      const ncclResult_t rc = ncclCommInitRankConfig(&comms[std::size_t(i)], size * count, id, rank * count + i,
-                                                     &config);
-      if (rc != ncclSuccess && rc != ncclInProgress) failed = rc;
-    }
-    if (count > 1)
-      if (const ncclResult_t end = ncclGroupEnd(); end != ncclSuccess && end != ncclInProgress && !failed)
-        failed = end;
-    if (failed != ncclSuccess)
-      step.fail(util::Agreement::Kind::backend,
-                fmt::format("{}: ncclCommInitRankConfig failed: {}", util::where(), ncclGetErrorString(failed)));
-  }
+  // Nothing in this block throws: a failure is handed to the agreement,
+  // so every member hears of it at once, and the group is ended whatever
+  // happened inside it (an open group would hold every later NCCL call of
+  // this thread).
+  if (const std::string failure = init_ranks(devices, size, rank, id, comms); !failure.empty())
+    step.fail(util::Agreement::Kind::backend, fmt::format("{}: {}", util::where(), failure));
   util::Backoff backoff;
   while (!step.failed()) {
     bool pending = false;

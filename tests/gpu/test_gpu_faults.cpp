@@ -6,9 +6,12 @@
 //   mismatch      ranks passing different counts, dtypes or collectives raise
 //                 Mismatch on every rank before any GPU work; the communicator
 //                 stays usable (the next correct call is right)
-//   setup         NCCL initialisation failing on rank 1, and the GPU backend's
-//                 creation failing on rank 2 (cudaSetDevice): every rank raises
-//                 the same BackendError naming that rank, none waits
+//   setup         NCCL initialisation failing on rank 1, the GPU backend's
+//                 creation failing on rank 2 (cudaSetDevice), and, with two
+//                 replicas per rank (2 x ranks devices), a CUDA failure on
+//                 rank 1 between ncclGroupStart and ncclGroupEnd while the
+//                 replica communicator is made: every rank raises the same
+//                 BackendError naming that rank, none waits for the setup bound
 //   stall         rank 1's host thread held inside ncclAllReduce: ranks 0 and 2
 //                 raise DeadlineExceeded naming rank 1; the communicator is
 //                 broken on every rank (PeerFailure afterwards)
@@ -180,6 +183,29 @@ void setup_cases(int device) {
     verdict(same_everywhere(tail(got.text)), "... with the same text on every rank");
   });
   cudaSetDevice(device);
+
+  // Two replicas per rank, each on a GPU of its own: the replica
+  // communicator initialises two NCCL ranks per process in one group.
+  if (count < 2 * size) {
+    if (rank == 0) std::printf("skip: the replica setup case needs %d devices per process\n", 2 * size);
+    ++skipped;
+    return;
+  }
+  const int second = (device + size) % count;
+  cudaSetDevice(second);
+  DeviceFloats other(1000);
+  cudaSetDevice(device);
+  with_faults("grouped-set-device@1", "nccl", [&](Communicator& comm) {
+    MultiWorkerAllReduce strategy(comm, 2, AllReduceSpec("nccl"));
+    const std::vector<std::pair<PerReplica, Destination>> values = {
+        {{data.tensor(device, 1000), other.tensor(second, 1000)}, Destination::all_ranks()}};
+    const Outcome got = outcome([&] { strategy.batch_reduce(ReduceOp::sum, values, {.timeout_seconds = 30}); });
+    verdict(got.type == "BackendError" && got.text.find("rank 1") != std::string::npos &&
+                got.text.find("cudaSetDevice") != std::string::npos,
+            "a CUDA failure inside the replica communicator's NCCL group on rank 1: the same BackendError naming "
+            "rank 1 on every rank, at once (got " + got.type + ": " + got.text + ")");
+    verdict(same_everywhere(tail(got.text)), "... with the same text on every rank");
+  });
 }
 
 void timeout_cases(int device) {
