@@ -8,6 +8,9 @@
 namespace strata::cuda {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  // The failed call also left its error as the thread's last error: clear
+  // it, or a later kernel launch's check would report it again.
+  cudaGetLastError();
   throw BackendError(fmt::format("strata [{}]: CUDA call {} failed at {}:{}: {} ({})", util::where(), call, file,
                                  line, cudaGetErrorString(code), cudaGetErrorName(code)),
                      "CUDA", static_cast<int>(code), util::hostname(), util::world_rank());

@@ -68,9 +68,14 @@ __host__ Split split_elements(std::size_t count, const void* p, const void* q, c
 }
 
 // Launches `kernel` on `stream` with `grid` blocks of kThreads threads and
-// checks the launch (BackendError when it failed).
+// checks the launch (BackendError when it failed). A launch reports its
+// failure only through the thread's last error, which any earlier failed
+// call (the caller's, unchecked) may still hold: that one is dropped first,
+// so that a launch never fails for another call's error. A sticky error
+// (the device failed) stays and is reported.
 template <typename... Params, typename... Args>
 __host__ void launch(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args... args) {
+  cudaGetLastError();
   kernel<<<grid, kThreads, 0, stream>>>(args...);
   STRATA_CHECK_CUDA(cudaGetLastError());
 }
