@@ -14,7 +14,7 @@ void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split,
 
   // 2. Across nodes, on my slice.
   if (split.node_count > 1 && cross) {
-    const util::Slice mine = util::even_slice(job.count, static_cast<std::size_t>(owners),
+    const util::Slice mine = util::owner_slice(job.count, static_cast<std::size_t>(owners),
                                               static_cast<std::size_t>(split.local_rank));
     if (mine.count > 0) {
       plan::Job slice = job;

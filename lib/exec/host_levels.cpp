@@ -35,7 +35,7 @@ void HostLevel::all_gather(const plan::Job& job, int owners) {
   auto* data = static_cast<std::byte*>(job.out);
   host::Requests requests;
   for (int s = 0; s < owners; ++s) {
-    const util::Slice slice = util::even_slice(job.count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+    const util::Slice slice = util::owner_slice(job.count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
     if (slice.count == 0) continue;
     std::byte* at = data + slice.offset * element;
     if (s == transport_.rank()) {

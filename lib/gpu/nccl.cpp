@@ -1,8 +1,11 @@
 // nccl: NCCL's own collectives over the group's NCCL communicator, and the
-// reduce-scatter / all-gather into the uneven slices strata's hierarchy uses
-// (even_slice over `owners` <= members): native ncclReduceScatter /
-// ncclAllGather when the slices are equal and every member owns one,
-// otherwise grouped ncclReduce / ncclBroadcast per slice. Floating min/max
+// reduce-scatter / all-gather into the owners' slices strata's hierarchy
+// uses (util::owner_slice over `owners` <= members: equal blocks, the
+// remainder on the last owner): when every member owns a slice, native
+// ncclReduceScatter / ncclAllGather over the divisible prefix and one
+// ncclReduce / ncclBroadcast of the short tail to or from the last owner, in
+// one group; with fewer owners than members (unequal nodes), one ncclReduce
+// / ncclBroadcast per slice. Floating min/max
 // never reach NCCL's reduction (it drops NaN, docs/GPU.md): the exchange
 // reduce-scatter moves their bytes with grouped ncclSend/ncclRecv and
 // reduces them with strata's kernel in rank order, then ncclAllGather (or,
@@ -63,18 +66,13 @@ class NcclLevel final : public GroupLevel {
  private:
   void issue(const std::vector<NcclOp>& ops, const char* what) { backend_.nccl(group_, ops, what); }
 
-  // Whether the slices are NCCL's own: equal, one per member.
-  bool native_slices(const plan::Job& job, int owners) const {
-    return owners == comm_.size && job.count % std::size_t(owners) == 0;
-  }
-
-  // One op per non-empty even slice s (made by op_for(s, slice)), in one
-  // group: the uneven-slice fallback of reduce-scatter and all-gather.
+  // One op per non-empty owner's slice s (made by op_for(s, slice)), in one
+  // group.
   template <typename OpFor>
   std::vector<NcclOp> per_slice(const plan::Job& job, int owners, OpFor&& op_for) const {
     std::vector<NcclOp> ops;
     for (int s = 0; s < owners; ++s) {
-      const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+      const util::Slice slice = util::owner_slice(job.count, std::size_t(owners), std::size_t(s));
       if (slice.count > 0) op_for(ops, s, slice);
     }
     return ops;
@@ -86,37 +84,46 @@ class NcclLevel final : public GroupLevel {
     const std::size_t element = dtype_size(job.dtype);
     const auto* in = static_cast<const std::byte*>(job.in);
     auto* out = static_cast<std::byte*>(job.out);
-    if (native_slices(job, owners)) {
-      const std::size_t each = job.count / std::size_t(owners);
-      // Out of place into my slice of out: in place only when NCCL's layout
-      // matches ours (recvbuff == sendbuff + rank * each), which it does here.
-      return issue({{Kind::reduce_scatter, in, out + std::size_t(comm_.rank) * each * element, each, job.dtype,
-                     job.op}},
-                   "ncclReduceScatter");
-    }
-    issue(per_slice(job, owners,
-                    [&](std::vector<NcclOp>& ops, int s, util::Slice slice) {
-                      ops.push_back({Kind::reduce, in + slice.offset * element, out + slice.offset * element,
-                                     slice.count, job.dtype, job.op, s});
-                    }),
-          "ncclReduce (grouped reduce-scatter)");
+    if (owners < comm_.size)
+      return issue(per_slice(job, owners,
+                             [&](std::vector<NcclOp>& ops, int s, util::Slice slice) {
+                               ops.push_back({Kind::reduce, in + slice.offset * element,
+                                              out + slice.offset * element, slice.count, job.dtype, job.op, s});
+                             }),
+                   "ncclReduce (grouped reduce-scatter)");
+    // NCCL's blocks: member r receives block r of the prefix at its own
+    // slice of out (in place exactly when in == out: NCCL's in-place form is
+    // recvbuff == sendbuff + rank * block). The tail goes to the last owner.
+    const std::size_t block = job.count / std::size_t(owners), prefix = block * std::size_t(owners);
+    std::vector<NcclOp> ops;
+    if (block > 0)
+      ops.push_back({Kind::reduce_scatter, in, out + std::size_t(comm_.rank) * block * element, block, job.dtype,
+                     job.op});
+    if (prefix < job.count)
+      ops.push_back({Kind::reduce, in + prefix * element, out + prefix * element, job.count - prefix, job.dtype,
+                     job.op, owners - 1});
+    issue(ops, "ncclReduceScatter (and ncclReduce of the tail)");
   }
 
   // Every member ends with every slice s < owners of job.out.
   void nccl_all_gather(const plan::Job& job, int owners) {
     const std::size_t element = dtype_size(job.dtype);
     auto* out = static_cast<std::byte*>(job.out);
-    if (native_slices(job, owners)) {
-      const std::size_t each = job.count / std::size_t(owners);
-      return issue({{Kind::all_gather, out + std::size_t(comm_.rank) * each * element, out, each, job.dtype}},
-                   "ncclAllGather");
-    }
-    issue(per_slice(job, owners,
-                    [&](std::vector<NcclOp>& ops, int s, util::Slice slice) {
-                      std::byte* at = out + slice.offset * element;
-                      ops.push_back({Kind::broadcast, at, at, slice.count, job.dtype, ReduceOp::sum, s});
-                    }),
-          "ncclBroadcast (grouped all-gather)");
+    if (owners < comm_.size)
+      return issue(per_slice(job, owners,
+                             [&](std::vector<NcclOp>& ops, int s, util::Slice slice) {
+                               std::byte* at = out + slice.offset * element;
+                               ops.push_back({Kind::broadcast, at, at, slice.count, job.dtype, ReduceOp::sum, s});
+                             }),
+                   "ncclBroadcast (grouped all-gather)");
+    const std::size_t block = job.count / std::size_t(owners), prefix = block * std::size_t(owners);
+    std::vector<NcclOp> ops;
+    if (block > 0)
+      ops.push_back({Kind::all_gather, out + std::size_t(comm_.rank) * block * element, out, block, job.dtype});
+    if (prefix < job.count)
+      ops.push_back({Kind::broadcast, out + prefix * element, out + prefix * element, job.count - prefix, job.dtype,
+                     ReduceOp::sum, owners - 1});
+    issue(ops, "ncclAllGather (and ncclBroadcast of the tail)");
   }
 
   // The reduce-scatter for any op: NCCL only moves the bytes (grouped
@@ -128,7 +135,7 @@ class NcclLevel final : public GroupLevel {
     const std::size_t element = dtype_size(job.dtype);
     const int rank = comm_.rank, size = comm_.size;
     const util::Slice mine =
-        rank < owners ? util::even_slice(job.count, std::size_t(owners), std::size_t(rank)) : util::Slice{};
+        rank < owners ? util::owner_slice(job.count, std::size_t(owners), std::size_t(rank)) : util::Slice{};
     const std::size_t slice_bytes = mine.count * element;
     const auto* in = static_cast<const std::byte*>(job.in);
     auto* out = static_cast<std::byte*>(job.out);

@@ -12,14 +12,14 @@ void pinned_all_gather(Backend& backend, MPI_Comm comm, const plan::Job& job, in
   auto* staged = static_cast<std::byte*>(backend.pinned(0, job.count * element));
   auto* out = static_cast<std::byte*>(job.out);
   if (rank < owners) {
-    const util::Slice mine = util::even_slice(job.count, std::size_t(owners), std::size_t(rank));
+    const util::Slice mine = util::owner_slice(job.count, std::size_t(owners), std::size_t(rank));
     backend.copy(staged + mine.offset * element, out + mine.offset * element, mine.count * element,
                  Copy::device_to_host);
     backend.wait();
   }
   host::Requests requests;
   for (int s = 0; s < owners; ++s) {
-    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::owner_slice(job.count, std::size_t(owners), std::size_t(s));
     if (slice.count == 0) continue;
     std::byte* at = staged + slice.offset * element;
     if (s == rank) {
@@ -31,7 +31,7 @@ void pinned_all_gather(Backend& backend, MPI_Comm comm, const plan::Job& job, in
   }
   t.wait(requests);
   for (int s = 0; s < owners; ++s) {
-    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::owner_slice(job.count, std::size_t(owners), std::size_t(s));
     if (s != rank && slice.count > 0)
       backend.copy(out + slice.offset * element, staged + slice.offset * element, slice.count * element,
                    Copy::host_to_device);

@@ -10,7 +10,7 @@
 
 namespace strata::gpu {
 
-// Member s < owners holds slice s (util::even_slice) of job.out on its
+// Member s < owners holds slice s (util::owner_slice) of job.out on its
 // device; afterwards every member of `comm` holds every slice there. Waits
 // for its copies itself (within the open call's deadline).
 void pinned_all_gather(Backend& backend, MPI_Comm comm, const plan::Job& job, int owners);

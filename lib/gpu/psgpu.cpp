@@ -26,7 +26,7 @@ void psgpu_reduce_scatter(Backend& backend, MPI_Comm comm, const plan::Job& job,
   const std::size_t element = dtype_size(job.dtype);
   const std::size_t bytes = job.count * element;
   const int rank = t.rank(), size = t.size();
-  const util::Slice mine = rank < owners ? util::even_slice(job.count, std::size_t(owners), std::size_t(rank))
+  const util::Slice mine = rank < owners ? util::owner_slice(job.count, std::size_t(owners), std::size_t(rank))
                                          : util::Slice{};
   const std::size_t slice_bytes = mine.count * element;
 
@@ -45,7 +45,7 @@ void psgpu_reduce_scatter(Backend& backend, MPI_Comm comm, const plan::Job& job,
       if (r != rank) t.irecv(requests, gathered + std::size_t(r) * slice_bytes, slice_bytes, r);
   backend.wait();  // staged is complete
   for (int s = 0; s < owners; ++s) {
-    const util::Slice slice = util::even_slice(job.count, std::size_t(owners), std::size_t(s));
+    const util::Slice slice = util::owner_slice(job.count, std::size_t(owners), std::size_t(s));
     if (s != rank && slice.count > 0) t.isend(requests, staged + slice.offset * element, slice.count * element, s);
   }
   t.wait(requests);

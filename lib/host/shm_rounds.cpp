@@ -98,13 +98,15 @@ std::size_t elements_per_block(std::size_t block, std::size_t element) { return 
 
 // Block `b` of slice `s`, clipped to the slice (may be empty).
 util::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
-  const util::Slice slice = util::even_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+  const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
   const std::size_t begin = std::min(slice.count, b * per_block);
   return {slice.offset + begin, std::min(per_block, slice.count - begin)};
 }
 
 std::size_t rounds_for(std::size_t count, int owners, std::size_t per_block) {
-  const std::size_t largest = util::even_slice(count, static_cast<std::size_t>(owners), 0).count;
+  // The last owner's slice is the largest (it takes the remainder).
+  const std::size_t largest =
+      util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(owners) - 1).count;
   return (largest + per_block - 1) / per_block;
 }
 

@@ -12,7 +12,7 @@
 // deadline: a rank that never arrives makes the others raise
 // DeadlineExceeded naming it (by rank in the node communicator).
 //
-// Slices: `owners` local ranks 0..owners-1 own even slices of the message
+// Slices: `owners` local ranks 0..owners-1 own the owners' slices (util::owner_slice) of the message
 // (owners < local size happens with unequal nodes or pscpu#M).
 // Every result element is reduced by exactly one rank, in a fixed order, so
 // all ranks get identical bits, run to run.

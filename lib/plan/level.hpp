@@ -33,7 +33,7 @@ class Level {
   // are the same buffer.
   virtual void copy(const Job& job) = 0;
 
-  // Member s < owners ends with slice s (util::even_slice(count, owners, s))
+  // Member s < owners ends with slice s (util::owner_slice(count, owners, s))
   // of the group's reduction of job.in in job.out; the rest of job.out is
   // unspecified. owners <= the group's size.
   virtual void reduce_scatter(const Job& job, int owners) = 0;

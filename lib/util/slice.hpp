@@ -20,6 +20,18 @@ constexpr Slice even_slice(std::size_t count, std::size_t parts, std::size_t ind
   return {offset, base + (index < extra ? 1 : 0)};
 }
 
+// The owners' slices of the Level contract (plan/level.hpp): what member s
+// of a group ends with after a reduce-scatter into `owners` slices, and
+// what the hierarchical driver runs across nodes. Equal blocks of
+// count / owners elements, the remainder on the last owner, so that the
+// blocks are NCCL's own (ncclReduceScatter, ncclAllGather over the divisible
+// prefix) and only the short tail needs a rooted call of its own.
+// Precondition: owners > 0 and index < owners.
+constexpr Slice owner_slice(std::size_t count, std::size_t owners, std::size_t index) {
+  const std::size_t base = count / owners;
+  return {index * base, index + 1 == owners ? count - index * base : base};
+}
+
 // The slice `index` of `parts` inside `outer` (offsets stay absolute).
 constexpr Slice sub_slice(Slice outer, std::size_t parts, std::size_t index) {
   const Slice inner = even_slice(outer.count, parts, index);

@@ -144,11 +144,13 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
            : std::vector<DataType>{DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i8,
                                    DataType::u8,  DataType::i32, DataType::u32, DataType::i64,  DataType::u64};
   const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
-  for (const std::size_t count : {std::size_t(5), std::size_t(4099), std::size_t(300001)})
+  // Counts: fewer elements than ranks (no block per owner, a tail only),
+  // divisible by 2 and 3 (NCCL's blocks only), odd (blocks and a tail).
+  for (const std::size_t count : {std::size_t(3), std::size_t(6), std::size_t(4099), std::size_t(300001)})
     for (DataType dtype : dtypes)
       for (ReduceOp op : ops)
         for (const bool nan : {false, true}) {
-          if (core && count > 10000) continue;
+          if (core && (count > 10000 || count == 3)) continue;
           if (nan && !(floating(dtype) && (op == ReduceOp::min || op == ReduceOp::max))) continue;
           // The large size (vector bodies, chunked staging) for one dtype of each width class.
           if (count > 10000 && dtype != DataType::f32 && dtype != DataType::bf16 && dtype != DataType::i64) continue;
