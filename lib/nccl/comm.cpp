@@ -82,16 +82,35 @@ ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expir
   }
 }
 
-void close(ncclComm_t comm) {
-  // Finalize flushes outstanding work; bounded so teardown never hangs.
-  const ncclResult_t rc = ncclCommFinalize(comm);
-  bool expired = false;
-  const util::Deadline bound(kTeardownSeconds);
-  if ((rc != ncclSuccess && rc != ncclInProgress) || settle(comm, bound, expired) != ncclSuccess || expired) {
-    ncclCommAbort(comm);
-    return;
+void close_all(std::span<const ncclComm_t> comms, const util::Deadline& bound) {
+  // Finalize flushes outstanding work: start it everywhere first.
+  std::vector<ncclComm_t> finalizing;
+  for (ncclComm_t comm : comms) {
+    if (!comm) continue;
+    const ncclResult_t rc = ncclCommFinalize(comm);
+    if (rc == ncclSuccess || rc == ncclInProgress) finalizing.push_back(comm);
+    else ncclCommAbort(comm);
   }
-  ncclCommDestroy(comm);
+  util::Backoff backoff;
+  while (!finalizing.empty()) {
+    for (auto it = finalizing.begin(); it != finalizing.end();) {
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(*it, &state) != ncclSuccess) state = ncclSystemError;
+      if (state == ncclInProgress) {
+        ++it;
+        continue;
+      }
+      if (state == ncclSuccess) ncclCommDestroy(*it);
+      else ncclCommAbort(*it);
+      it = finalizing.erase(it);
+    }
+    if (finalizing.empty()) return;
+    if (bound.expired()) {
+      for (ncclComm_t comm : finalizing) ncclCommAbort(comm);
+      return;
+    }
+    backoff.pause();
+  }
 }
 
 std::vector<ncclComm_t> create_comms(MPI_Comm mpi, std::span<const int> devices, const std::string& name,
@@ -179,7 +198,13 @@ Comm::Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadli
 }
 
 Comm::~Comm() {
-  if (!aborted_ && comm_) close(comm_);
+  if (!aborted_ && comm_) close_all(std::span(&comm_, 1), util::Deadline(kTeardownSeconds));
+}
+
+ncclComm_t Comm::release() {
+  const ncclComm_t comm = aborted_ ? nullptr : comm_;
+  comm_ = nullptr;
+  return comm;
 }
 
 void Comm::abort() {

@@ -25,9 +25,12 @@ inline constexpr double kTeardownSeconds = 10;
 // On expiry of `deadline` sets `expired` and returns ncclInProgress.
 ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expired);
 
-// Finalize (bounded to kTeardownSeconds) and destroy a communicator, or
-// abort it when that fails or takes too long. Never throws; for teardown.
-void close(ncclComm_t comm);
+// Finalizes every communicator of `comms` at once, then waits for all of
+// them under the one `bound`: each that settles is destroyed, the rest are
+// aborted. Never throws; for teardown, where a dead peer may keep NCCL's
+// finalization from ever ending: it then costs the bound once, not once
+// per communicator.
+void close_all(std::span<const ncclComm_t> comms, const util::Deadline& bound);
 
 // Creates NCCL communicators over MPI communicator `mpi` (collective over
 // it): `count` local NCCL ranks per member, on `devices` (NCCL rank =
@@ -45,7 +48,7 @@ class Comm {
  public:
   // Collective over `mpi` (see create_comms).
   Comm(MPI_Comm mpi, const std::string& name, int device, const util::Deadline& bound);
-  ~Comm();  // ncclCommFinalize + ncclCommDestroy (bounded), or nothing after abort
+  ~Comm();  // close_all of the communicator (bounded), unless released or aborted
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
@@ -54,6 +57,9 @@ class Comm {
   int size() const { return size_; }
   const std::string& name() const { return name_; }
   void abort();  // never throws
+  // Hands the communicator to the caller (to close with others at once):
+  // null when it was aborted. The object no longer closes it.
+  ncclComm_t release();
 
  private:
   ncclComm_t comm_ = nullptr;

@@ -36,10 +36,12 @@ Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vec
 
 Engine::~Engine() {
   QuietDeviceGuard guard(device_);
+  // One bound for the whole teardown: a peer that never arrives, or an NCCL
+  // that cannot finalize because of it, must not hang the destructor, nor
+  // cost the bound once per communicator.
+  const util::Deadline bound(kTeardownSeconds);
   bool idle = broken_.empty();
   if (idle) {
-    // Bounded: a peer that never arrives must not hang the destructor.
-    const util::Deadline bound(kTeardownSeconds);
     util::Backoff backoff;
     try {
       while (!(stream_->done() && replicas_->idle())) {
@@ -63,6 +65,13 @@ Engine::~Engine() {
     workspace_.abandon();
     replicas_->abandon();
   }
+  // Every communicator not aborted is finalized at once and settles within
+  // what is left of the bound.
+  std::vector<ncclComm_t> open = replicas_->release_world();
+  for (auto& c : comms_)
+    if (c)
+      if (const ncclComm_t comm = c->release()) open.push_back(comm);
+  close_all(open, bound);
   replicas_.reset();
   for (auto& c : comms_) c.reset();
 }

@@ -39,8 +39,10 @@ class Engine {
   // `rows`: the GPU control plane's table (for the replica decisions).
   // Makes a stream on `device`, leaving the caller's current device as it was.
   Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vector<topo::GpuRow> rows);
-  // Waits for outstanding work at most 10 s (else leaks the buffers it may
-  // still use), then frees everything. Never throws.
+  // Within one bound of kTeardownSeconds: waits for outstanding work (else
+  // leaks the buffers it may still use), then finalizes every NCCL
+  // communicator at once (nccl::close_all), then frees everything. Never
+  // throws.
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

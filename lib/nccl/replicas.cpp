@@ -143,12 +143,16 @@ void ReplicaSet::abandon() {
     if (s) s->packed.abandon(), s->descs.abandon();
 }
 
-void ReplicaSet::destroy_world() {
-  if (aborted_) return;
-  for (ncclComm_t comm : world_)
-    if (comm) close(comm);
+std::vector<ncclComm_t> ReplicaSet::release_world() {
+  std::vector<ncclComm_t> released;
+  if (!aborted_) released.swap(world_);
   world_.clear();
   world_devices_.clear();
+  return released;
+}
+
+void ReplicaSet::destroy_world() {
+  close_all(release_world(), util::Deadline(kTeardownSeconds));
 }
 
 }  // namespace strata::nccl

@@ -81,6 +81,9 @@ class ReplicaSet {
   std::string async_error() const;  // "" or the first NCCL async error text
   void abort();                    // never throws
   void abandon();                  // leak the buffers (aborted work may still use them)
+  // Hands the replica communicators to the caller (to close with others at
+  // once; none after abort).
+  std::vector<ncclComm_t> release_world();
 
  private:
   void destroy_world();

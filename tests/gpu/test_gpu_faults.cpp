@@ -23,6 +23,10 @@
 //   memory        cudaMalloc failing on rank 2 inside psgpu: rank 2 raises
 //                 BackendError (out of memory), ranks 0 and 1 DeadlineExceeded
 //                 naming rank 2
+//   teardown      NCCL finalization never ending (a peer that died) as a
+//                 communicator with three NCCL communicators per process ends:
+//                 strata finalizes all three before giving up on any, so the
+//                 teardown costs its bound (10 s) once, not once each
 // Exits 77 without a CUDA device.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -46,6 +50,8 @@ constexpr double kTimeout = 2.0;
 
 using SetFaults = void (*)(const char*);
 SetFaults set_faults = nullptr;
+using History = const char* (*)();
+History nccl_history = nullptr;  // the double's record of NCCL lifecycle calls
 
 void verdict(bool ok, const std::string& what) {
   int all = ok;
@@ -254,6 +260,58 @@ void timeout_cases(int device) {
   });
 }
 
+// The lines of `text` after its first `skip` characters that name an NCCL
+// lifecycle call, reduced to the call's name.
+std::vector<std::string> lifecycle_calls(const std::string& text, std::size_t skip) {
+  std::vector<std::string> calls;
+  std::size_t at = skip;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    calls.push_back(text.substr(at, text.find(' ', at) - at));
+    at = end + 1;
+  }
+  return calls;
+}
+
+void teardown_case(int device) {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  if (!set_faults || !nccl_history || count < 2 * size) {
+    if (rank == 0) std::printf("skip: the teardown case needs the double and %d devices per process\n", 2 * size);
+    ++skipped;
+    return;
+  }
+  DeviceFloats data(1000);
+  const int second = (device + size) % count;
+  cudaSetDevice(second);
+  DeviceFloats other(1000);
+  cudaSetDevice(device);
+  std::size_t before = 0;
+  {
+    // Three NCCL communicators in this process: the whole communicator's,
+    // and the replica communicator's two (one per local replica).
+    Communicator comm(MPI_COMM_WORLD, Config{"nccl"});
+    comm.all_reduce(data.tensor(device, 1000), data.tensor(device, 1000), ReduceOp::sum, {.timeout_seconds = 30});
+    MultiWorkerAllReduce strategy(comm, 2, AllReduceSpec("nccl"));
+    const std::vector<std::pair<PerReplica, Destination>> values = {
+        {{data.tensor(device, 1000), other.tensor(second, 1000)}, Destination::all_ranks()}};
+    strategy.batch_reduce(ReduceOp::sum, values, {.timeout_seconds = 30});
+    set_faults("nccl-finalize@*#*");
+    before = std::string(nccl_history()).size();
+  }
+  set_faults("");
+  const std::vector<std::string> calls = lifecycle_calls(nccl_history(), before);
+  std::string order;
+  for (const std::string& c : calls) order += c + " ";
+  const auto finalizes = std::count(calls.begin(), calls.end(), "ncclCommFinalize");
+  const auto first_abort = std::find(calls.begin(), calls.end(), "ncclCommAbort");
+  const bool together = finalizes == 3 && std::count(calls.begin(), calls.end(), "ncclCommAbort") == 3 &&
+                        std::count(calls.begin(), first_abort, "ncclCommFinalize") == 3;
+  verdict(together, "a teardown whose NCCL finalization never ends finalizes all three communicators before it "
+                    "aborts any (one shared bound); calls: " + order);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -272,10 +330,15 @@ int main(int argc, char** argv) {
     Communicator probe(MPI_COMM_WORLD);
     device = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
   }
+  // NCCL (the double's, here) is loaded by strata's GPU plugin, privately:
+  // found once the first Communicator has loaded it.
+  if (void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD))
+    nccl_history = reinterpret_cast<History>(dlsym(nccl, "strata_double_nccl_history"));
   cudaSetDevice(device);
   mismatch_cases(device);
   setup_cases(device);
   timeout_cases(device);
+  teardown_case(device);
   if (rank == 0) std::printf("%s (%d fault case(s) skipped)\n", failures ? "FAILED" : "OK", skipped);
   MPI_Finalize();
   return failures ? 1 : 0;

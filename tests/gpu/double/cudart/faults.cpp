@@ -17,13 +17,13 @@ namespace {
 struct Planned {
   Fault kind;
   int rank;  // -1: every rank
-  long nth;
+  long nth;  // 0: every call
   double seconds;
 };
 
-constexpr int kKinds = 8;
-constexpr const char* kNames[kKinds] = {"malloc",    "host-alloc", "set-device", "grouped-set-device",
-                                        "nccl-init", "nccl-stall", "nccl-hang",  "nccl-error"};
+constexpr int kKinds = 9;
+constexpr const char* kNames[kKinds] = {"malloc",     "host-alloc", "set-device", "grouped-set-device", "nccl-init",
+                                        "nccl-stall", "nccl-hang",  "nccl-error", "nccl-finalize"};
 
 std::atomic<int (*)()> group_probe{nullptr};
 
@@ -55,8 +55,9 @@ std::vector<Planned> parse(std::string_view text) {
       rest.resize(colon);
     }
     if (const std::size_t hash = rest.find('#'); hash != std::string::npos) {
-      p.nth = std::atol(rest.c_str() + hash + 1);
-      if (p.nth < 1) bad(item, "nth counts from 1");
+      p.nth = rest.compare(hash + 1, std::string::npos, "*") == 0 ? 0 : std::atol(rest.c_str() + hash + 1);
+      if (p.nth < 0 || (p.nth == 0 && rest.compare(hash + 1, std::string::npos, "*") != 0))
+        bad(item, "nth counts from 1 (or * for every call)");
       rest.resize(hash);
     }
     if (rest != "*") {
@@ -87,7 +88,7 @@ bool fault_now(Fault kind, double* seconds) {
   std::lock_guard lock(p.mutex);
   const long n = ++p.calls[int(kind)];
   for (const Planned& f : p.list)
-    if (f.kind == kind && (f.rank < 0 || f.rank == settings().world_rank) && f.nth == n) {
+    if (f.kind == kind && (f.rank < 0 || f.rank == settings().world_rank) && (f.nth == 0 || f.nth == n)) {
       if (seconds) *seconds = f.seconds;
       trace(fmt::format("injecting fault {} (call {} of its kind)", kNames[int(kind)], n));
       return true;

@@ -2,7 +2,8 @@
 // timeouts, blame, broken communicators) run on CUDA tensors too.
 // STRATA_FAKE_FAULTS is a comma-separated list of kind@rank[#nth][:seconds]:
 //   rank     the launcher's rank it applies to (Settings::world_rank), or * for all
-//   nth      which call of that kind in that process fails (1-based, default 1)
+//   nth      which call of that kind in that process fails (1-based, default
+//            1), or * for every one
 //   seconds  for nccl-stall: how long the call is held (default 30)
 // Kinds:
 //   malloc      cudaMalloc fails with cudaErrorMemoryAllocation
@@ -18,6 +19,9 @@
 //               communicator is aborted: a device-side hang
 //   nccl-error  an NCCL operation ends with an asynchronous ncclSystemError and
 //               writes nothing (ncclCommGetAsyncError reports it)
+//   nccl-finalize
+//               ncclCommFinalize never completes (as with a peer that died): the
+//               communicator stays in progress until it is aborted
 // A test may also arm faults while it runs, so that they hit the call it
 // means (counts start again from there): strata_double_set_faults(spec),
 // looked up with dlsym (absent from a real CUDA runtime), replaces the list.
@@ -25,7 +29,17 @@
 
 namespace gpu_double {
 
-enum class Fault { malloc, host_alloc, set_device, grouped_set_device, nccl_init, nccl_stall, nccl_hang, nccl_error };
+enum class Fault {
+  malloc,
+  host_alloc,
+  set_device,
+  grouped_set_device,
+  nccl_init,
+  nccl_stall,
+  nccl_hang,
+  nccl_error,
+  nccl_finalize
+};
 
 // Counts one call of `kind` in this process; true when this is the call a
 // fault names. `seconds` receives the fault's duration (nccl-stall).

@@ -204,9 +204,11 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t handle, ncclResult_t* state) {
 ncclResult_t ncclCommFinalize(ncclComm_t handle) {
   ncclComm* comm = usable("ncclCommFinalize", handle);
   if (!comm) return ncclInvalidUsage;
+  record_lifecycle("ncclCommFinalize", comm);
   comm->life = ncclComm::Life::finalizing;
+  comm->finalize_hangs = fault_now(Fault::nccl_finalize);
   if (comm->blocking) {
-    wait_until([&] { return comm->running.load() == 0; }, "ncclCommFinalize",
+    wait_until([&] { return comm->running.load() == 0 && !comm->finalize_hangs; }, "ncclCommFinalize",
                [&] { return comm->label + " to finish its operations"; });
     comm->life = ncclComm::Life::finalized;
     return ncclSuccess;
@@ -221,6 +223,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t handle) {
   if (comm->held)
     violation("ncclCommDestroy", fmt::format("{} is destroyed while work of an ncclInProgress return is still held",
                                              comm->label));
+  record_lifecycle("ncclCommDestroy", comm);
   drop_held(comm);
   wait_until([&] { return comm->running.load() == 0; }, "ncclCommDestroy",
              [&] { return comm->label + " to finish its operations"; });
@@ -232,6 +235,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t handle) {
 ncclResult_t ncclCommAbort(ncclComm_t handle) {
   ncclComm* comm = comm_of("ncclCommAbort", handle);
   if (!comm) return ncclInvalidArgument;
+  record_lifecycle("ncclCommAbort", comm);
   comm->aborted = true;
   comm->life = ncclComm::Life::aborted;
   drop_held(comm);

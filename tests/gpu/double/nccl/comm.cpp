@@ -73,7 +73,34 @@ std::string claim_rank(const ncclUniqueId& id, int rank, long group) {
   return "";
 }
 
+namespace {
+struct History {
+  std::mutex mutex;
+  std::string text;
+};
+History& history() {
+  static History& h = *new History;
+  return h;
+}
+}  // namespace
+
+void record_lifecycle(const char* call, const ncclComm* comm) {
+  History& h = history();
+  std::lock_guard lock(h.mutex);
+  h.text += fmt::format("{} {}\n", call, comm->label);
+}
+
 void set_last_error_text(const std::string& text) { last_text = text; }
 const char* last_error_text() { return last_text.c_str(); }
 
 }  // namespace gpu_double::nccl
+
+// What a test reads: every lifecycle call so far, one per line.
+extern "C" const char* strata_double_nccl_history() {
+  using namespace gpu_double::nccl;
+  static thread_local std::string copy;
+  History& h = history();
+  std::lock_guard lock(h.mutex);
+  copy = h.text;
+  return copy.c_str();
+}

@@ -34,6 +34,7 @@ struct ncclComm {
   bool init_held = false;   // its initialisation waits in an open group of the calling thread
   long init_group = 0;      // the group its initialisation belongs to (0: none)
   bool init_fails = false;  // an nccl-init fault: it never joins
+  bool finalize_hangs = false;  // an nccl-finalize fault: its finalization never ends
 
   std::uint64_t collectives = 0;  // issued, in call order
   std::uint64_t steps = 0;        // collective steps assigned so far
@@ -57,6 +58,11 @@ void set_error(ncclComm* comm, ncclResult_t error);
 // process initialises several ranks of a communicator only inside one group.
 // Returns "" or the violation text.
 std::string claim_rank(const ncclUniqueId& id, int rank, long group);
+
+// The lifecycle calls of this process's communicators, in order
+// (finalize, destroy, abort: "ncclCommFinalize <label>" lines), for tests
+// that check how strata tears down (strata_double_nccl_history).
+void record_lifecycle(const char* call, const ncclComm* comm);
 
 // The thread's last NCCL error text (ncclGetLastError).
 void set_last_error_text(const std::string& text);

@@ -256,7 +256,7 @@ ncclResult_t state_of(const char* call, ncclComm* comm) {
     }
   }
   if (state == ncclSuccess && comm->life == ncclComm::Life::finalizing) {
-    if (comm->running.load() == 0) comm->life = ncclComm::Life::finalized;
+    if (comm->running.load() == 0 && !comm->finalize_hangs) comm->life = ncclComm::Life::finalized;
     else state = ncclInProgress;
   }
   if (state != ncclInProgress) comm->settle_pending = false;
