@@ -261,7 +261,10 @@ def assemble(build, out):
     tests = []
     for t in wanted_tests(introspect(build, "--tests")):
         workdir = t.get("workdir") or build
-        env = {k: v for k, v in t["env"].items() if k != "LD_LIBRARY_PATH"}
+        # On the GPU machine the tests run on its CUDA and NCCL, not on the
+        # test double the build's tests are registered with (its library
+        # path and STRATA_FAKE_* settings stay behind).
+        env = {k: v for k, v in t["env"].items() if k != "LD_LIBRARY_PATH" and not k.startswith("STRATA_FAKE_")}
         tests.append({"name": t["name"], "suites": t["suites"], "timeout": t["timeout"],
                       "cmd": rewrite_command(t["cmd"], build, workdir, outputs, bundle, mpirun),
                       "env": env})

@@ -69,9 +69,9 @@ TEST_ORDER = [
     ("tests", r"^strata-gpu-kernels$"),
     ("tests", r"^test_gpu_collectives-np1\b"),
     ("tests", r"^test_gpu_stream-np1\b"),
-    ("tests", r"^test_gpu_collectives-np2-rpn1$"),
+    ("tests", r"^test_gpu_collectives-np2-rpn1-"),
     ("tests", r"^test_gpu_batch-np1\b"),
-    ("tests", r"^test_gpu_batch-np2-rpn1$"),
+    ("tests", r"^test_gpu_batch-np2-rpn1-"),
     ("tests", r"cuda"),
     ("more", r"^test_gpu_collectives-"),  # flat NCCL at 3 and 4 ranks (rpn1), hierarchical (rpn2)
     ("more", r"."),

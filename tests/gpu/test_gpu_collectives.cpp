@@ -182,6 +182,26 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
         }
 }
 
+// f16 mean is sum, then divide, in f16 (docs/GPU.md, "Mean"): a sum past
+// 65504 is +inf although the mean would fit, on the GPU as on the host. The
+// documented behaviour, checked against the host reference.
+void f16_mean_overflow_case(Communicator& comm, const std::string& spec, int device) {
+  if (size < 2) return;
+  const std::size_t count = 64, bytes = count * 2;
+  const std::uint16_t big = util::f32_to_f16(40000.0f);
+  std::vector<std::uint16_t> input(count, big), want(count, big);
+  for (int q = 1; q < size; ++q) host::reduce_into(want.data(), want.data(), input.data(), count, DataType::f16, ReduceOp::sum);
+  host::divide_by(want.data(), count, DataType::f16, std::size_t(size));
+  Device d(bytes);
+  cudaMemcpy(d.p, input.data(), bytes, cudaMemcpyHostToDevice);
+  const Tensor t{d.p, count, DataType::f16, Memory::cuda, device};
+  const std::string label = spec + " f16 mean whose sum overflows";
+  if (!run_or_skip(label, [&] { comm.all_reduce(t, t, ReduceOp::mean, {.timeout_seconds = 120}); })) return;
+  std::vector<std::uint16_t> got(count);
+  cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
+  verdict(got == want && want[0] == 0x7c00, label + ": +inf, as on the host");
+}
+
 // A message of several host-staging chunks (4 MiB each, a ring of four
 // pinned buffers): the ring wraps around and the last chunk is partial.
 void large_case(Communicator& comm, const std::string& spec, int device) {
@@ -265,6 +285,7 @@ int main(int argc, char** argv) {
     const int before = skipped;
     all_reduce_cases(comm, spec, device);
     if (!core || std::string(spec).find("xring") != std::string::npos) large_case(comm, spec, device);
+    f16_mean_overflow_case(comm, spec, device);
     rooted_cases(comm, spec, device);
     if (std::string(spec) == "auto")
       verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
