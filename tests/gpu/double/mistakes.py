@@ -3,7 +3,7 @@
 built with one seeded mistake at a time, and the GPU test meant to catch it
 must fail with a message that points at the mistake.
 
-    mistakes.py BUILD SOURCE [--only NAME] [--list] [--jobs N]
+    mistakes.py BUILD SOURCE [--only NAME] [--list] [--jobs N] [--show-output]
 
 For each mistake the one source file it changes is compiled again with the
 build's own compile command (compile_commands.json), the change applied to
@@ -22,7 +22,6 @@ when a build step fails. Exit 0 only when every mistake was caught.
 """
 import argparse
 import concurrent.futures
-import dataclasses
 import json
 import os
 import re
@@ -32,20 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-
-@dataclasses.dataclass
-class Mistake:
-    name: str       # short, for the report
-    what: str       # the classic error it stands for
-    file: str       # source file, relative to the repository
-    find: str       # text that must occur exactly once in it
-    replace: str    # what it becomes
-    test: str       # the meson test that must fail
-    expect: str     # a regular expression its output must match
-
-
-MISTAKES = []  # filled in below, next to the code they break (mistakes_table.py)
 
 
 def run(cmd, cwd=None, env=None, timeout=None):
@@ -91,7 +76,7 @@ def soname(path):
     return os.path.basename(path)
 
 
-def catch(build, mistake, scratch_root):
+def catch(build, mistake, scratch_root, show_output=False):
     """Returns (caught, report lines)."""
     started = time.time()
     scratch = tempfile.mkdtemp(prefix=f"{mistake.name}-", dir=scratch_root)
@@ -149,6 +134,8 @@ def catch(build, mistake, scratch_root):
     if not caught:
         lines.append(f"    expected a failure whose output matches /{mistake.expect}/; the output ends:")
         lines += ["    " + l for l in output.strip().splitlines()[-15:]]
+    if show_output:
+        lines += ["    | " + l for l in output.strip().splitlines()]
     shutil.rmtree(scratch, ignore_errors=True)
     return caught, lines
 
@@ -160,6 +147,7 @@ def main(argv):
     parser.add_argument("--only", help="run the mistakes whose name matches this regular expression")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--show-output", action="store_true", help="print each test's whole output")
     args = parser.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
     from mistakes_table import MISTAKES as table
@@ -172,7 +160,7 @@ def main(argv):
     scratch_root = tempfile.mkdtemp(prefix="strata-mistakes-")
     caught_all = True
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for caught, lines in pool.map(lambda m: catch(build, m, scratch_root), chosen):
+        for caught, lines in pool.map(lambda m: catch(build, m, scratch_root, args.show_output), chosen):
             caught_all = caught_all and caught
             print("\n".join(lines), flush=True)
     shutil.rmtree(scratch_root, ignore_errors=True)

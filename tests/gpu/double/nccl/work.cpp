@@ -78,8 +78,8 @@ class Collective final : public Work {
     if (k_ == 0)
       for (int q = 0; q < n; ++q)
         if (!(c.slot(q).descriptor == d_)) {
-          c.fail(fmt::format("the ranks' NCCL calls diverge on {}: rank {} calls {}, rank {} calls {}", comm_->label, me,
-                             describe(d_), q, describe(c.slot(q).descriptor)));
+          c.fail(fmt::format("the ranks' NCCL calls diverge on communicator {}: rank {} calls {}, rank {} calls {}",
+                             c.name(), me, describe(d_), q, describe(c.slot(q).descriptor)));
           return true;
         }
     collect(c);
@@ -233,9 +233,9 @@ class Receive final : public Work {
       moved = sizeof h;
       header_read_ = true;
       if (h.magic != kMessageMagic || h.count != count_ || h.dtype != dtype_ || h.number != number_) {
-        c.fail(fmt::format("the ranks' NCCL calls diverge on {}: rank {} calls ncclSend #{}(count {}, datatype {}) to "
-                           "rank {}, which calls ncclRecv #{}(count {}, datatype {}) from it",
-                           comm_->label, peer_, h.number, h.count, h.dtype, comm_->rank, number_, count_, int(dtype_)));
+        c.fail(fmt::format("the ranks' NCCL calls diverge on communicator {}: rank {} calls ncclSend #{}(count {}, "
+                           "datatype {}) to rank {}, which calls ncclRecv #{}(count {}, datatype {}) from it",
+                           c.name(), peer_, h.number, h.count, h.dtype, comm_->rank, number_, count_, int(dtype_)));
         return true;
       }
     }

@@ -1,0 +1,110 @@
+"""The seeded mistakes of tests/gpu/double/mistakes.py: the classic errors
+of CUDA and NCCL code, each planted in strata's own GPU code as one small
+change, with the GPU test that must fail on it and a pattern of the message
+that points at it (the double's violation, or the test's failure line).
+When the code moves on, a change that no longer applies fails the check:
+update its `find` text here."""
+import dataclasses
+
+
+@dataclasses.dataclass
+class Mistake:
+    name: str       # short, for the report
+    what: str       # the classic error it stands for
+    file: str       # source file, relative to the repository
+    find: str       # text that must occur exactly once in it
+    replace: str    # what it becomes
+    test: str       # the meson test that must fail
+    expect: str     # a regular expression the test's output must match
+
+
+MISTAKES = [
+    Mistake(
+        name="no-wait-on-producer",
+        what="a missing stream wait on the producer (the legacy default stream)",
+        file="lib/nccl/engine.cpp",
+        find="""      produced.record(cudaStreamLegacy);
+    }
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));""",
+        replace="""      produced.record(cudaStreamLegacy);
+    }""",
+        test="test_gpu_stream-np1-gpus2",
+        expect=r"FAIL on rank 0: all_reduce waits for the legacy default stream by default",
+    ),
+    Mistake(
+        name="staging-freed-while-queued",
+        what="a staging buffer freed while its copy is queued (a fresh pinned buffer each time one is asked for)",
+        file="lib/nccl/engine.cpp",
+        find="""  return staging_[index]->get(bytes, retired_);""",
+        replace="""  staging_[index] = std::make_unique<cuda::PinnedBuffer>();
+  return staging_[index]->get(bytes, retired_);""",
+        test="test_gpu_collectives-np1-gpus1",
+        expect=r"VIOLATION in cudaFreeHost: pinned host allocation .* is still used by '[^']*cudaMemcpyAsync",
+    ),
+    Mistake(
+        name="multi-device-init-outside-group",
+        what="a multi-device NCCL init outside ncclGroupStart/End (two replica ranks in one process)",
+        file="lib/nccl/comm.cpp",
+        find="""  const bool grouped = count > 1;""",
+        replace="""  const bool grouped = false;""",
+        test="test_gpu_batch-np1-gpus2",
+        expect=r"VIOLATION in ncclCommInitRankConfig: this process initialises ranks 0 and 1 of one communicator "
+               r"in separate calls outside a group",
+    ),
+    Mistake(
+        name="group-end-skipped-on-error",
+        what="an ncclGroupEnd skipped on an error path (cudaSetDevice failing inside the group)",
+        file="lib/nccl/comm.cpp",
+        find="""      cudaGetLastError();
+      break;
+    }
+    const ncclResult_t rc = ncclCommInitRankConfig(""",
+        replace="""      cudaGetLastError();
+      return failure;
+    }
+    const ncclResult_t rc = ncclCommInitRankConfig(""",
+        test="test_gpu_faults-np3-gpus6",
+        expect=r"ncclGroupStart (of this thread )?whose ncclGroupEnd (has not come|never came)",
+    ),
+    Mistake(
+        name="wrong-device-at-launch",
+        what="the wrong device current at a kernel launch (packing a replica on another GPU)",
+        file="lib/nccl/packer.cpp",
+        find="""    cuda::DeviceGuard on(devices[r]);
+    const std::vector<cuda::PackDesc>& host = layouts[r];""",
+        replace="""    const std::vector<cuda::PackDesc>& host = layouts[r];""",
+        test="test_gpu_batch-np1-gpus2",
+        expect=r"VIOLATION in kernel launch: .*pack_kernel.* launched on .* while device \d is current",
+    ),
+    Mistake(
+        name="reduce-scatter-counts-differ",
+        what="a reduce-scatter whose counts differ across ranks (each rank's own even slice as the block)",
+        file="lib/gpu/nccl.cpp",
+        find="""    // recvbuff == sendbuff + rank * block). The tail goes to the last owner.
+    const std::size_t block = job.count / std::size_t(owners), prefix = block * std::size_t(owners);""",
+        replace="""    // recvbuff == sendbuff + rank * block). The tail goes to the last owner.
+    const std::size_t block = util::even_slice(job.count, std::size_t(owners), std::size_t(comm_.rank)).count,
+                      prefix = block * std::size_t(owners);""",
+        test="test_gpu_collectives-np4-rpn2-gpus2",
+        expect=r"(calls diverge on .*ncclReduceScatter|ncclReduceScatter: sendbuff = .* needs \d+ bytes)",
+    ),
+    Mistake(
+        name="root-differs",
+        what="a rooted NCCL call whose root differs across ranks (the reduce-scatter's tail sent to each rank itself)",
+        file="lib/gpu/nccl.cpp",
+        find="""                     job.op, owners - 1});""",
+        replace="""                     job.op, comm_.rank});""",
+        test="test_gpu_collectives-np4-rpn2-gpus2",
+        expect=r"the ranks' NCCL calls diverge on .*: rank \d calls collective #\d+ ncclReduce\(.*root \d\), rank \d "
+               r"calls collective #\d+ ncclReduce\(.*root \d\)",
+    ),
+    Mistake(
+        name="host-read-before-sync",
+        what="the host reading a device-to-host copy's buffer before synchronising (psgpu's staged input)",
+        file="lib/gpu/psgpu.cpp",
+        find="""  backend.wait();  // staged is complete""",
+        replace="""""",
+        test="test_gpu_collectives-np2-gpus2",
+        expect=r"FAIL on rank \d: psgpu .* differs from the host reference",
+    ),
+]
