@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "comm.hpp"
@@ -136,6 +137,22 @@ ncclResult_t collective(const char* call, CollKind kind, const void* send, void*
     if (!placement(call, comm, send, send_bytes, recv, recv_bytes, in_place)) return ncclInvalidArgument;
   }
   return enqueue(call, comm, stream, gpu_double::nccl::collective(comm, kind, send, recv, count, dtype, op, root));
+}
+
+// ncclSend (call "ncclSend") or ncclRecv of `count` elements at `buffer`.
+ncclResult_t point_to_point(const char* call, void* buffer, std::size_t count, ncclDataType_t dtype, int peer,
+                            ncclComm_t handle, cudaStream_t stream) {
+  const bool sending = std::string_view(call) == "ncclSend";
+  ncclComm* comm = usable(call, handle);
+  if (!comm) return ncclInvalidUsage;
+  if (peer < 0 || peer >= comm->nranks)
+    return misuse(call, ncclInvalidArgument, fmt::format("peer {} of {}", peer, comm->label));
+  if (nccl_element_bytes(dtype) == 0) return misuse(call, ncclInvalidArgument, "datatype not simulated");
+  if (!device_buffer(call, sending ? "sendbuff" : "recvbuff", comm, buffer, count * nccl_element_bytes(dtype)))
+    return ncclInvalidArgument;
+  return enqueue(call, comm, stream,
+                 sending ? gpu_double::nccl::send(comm, buffer, count, dtype, peer)
+                         : gpu_double::nccl::receive(comm, buffer, count, dtype, peer));
 }
 
 ncclResult_t init(const char* call, ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
@@ -303,24 +320,12 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclSend(const void* buffer, size_t count, ncclDataType_t dtype, int peer, ncclComm_t handle,
                       cudaStream_t stream) {
-  ncclComm* comm = usable("ncclSend", handle);
-  if (!comm) return ncclInvalidUsage;
-  if (peer < 0 || peer >= comm->nranks)
-    return misuse("ncclSend", ncclInvalidArgument, fmt::format("peer {} of {}", peer, comm->label));
-  if (nccl_element_bytes(dtype) == 0) return misuse("ncclSend", ncclInvalidArgument, "datatype not simulated");
-  if (!device_buffer("ncclSend", "sendbuff", comm, buffer, count * nccl_element_bytes(dtype))) return ncclInvalidArgument;
-  return enqueue("ncclSend", comm, stream, gpu_double::nccl::send(comm, buffer, count, dtype, peer));
+  return point_to_point("ncclSend", const_cast<void*>(buffer), count, dtype, peer, handle, stream);
 }
 
 ncclResult_t ncclRecv(void* buffer, size_t count, ncclDataType_t dtype, int peer, ncclComm_t handle,
                       cudaStream_t stream) {
-  ncclComm* comm = usable("ncclRecv", handle);
-  if (!comm) return ncclInvalidUsage;
-  if (peer < 0 || peer >= comm->nranks)
-    return misuse("ncclRecv", ncclInvalidArgument, fmt::format("peer {} of {}", peer, comm->label));
-  if (nccl_element_bytes(dtype) == 0) return misuse("ncclRecv", ncclInvalidArgument, "datatype not simulated");
-  if (!device_buffer("ncclRecv", "recvbuff", comm, buffer, count * nccl_element_bytes(dtype))) return ncclInvalidArgument;
-  return enqueue("ncclRecv", comm, stream, gpu_double::nccl::receive(comm, buffer, count, dtype, peer));
+  return point_to_point("ncclRecv", buffer, count, dtype, peer, handle, stream);
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {

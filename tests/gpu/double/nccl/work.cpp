@@ -152,6 +152,19 @@ struct MessageHeader {
 };
 
 // Copies into (or out of) a ring buffer of kRingBytes at byte offset `at`.
+void ring_copy(std::byte* ring, std::uint64_t at, std::byte* data, std::size_t bytes, bool into_ring);
+
+// One pass of a message's payload through a ring: moves what `space` bytes
+// allow of the `total - done` left, at byte `at` of the ring, into it (a
+// sender) or out of it (a receiver). Returns the bytes moved.
+std::size_t pass_payload(std::byte* ring, std::uint64_t at, std::byte* data, std::size_t& done, std::size_t total,
+                         std::size_t space, bool into_ring) {
+  const std::size_t take = std::min(total - done, space);
+  if (take > 0) ring_copy(ring, at, data + done, take, into_ring);
+  done += take;
+  return take;
+}
+
 void ring_copy(std::byte* ring, std::uint64_t at, std::byte* data, std::size_t bytes, bool into_ring) {
   const std::size_t first = std::min<std::size_t>(bytes, kRingBytes - at % kRingBytes);
   std::byte* position = ring + at % kRingBytes;
@@ -189,9 +202,7 @@ class Send final : public Work {
       moved = sizeof header_;
       header_sent_ = true;
     }
-    const std::size_t take = std::min<std::size_t>(bytes_ - sent_, room - moved);
-    if (take > 0) ring_copy(ring, head + moved, data_ + sent_, take, true);
-    sent_ += take, moved += take;
+    moved += pass_payload(ring, head + moved, data_, sent_, bytes_, room - moved, true);
     if (moved == 0) return false;
     r.head.store(head + moved, std::memory_order_release);
     c.ring_doorbell();
@@ -239,9 +250,7 @@ class Receive final : public Work {
         return true;
       }
     }
-    const std::size_t take = std::min<std::size_t>(bytes_ - received_, ready - moved);
-    if (take > 0) ring_copy(ring, tail + moved, data_ + received_, take, false);
-    received_ += take, moved += take;
+    moved += pass_payload(ring, tail + moved, data_, received_, bytes_, ready - moved, false);
     if (moved == 0) return false;
     r.tail.store(tail + moved, std::memory_order_release);
     c.ring_doorbell();
