@@ -17,6 +17,10 @@
 namespace strata::exec {
 namespace {
 
+// The workspace slot of the hierarchical driver's own buffer; algorithms
+// use slots below it (spec.cpp bounds shards, hence xring's slots, at 64).
+constexpr std::size_t kDriverSlot = 96;
+
 void run_flat(Collective collective, plan::Level& level, const plan::Job& job) {
   switch (collective) {
     case Collective::all_reduce: level.all_reduce(job); return;
@@ -79,7 +83,8 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
               const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
   const host::Algorithm& algorithm = *entry_of(*choice.algorithm).host;
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
-  const bool check_rides_along = segment && choice.shape == plan::Shape::flat && collective == Collective::all_reduce;
+  // Every collective over shared memory carries the check in its first round.
+  const bool check_rides_along = segment && choice.shape == plan::Shape::flat;
   if (check && !check_rides_along) verify_call(context, *check, deadline, info);
   const topo::NodeSplit& split = *context.split;
   if (choice.shape == plan::Shape::hierarchical) {
@@ -91,7 +96,16 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
       across.emplace(split.cross, deadline, info, *context.workspace, context.landing);
       cross.emplace(*across, *entry_of(*choice.cross).host, nullptr);
     }
-    hierarchical_all_reduce(job, split, intra, cross ? &*cross : nullptr);
+    plan::Level* across_level = cross ? &*cross : nullptr;
+    switch (collective) {
+      case Collective::all_reduce: hierarchical_all_reduce(job, split, intra, across_level); return;
+      case Collective::reduce: {
+        void* partial = context.rank == job.root ? nullptr : context.workspace->get(kDriverSlot, job.bytes());
+        hierarchical_reduce(job, split, intra, across_level, partial);
+        return;
+      }
+      case Collective::broadcast: hierarchical_broadcast(job, split, intra, across_level); return;
+    }
     return;
   }
   host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,

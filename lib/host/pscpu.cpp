@@ -18,7 +18,9 @@
 // owners all-gather (the root already has everything).
 //
 // On one node (Transport::shared_memory), all_reduce runs the same owners
-// over the node's shared-memory segment instead (shm_rounds.hpp).
+// over the node's shared-memory segment instead (shm_rounds.hpp), and
+// reduce and broadcast run shm_rooted.hpp's rounds (their shards are
+// ignored there: the shape follows the node's size).
 //
 // Contributions and results travel on different tags: between two ranks
 // that both own slices, both kinds flow in the same direction, and
@@ -29,6 +31,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/shm_rooted.hpp"
 #include "host/shm_rounds.hpp"
 #include "util/slice.hpp"
 
@@ -157,6 +160,10 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
 }
 
 void pscpu_reduce(Transport& t, const Job& job) {
+  if (ShmSegment* segment = t.shared_memory()) {
+    shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
+    return;
+  }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
   const bool owner = rank < owners, root = rank == job.root, in_place = job.in == job.out;
   const Slice mine = owner ? util::even_slice(job.count, owners, rank) : Slice{};
@@ -180,6 +187,10 @@ void pscpu_reduce(Transport& t, const Job& job) {
 }
 
 void pscpu_broadcast(Transport& t, const Job& job) {
+  if (ShmSegment* segment = t.shared_memory()) {
+    shm::broadcast(t, *segment, job.out, job.bytes(), job.root);
+    return;
+  }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
   const std::size_t eb = job.element_bytes();
   void* buffer = job.out;

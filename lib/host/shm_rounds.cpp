@@ -5,96 +5,14 @@
 #include <cstring>
 #include <vector>
 
-#include "util/deadline.hpp"
-#include "util/element.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/shm_steps.hpp"
+#include "util/element.hpp"
 #include "util/slice.hpp"
 
 namespace strata::host::shm {
+using namespace steps;
 namespace {
-
-using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
-
-// Wait until `counter` of every rank in [first, last) other than me reaches
-// `value`. Polls with backoff; only when the deadline passed does it list
-// the laggards (no allocation on the latency path). The counter is a
-// template argument so that the polling loop inlines its accessor.
-template <Counter counter>
-void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value) {
-  auto behind = [&](int r) {
-    return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
-  };
-  util::Backoff backoff;
-  for (;;) {
-    bool arrived = true;
-    for (int r = first; r < last && arrived; ++r) arrived = !behind(r);
-    if (arrived) return;
-    if (t.expired()) {
-      std::vector<int> lagging;
-      for (int r = first; r < last; ++r)
-        if (behind(r)) lagging.push_back(r);
-      t.idle(backoff, lagging);  // throws DeadlineExceeded naming them
-    }
-    backoff.pause();
-  }
-}
-
-// Step 1 of a round: my set for `round` is free once every peer consumed
-// round - 2.
-void claim_set(Transport& t, const ShmSegment& seg, std::uint64_t round) {
-  if (round > 2) wait_for<&ShmSegment::consumed>(t, seg, 0, seg.local_size(), round - 2);
-}
-
-template <Counter counter>
-void publish(const ShmSegment& seg, std::uint64_t round) {
-  (seg.*counter)(seg.local_rank()).store(round, std::memory_order_release);
-}
-
-// The call check carried by round `round`: my fingerprint goes out with my
-// `staged`, and once every rank's `staged` is seen, every rank compares
-// all of them. On a difference every rank finishes the round (so the next
-// call's rounds still line up) and raises Mismatch; no data was used.
-void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint& check) {
-  seg.fingerprint(seg.local_rank(), round) = check;
-  seg.digest(seg.local_rank(), round) = plan::digest(check);
-}
-
-[[noreturn]] void throw_difference(Transport& t, const ShmSegment& seg, std::uint64_t round) {
-  std::vector<plan::Fingerprint> all;
-  for (int r = 0; r < seg.local_size(); ++r) all.push_back(seg.fingerprint(r, round));
-  publish<&ShmSegment::consumed>(seg, round);
-  plan::throw_mismatch(t.info(), t.rank(), all);
-}
-
-void verify_check(Transport& t, const ShmSegment& seg, std::uint64_t round) {
-  // Digests first (in the lines `staged` already brought over); whole
-  // fingerprints only to describe a difference.
-  const std::uint64_t mine = seg.digest(seg.local_rank(), round);
-  for (int r = 0; r < seg.local_size(); ++r)
-    if (seg.digest(r, round) != mine) throw_difference(t, seg, round);
-}
-
-// The all-reduce carries the digest right after the data a peer reads from
-// my set, in (or next to) a line the peer reads anyway: a write into
-// `staged`'s line while a peer spins on it would cost one more transfer of
-// that line per call.
-std::size_t digest_offset(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
-
-void put_digest(std::byte* at, std::uint64_t digest) { std::memcpy(at, &digest, sizeof digest); }
-std::uint64_t get_digest(const std::byte* at) {
-  std::uint64_t digest = 0;
-  std::memcpy(&digest, at, sizeof digest);
-  return digest;
-}
-
-// Bytes per block of a segment: what set_bytes_for gave it, per rank.
-std::size_t segment_block(const ShmSegment& seg) {
-  return seg.set_bytes() / static_cast<std::size_t>(seg.local_size()) / 64 * 64;
-}
-
-// Elements per block: a block's region keeps room after the data for the
-// call check's digest.
-std::size_t elements_per_block(std::size_t block, std::size_t element) { return (block - 64) / element; }
 
 // Block `b` of slice `s`, clipped to the slice (may be empty).
 util::Slice block_of(std::size_t count, int owners, int s, std::size_t b, std::size_t per_block) {
@@ -125,11 +43,19 @@ std::size_t set_bytes_for(int local_size) {
   return std::max(kSmallBytes, block_bytes()) * static_cast<std::size_t>(local_size);
 }
 
-void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
-                    ReduceOp op, int owners) {
+namespace {
+
+// The reduce-scatter's rounds. root < 0: owner s reduces its slice into its
+// own out. root >= 0 (a reduce): only the root's slice goes straight into
+// its out; every other owner reduces its block into its own set (in the
+// block's place that no peer reads: its own) and publishes `consumed`, and
+// the root copies the block from there into its out. The root publishes
+// `consumed` only after copying, so no owner reuses that set before.
+void owner_rounds(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                  ReduceOp op, int owners, int root) {
   const int me = seg.local_rank(), n = seg.local_size();
   const std::size_t block = segment_block(seg), element = util::element_bytes(dtype);
-  const std::size_t per_block = elements_per_block(block, element);
+  const std::size_t per_block = elements_fitting(block, element);
   const auto* src = static_cast<const std::byte*>(in);
   auto* dst = static_cast<std::byte*>(out);
   const std::size_t rounds = rounds_for(count, owners, per_block);
@@ -154,25 +80,25 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
       seg.fingerprint(me, round) = *check;  // read only to describe a difference
       if (owners < n) seg.digest(me, round) = digest;
     }
-    publish<&ShmSegment::staged>(seg, round);
+    publish_staged(seg, round);
     if (check) {  // every rank sees every digest before any data is used
-      wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
+      wait_staged(t, seg, 0, n, round);
       if (me < owners) {
         const util::Slice blk = block_of(count, owners, me, b, per_block);
-        const std::size_t at = static_cast<std::size_t>(me) * block + digest_offset(blk.count * element);
-        for (int r = 0; r < n; ++r)
-          if (r != me && get_digest(seg.area(r, round) + at) != digest) throw_difference(t, seg, round);
+        verify_in_sets(t, seg, round, static_cast<std::size_t>(me) * block + digest_offset(blk.count * element),
+                       digest);
       } else {
-        verify_check(t, seg, round);  // owners < n: everyone wrote it in the control block too
+        verify_control(t, seg, round);  // owners < n: everyone wrote it in the control block too
       }
     }
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       if (blk.count > 0) {
-        wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
+        wait_staged(t, seg, 0, n, round);
         // Own input first, then the others in rank order: a fixed order per
         // slice, and in place works because the first step reads `in` once.
-        std::byte* acc = dst + blk.offset * element;
+        std::byte* acc = root < 0 || me == root ? dst + blk.offset * element
+                                                : mine + static_cast<std::size_t>(me) * block;
         const std::byte* own = src + blk.offset * element;
         bool first = true;
         for (int r = 0; r < n; ++r) {
@@ -184,8 +110,29 @@ void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, st
         if (first && acc != own) std::memcpy(acc, own, blk.count * element);  // a node of one rank
       }
     }
-    publish<&ShmSegment::consumed>(seg, round);
+    if (me == root) {
+      for (int s = 0; s < owners; ++s) {
+        const util::Slice blk = block_of(count, owners, s, b, per_block);
+        if (s == me || blk.count == 0) continue;
+        wait_consumed(t, seg, s, s + 1, round);  // its reduction of this block is done
+        std::memcpy(dst + blk.offset * element, seg.area(s, round) + static_cast<std::size_t>(s) * block,
+                    blk.count * element);
+      }
+    }
+    publish_consumed(seg, round);
   }
+}
+
+}  // namespace
+
+void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                    ReduceOp op, int owners) {
+  owner_rounds(t, seg, in, out, count, dtype, op, owners, -1);
+}
+
+void reduce_scatter_to_root(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                            DataType dtype, ReduceOp op, int root) {
+  owner_rounds(t, seg, in, out, count, dtype, op, seg.local_size(), root);
 }
 
 void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners) {
@@ -200,14 +147,14 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       std::memcpy(seg.area(me, round), data + blk.offset * element, blk.count * element);
     }
-    publish<&ShmSegment::staged>(seg, round);
-    wait_for<&ShmSegment::staged>(t, seg, 0, owners, round);
+    publish_staged(seg, round);
+    wait_staged(t, seg, 0, owners, round);
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
       const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::memcpy(data + blk.offset * element, seg.area(s, round), blk.count * element);
     }
-    publish<&ShmSegment::consumed>(seg, round);
+    publish_consumed(seg, round);
   }
 }
 
@@ -226,11 +173,9 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
     digest = plan::digest(*check);
     put_digest(mine + digest_offset(bytes), digest);
   }
-  publish<&ShmSegment::staged>(seg, round);
-  wait_for<&ShmSegment::staged>(t, seg, 0, n, round);
-  if (check)
-    for (int r = 0; r < n; ++r)
-      if (get_digest(seg.area(r, round) + digest_offset(bytes)) != digest) throw_difference(t, seg, round);
+  publish_staged(seg, round);
+  wait_staged(t, seg, 0, n, round);
+  if (check) verify_in_sets(t, seg, round, digest_offset(bytes), digest);
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
@@ -239,17 +184,17 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
     reduce_into(out, seg.area(0, round), seg.area(1, round), count, dtype, op);
     for (int r = 2; r < n; ++r) reduce_into(out, out, seg.area(r, round), count, dtype, op);
   }
-  publish<&ShmSegment::consumed>(seg, round);
+  publish_consumed(seg, round);
 }
 
 void verify(Transport& t, ShmSegment& seg, const plan::Fingerprint& check) {
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
   publish_check(seg, round, check);
-  publish<&ShmSegment::staged>(seg, round);
-  wait_for<&ShmSegment::staged>(t, seg, 0, seg.local_size(), round);
-  verify_check(t, seg, round);
-  publish<&ShmSegment::consumed>(seg, round);
+  publish_staged(seg, round);
+  wait_staged(t, seg, 0, seg.local_size(), round);
+  verify_control(t, seg, round);
+  publish_consumed(seg, round);
 }
 
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,

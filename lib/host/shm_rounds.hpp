@@ -43,6 +43,13 @@ std::size_t set_bytes_for(int local_size);
 void reduce_scatter(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                     ReduceOp op, int owners);
 
+// The same rounds with every local rank an owner, for a reduce: the root's
+// out ends with the whole reduction (each slice reduced by its owner as
+// above, the others' slices copied from their sets); `out` is ignored (may
+// be null) on the other ranks. in == out is allowed.
+void reduce_scatter_to_root(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                            DataType dtype, ReduceOp op, int root);
+
 // Copies every owner's out[slice i] into every local rank's out.
 void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners);
 

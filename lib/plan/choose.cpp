@@ -16,8 +16,10 @@ namespace {
 // node: shared-memory pscpu was fastest at every size from 8 B to 64 MiB.
 // Several nodes: shared memory inside the node, latency-bound recursive
 // halving-doubling across nodes for small messages, slice owners for medium
-// and the pipelined ring for large ones. Reduce and broadcast: a binomial
-// tree while latency dominates, the pipelined ring above.
+// and the pipelined ring for large ones. Reduce and broadcast: shared
+// memory inside the node (pscpu's rooted rounds, lib/host/shm_rooted.hpp),
+// across nodes a binomial tree while latency dominates, the pipelined ring
+// above; CUDA tensors without NCCL take the tree and ring flat.
 // CUDA memory (docs/GPU.md, "Which algorithm"): NCCL where the GPU control
 // plane allows it for the groups a plan runs over — flat on one node,
 // NCCL inside the node then NCCL across nodes on several — else psgpu
@@ -30,6 +32,8 @@ constexpr long long k64KiB = 64LL << 10, k16MiB = 16LL << 20;
 const Spec kOneNode{{{"pscpu", 1, -1}}};
 const Spec kMultiNode{{{"pscpu/rechd", 1, k64KiB}, {"pscpu/pscpu", 1, k16MiB}, {"pscpu/xring", 1, -1}}};
 const Spec kRooted{{{"tree", 1, k64KiB}, {"xring", 1, -1}}};
+const Spec kRootedOneNode{{{"pscpu", 1, -1}}};
+const Spec kRootedNodes{{{"pscpu/tree", 1, k64KiB}, {"pscpu/xring", 1, -1}}};
 const Spec kCuda{{{"nccl", 1, -1}}};
 const Spec kCudaNoNccl{{{"psgpu", 1, -1}}};
 const Spec kCudaNodes{{{"nccl/nccl", 1, -1}}};
@@ -57,16 +61,18 @@ bool runs_on(const Algorithm* algorithm, Memory memory) {
   return algorithm && (memory == Memory::cuda || algorithm->memory == Memory::host);
 }
 
-// The choice a spec entry names, before fallback. A cross level only
-// matters for all-reduce; one that cannot run on `memory` is dropped.
+// The choice a spec entry names, before fallback. A cross level counts for
+// all-reduce, and for reduce and broadcast on host memory (the hierarchical
+// driver runs those on host levels only); one that cannot run on `memory`
+// or does not serve the collective is dropped (`a` then runs flat).
 Choice from_entry(Catalogue known, const SpecEntry& entry, Collective collective, Memory memory) {
   Choice choice;
   choice.algorithm = find(known, intra_level(entry.algorithm));
   choice.shards = entry.shards;
   const std::string_view cross = cross_level(entry.algorithm);
-  if (collective == Collective::all_reduce && !cross.empty()) {
+  if ((collective == Collective::all_reduce || memory == Memory::host) && !cross.empty()) {
     const Algorithm* level = find(known, cross);
-    if (runs_on(level, memory)) choice.cross = level;
+    if (runs_on(level, memory) && serves(*level, collective)) choice.cross = level;
   }
   return choice;
 }
@@ -87,7 +93,7 @@ const Spec& default_spec(Collective collective, Memory memory, const Layout& lay
     if (layout.nccl_node) return layout.nccl_cross ? kCudaNodes : kCudaNcclInside;
     return layout.nccl_cross ? kCudaNcclAcross : kCudaNoNcclNodes;
   }
-  if (collective != Collective::all_reduce) return kRooted;
+  if (collective != Collective::all_reduce) return layout.node_count > 1 ? kRootedNodes : kRootedOneNode;
   return layout.node_count > 1 ? kMultiNode : kOneNode;
 }
 
@@ -145,7 +151,11 @@ Choice choose(Catalogue known, const Spec& spec, Collective collective, std::siz
   if (!runs_on(choice.algorithm, memory) || !serves(*choice.algorithm, collective)) {
     // The host table serves every collective, on CUDA tensors through
     // pinned copies (a GPU algorithm that does not serve a rooted call).
-    const Spec& host_defaults = default_spec(collective, Memory::host, layout.node_count);
+    // CUDA tensors never run over the node's shared memory: a rooted call
+    // takes the message-passing table there.
+    const Spec& host_defaults = memory == Memory::cuda && collective != Collective::all_reduce
+                                    ? kRooted
+                                    : default_spec(collective, Memory::host, layout.node_count);
     const Choice fallback = from_entry(known, host_defaults.select(bytes), collective, memory);
     util::log(util::LogLevel::trace, "{} of {} bytes: {} does not serve it, running {}", to_string(collective),
               bytes, choice.describe(), fallback.describe());

@@ -49,9 +49,10 @@ struct Layout {
   bool nccl_cross = true;
 };
 
-// The table "auto" stands for: host memory, one node: shared-memory pscpu;
-// several nodes: hierarchical plans; reduce and broadcast: tree then xring
-// (measurements behind them: docs/ALGORITHMS.md). CUDA memory: flat nccl on
+// The table "auto" stands for: host memory, one node: shared-memory pscpu
+// for every collective; several nodes: hierarchical plans (reduce and
+// broadcast: shared memory inside the node, tree then xring across)
+// (measurements behind them: docs/ALGORITHMS.md, docs/PERFORMANCE.md). CUDA memory: flat nccl on
 // one node and for reduce/broadcast, "nccl/nccl" on several nodes; where
 // the layout's NCCL flags forbid a level, psgpu inside the node and the
 // host tables' levels (through pinned copies) instead (docs/GPU.md).
@@ -72,8 +73,10 @@ std::string describe_map(const Spec& spec, int node_count);
 
 // Pick the algorithm for one call of `bytes` bytes on `memory`.
 // - implementation = ring forces xring; nccl forces nccl (CUDA memory only).
-// - "a/b" runs hierarchically for all-reduce on several nodes; otherwise
-//   (one node, reduce, broadcast) `a` runs flat.
+// - "a/b" runs hierarchically on several nodes: all-reduce on any memory,
+//   reduce and broadcast on host memory; otherwise (one node, rooted calls
+//   on CUDA memory, a cross level that does not serve the call) `a` runs
+//   flat.
 // - An algorithm that cannot serve the call (a CUDA-only algorithm on host
 //   memory, a reduce or broadcast it does not implement) falls back to the
 //   host default table's choice (CUDA tensors run it through pinned

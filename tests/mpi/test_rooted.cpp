@@ -1,6 +1,7 @@
 // reduce and broadcast: every forced spec (algorithms that decline a rooted
-// collective fall back to tree, which must be just as correct) x every
-// root, checked against the exact reference. reduce: the root gets the
+// collective fall back to tree, which must be just as correct), and a few
+// two-level specs (hierarchical on virtual nodes, the first level flat on
+// one node) x every root, checked against the exact reference. reduce: the root gets the
 // result, non-roots' `out` is ignored (null or left untouched); broadcast:
 // every rank ends with the root's bits.
 #include <doctest/doctest.h>
@@ -59,6 +60,13 @@ void check_reduce(Communicator& comm, const std::string& spec, int root, ReduceO
                   label << ": out-of-place reduce modified its input");
 }
 
+std::vector<std::string> rooted_specs() {
+  std::vector<std::string> specs = all_reduce_specs();
+  for (const char* two_levels : {"pscpu/xring", "xring/tree", "tree/pscpu#2"})
+    if (registered("pscpu") && registered("xring") && registered("tree")) specs.emplace_back(two_levels);
+  return only_requested(specs);
+}
+
 struct Case {
   std::vector<int> roots;
   std::vector<ReduceOp> ops;
@@ -71,7 +79,7 @@ struct Case {
 // the run time at 8 oversubscribed ranks.
 void reduce_matrix(const Case& c) {
   const int nranks = world_size(), rank = world_rank();
-  for (const std::string& spec : all_reduce_specs()) {
+  for (const std::string& spec : rooted_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     std::size_t k = 0;
     for (ReduceOp op : c.ops)
@@ -121,7 +129,7 @@ TEST_CASE("reduce: larger and empty counts, first/middle/last root") {
 TEST_CASE("broadcast: every spec x root x dtype x size; all ranks end with the root's bits") {
   const auto n = static_cast<std::size_t>(world_size());
   SameBitsLog log;
-  for (const std::string& spec : all_reduce_specs()) {
+  for (const std::string& spec : rooted_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     for (DataType dtype : kAllDtypes) {
       // Broadcast only moves bytes: every dtype at one awkward size, a few
@@ -156,7 +164,7 @@ TEST_CASE("broadcast: every spec x root x dtype x size; all ranks end with the r
 TEST_CASE("reduce and broadcast with a timeout take the polling paths and stay exact") {
   const int nranks = world_size(), rank = world_rank();
   const std::size_t count = 1021;
-  for (const std::string& spec : all_reduce_specs()) {
+  for (const std::string& spec : rooted_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     for (int root : some_roots()) {
       Buffer input(count, DataType::f32), expected(count, DataType::f32), out(count, DataType::f32);

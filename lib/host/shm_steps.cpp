@@ -1,0 +1,31 @@
+#include "host/shm_steps.hpp"
+
+namespace strata::host::shm::steps {
+
+void throw_difference(Transport& t, const ShmSegment& seg, std::uint64_t round) {
+  std::vector<plan::Fingerprint> all;
+  for (int r = 0; r < seg.local_size(); ++r) all.push_back(seg.fingerprint(r, round));
+  publish_consumed(seg, round);
+  plan::throw_mismatch(t.info(), t.rank(), all);
+}
+
+void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint& check) {
+  seg.fingerprint(seg.local_rank(), round) = check;
+  seg.digest(seg.local_rank(), round) = plan::digest(check);
+}
+
+void verify_control(Transport& t, const ShmSegment& seg, std::uint64_t round) {
+  // Digests first (in the lines `staged` already brought over); whole
+  // fingerprints only to describe a difference.
+  const std::uint64_t mine = seg.digest(seg.local_rank(), round);
+  for (int r = 0; r < seg.local_size(); ++r)
+    if (seg.digest(r, round) != mine) throw_difference(t, seg, round);
+}
+
+void verify_in_sets(Transport& t, const ShmSegment& seg, std::uint64_t round, std::size_t at,
+                    std::uint64_t digest) {
+  for (int r = 0; r < seg.local_size(); ++r)
+    if (r != seg.local_rank() && get_digest(seg.area(r, round) + at) != digest) throw_difference(t, seg, round);
+}
+
+}  // namespace strata::host::shm::steps

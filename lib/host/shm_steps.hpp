@@ -1,0 +1,102 @@
+// The steps every shared-memory round is built from (shm_rounds.hpp has the
+// protocol): claiming my set, publishing a counter, waiting for peers'
+// counters against the call's deadline, and the call check that rides in a
+// call's first round. Internal to lib/host/shm_*.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "host/shm_segment.hpp"
+#include "host/transport.hpp"
+#include "plan/fingerprint.hpp"
+#include "util/deadline.hpp"
+
+namespace strata::host::shm::steps {
+
+using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
+
+// Wait until `counter` of every rank in [first, last) other than me reaches
+// `value`. Polls with backoff; only when the deadline passed does it list
+// the laggards (no allocation on the latency path). The counter is a
+// template argument so that the polling loop inlines its accessor.
+template <Counter counter>
+void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value) {
+  auto behind = [&](int r) {
+    return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
+  };
+  util::Backoff backoff;
+  for (;;) {
+    bool arrived = true;
+    for (int r = first; r < last && arrived; ++r) arrived = !behind(r);
+    if (arrived) return;
+    if (t.expired()) {
+      std::vector<int> lagging;
+      for (int r = first; r < last; ++r)
+        if (behind(r)) lagging.push_back(r);
+      t.idle(backoff, lagging);  // throws DeadlineExceeded naming them
+    }
+    backoff.pause();
+  }
+}
+
+inline void wait_staged(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round) {
+  wait_for<&ShmSegment::staged>(t, seg, first, last, round);
+}
+inline void wait_consumed(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round) {
+  wait_for<&ShmSegment::consumed>(t, seg, first, last, round);
+}
+
+// Step 1 of a round: my set for `round` is free once every peer consumed
+// round - 2.
+inline void claim_set(Transport& t, const ShmSegment& seg, std::uint64_t round) {
+  if (round > 2) wait_consumed(t, seg, 0, seg.local_size(), round - 2);
+}
+
+inline void publish_staged(const ShmSegment& seg, std::uint64_t round) {
+  seg.staged(seg.local_rank()).store(round, std::memory_order_release);
+}
+inline void publish_consumed(const ShmSegment& seg, std::uint64_t round) {
+  seg.consumed(seg.local_rank()).store(round, std::memory_order_release);
+}
+
+// A call's digest travels right after the data a peer reads from my set,
+// in (or next to) a line the peer reads anyway: a write into `staged`'s
+// line while a peer spins on it would cost one more transfer of that line
+// per call.
+inline std::size_t digest_offset(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
+inline void put_digest(std::byte* at, std::uint64_t digest) { std::memcpy(at, &digest, sizeof digest); }
+inline std::uint64_t get_digest(const std::byte* at) {
+  std::uint64_t digest = 0;
+  std::memcpy(&digest, at, sizeof digest);
+  return digest;
+}
+
+// Every rank finishes round `round` (so the next call's rounds still line
+// up) and raises Mismatch describing the fingerprints published with it.
+[[noreturn]] void throw_difference(Transport& t, const ShmSegment& seg, std::uint64_t round);
+
+// The check carried in the control block: my fingerprint and its digest
+// (in `staged`'s line) go out with my `staged`; once every rank's `staged`
+// is seen, verify_control compares the digests (throw_difference on a
+// difference).
+void publish_check(const ShmSegment& seg, std::uint64_t round, const plan::Fingerprint& check);
+void verify_control(Transport& t, const ShmSegment& seg, std::uint64_t round);
+
+// The check carried next to the data: every rank put `digest` at the same
+// offset `at` of its own set; compare them all (after every `staged`).
+void verify_in_sets(Transport& t, const ShmSegment& seg, std::uint64_t round, std::size_t at,
+                    std::uint64_t digest);
+
+// Bytes per block of a segment: its set divided among the local ranks.
+inline std::size_t segment_block(const ShmSegment& seg) {
+  return seg.set_bytes() / static_cast<std::size_t>(seg.local_size()) / 64 * 64;
+}
+
+// Elements per region of `bytes` bytes: keeps room after the data for the
+// call check's digest.
+inline std::size_t elements_fitting(std::size_t bytes, std::size_t element) { return (bytes - 64) / element; }
+
+}  // namespace strata::host::shm::steps
