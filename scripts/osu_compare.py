@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Side by side: OSU micro-benchmarks, plain MPI against the strata interposer.
+
+  scripts/osu_compare.py build SRC DIR
+      Compiles osu_allreduce, osu_reduce and osu_bcast from an unmodified OSU
+      7.4 tree SRC (c/mpi/collective/blocking/ and c/util/) with mpicc into
+      DIR. OSU is never part of this repository: fetch it yourself (public
+      mirror sherrywong1220/osu-micro-benchmarks-7.4, commit bed60f5).
+
+  scripts/osu_compare.py run DIR [options]
+      Runs each benchmark plain and with LD_PRELOAD=libstrata_mpi.so,
+      alternating, --runs times each, and prints per message size the median
+      latency of each and the speedup (plain / preloaded: above 1 strata is
+      faster). With --validate every run adds OSU's -c and fails unless every
+      size says Pass.
+
+Options of `run`:
+  --np N              ranks (default 2)
+  --mpirun-args ARGS  extra mpirun arguments, e.g. "--bind-to none" or
+                      "--oversubscribe" (default: none, Open MPI's binding)
+  --runs N            alternating runs of each side (default 3)
+  --bench LIST        comma-separated: allreduce,reduce,bcast (default all)
+  --max-size BYTES    largest message (default 4194304)
+  --preload PATH      the interposer (default build/lib/interpose/libstrata_mpi.so)
+  --validate          add OSU's -c to every run and require Pass
+  --markdown          print the tables as Markdown
+
+The float type (-T mpi_float) is used for allreduce and reduce (OSU's default
+MPI_CHAR sums overflow its own validation); bcast moves bytes.
+Exit status: 0, or 1 when a run failed or a validation did not pass.
+"""
+import argparse
+import os
+import pathlib
+import shlex
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BENCHMARKS = ("allreduce", "reduce", "bcast")
+UTIL_SOURCES = ("osu_util.c", "osu_util_mpi.c", "osu_util_validation.c", "osu_util_graph.c", "osu_util_papi.c")
+
+
+def build(src: pathlib.Path, into: pathlib.Path) -> int:
+    blocking = src / "c" / "mpi" / "collective" / "blocking"
+    util = src / "c" / "util"
+    if not (blocking / "osu_allreduce.c").is_file() or not (util / "osu_util.c").is_file():
+        print(f"osu_compare: {src} is not an OSU 7.4 source tree (no c/mpi/collective/blocking/osu_allreduce.c)",
+              file=sys.stderr)
+        return 1
+    into.mkdir(parents=True, exist_ok=True)
+    for name in BENCHMARKS:
+        command = ["mpicc", "-O2", "-I", str(util), "-DFIELD_WIDTH=18", "-DFLOAT_PRECISION=2",
+                   str(blocking / f"osu_{name}.c"), *[str(util / u) for u in UTIL_SOURCES], "-lm",
+                   "-o", str(into / f"osu_{name}")]
+        done = subprocess.run(command, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            print(done.stderr, file=sys.stderr)
+            print(f"osu_compare: building osu_{name} failed: {shlex.join(command)}", file=sys.stderr)
+            return 1
+        print(f"built {into / f'osu_{name}'}")
+    return 0
+
+
+def parse(output: str, validate: bool) -> dict[int, float]:
+    """Size -> average latency (us) from OSU's table; raises on a failed validation."""
+    latencies = {}
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) < 2 or not fields[0].isdigit():
+            continue
+        if validate and (len(fields) < 3 or fields[2] != "Pass"):
+            raise RuntimeError(f"validation did not pass: {line.strip()}")
+        latencies[int(fields[0])] = float(fields[1])
+    if not latencies:
+        raise RuntimeError("no latency table in the output")
+    return latencies
+
+
+def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None) -> dict[int, float]:
+    name = binary.name.removeprefix("osu_")
+    osu_args = ["-m", f"1:{args.max_size}"]
+    if name != "bcast":
+        osu_args += ["-T", "mpi_float"]
+    if args.validate:
+        osu_args += ["-c"]
+    command = ["mpirun", "-np", str(args.np), *shlex.split(args.mpirun_args)]
+    if preload:
+        command += ["-x", f"LD_PRELOAD={preload}"]
+    command += [str(binary), *osu_args]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.pop("LD_PRELOAD", None)
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"`{shlex.join(command)}` exited with {done.returncode}:\n{done.stdout[-2000:]}")
+    return parse(done.stdout, args.validate)
+
+
+def size_label(size: int) -> str:
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def run(args: argparse.Namespace) -> int:
+    directory = pathlib.Path(args.dir)
+    preload = str(pathlib.Path(args.preload).resolve())
+    if not pathlib.Path(preload).is_file():
+        print(f"osu_compare: no interposer at {preload}: build strata first (scripts/test.sh or meson compile)",
+              file=sys.stderr)
+        return 1
+    status = 0
+    print(f"# mpirun -np {args.np} {args.mpirun_args}; median of {args.runs} alternating runs; "
+          f"speedup = plain / strata{'; validated (-c)' if args.validate else ''}")
+    for name in args.bench.split(","):
+        binary = directory / f"osu_{name}"
+        if not binary.is_file():
+            print(f"osu_compare: {binary} not found (scripts/osu_compare.py build SRC {directory})", file=sys.stderr)
+            return 1
+        plain, strata = [], []
+        try:
+            for _ in range(args.runs):
+                plain.append(run_once(binary, args, None))
+                strata.append(run_once(binary, args, preload))
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print(f"osu_{name}: {e}", file=sys.stderr)
+            status = 1
+            continue
+        sizes = sorted(set.intersection(*(set(r) for r in plain + strata)))
+        rows = []
+        for size in sizes:
+            p = statistics.median(r[size] for r in plain)
+            s = statistics.median(r[size] for r in strata)
+            rows.append((size_label(size), f"{p:.2f}", f"{s:.2f}", f"{p / s:.2f}" if s > 0 else "-"))
+        header = (f"osu_{name}", "plain (us)", "strata (us)", "speedup")
+        if args.markdown:
+            print(f"\n| {' | '.join(header)} |\n|{'---|' * len(header)}")
+            for row in rows:
+                print(f"| {' | '.join(row)} |")
+        else:
+            print()
+            print(f"{header[0]:>14} {header[1]:>12} {header[2]:>12} {header[3]:>8}")
+            for row in rows:
+                print(f"{row[0]:>14} {row[1]:>12} {row[2]:>12} {row[3]:>8}")
+    return status
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="compile the three benchmarks from an OSU 7.4 tree")
+    b.add_argument("src")
+    b.add_argument("dir")
+    r = sub.add_parser("run", help="plain against preloaded, side by side")
+    r.add_argument("dir")
+    r.add_argument("--np", type=int, default=2)
+    r.add_argument("--mpirun-args", default="")
+    r.add_argument("--runs", type=int, default=3)
+    r.add_argument("--bench", default=",".join(BENCHMARKS))
+    r.add_argument("--max-size", type=int, default=4 << 20)
+    r.add_argument("--preload", default=str(ROOT / "build" / "lib" / "interpose" / "libstrata_mpi.so"))
+    r.add_argument("--validate", action="store_true")
+    r.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    if args.command == "build":
+        return build(pathlib.Path(args.src), pathlib.Path(args.dir))
+    for name in args.bench.split(","):
+        if name not in BENCHMARKS:
+            parser.error(f"--bench: '{name}' is not one of {', '.join(BENCHMARKS)}")
+    if args.np < 1 or args.runs < 1:
+        parser.error("--np and --runs must be at least 1")
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
