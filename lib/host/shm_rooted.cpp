@@ -27,17 +27,17 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
     const std::uint64_t round = seg.next_round();
     const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
     if (me != root || check) claim_set(t, seg, round);  // the root writes its set only for the check
-    std::byte* mine = seg.area(me, round);
-    if (me != root) std::memcpy(mine, src + first * element, bytes);
+    const RoundData data(seg, round, bytes);
+    if (me != root) std::memcpy(data.of(me), src + first * element, bytes);
     const std::uint64_t digest = check ? plan::digest(*check) : 0;
     if (check) {
       seg.fingerprint(me, round) = *check;  // read only to describe a difference
-      put_digest(mine + digest_offset(bytes), digest);
+      data.put_check(digest);
     }
     publish_staged(seg, round);
     if (check) {  // every rank sees every digest before the root uses any data
       wait_staged(t, seg, 0, n, round);
-      verify_in_sets(t, seg, round, digest_offset(bytes), digest);
+      data.verify(t, digest);
     }
     if (me == root) {
       wait_staged(t, seg, 0, n, round);
@@ -46,7 +46,7 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
       bool first_step = true;
       for (int r = 0; r < n; ++r) {
         if (r == me) continue;
-        reduce_into(acc, first_step ? own : acc, seg.area(r, round), chunk, dtype, op);
+        reduce_into(acc, first_step ? own : acc, data.of(r), chunk, dtype, op);
         first_step = false;
       }
       if (first_step && acc != own) std::memcpy(acc, own, bytes);  // a node of one rank
@@ -77,7 +77,8 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
     const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
     // Only the root writes its set; the check goes in the control block.
     if (me == root || check) claim_set(t, seg, round);
-    if (me == root) std::memcpy(seg.area(me, round), buffer + first, chunk);
+    const RoundData staged(seg, round, chunk);
+    if (me == root) std::memcpy(staged.of(me), buffer + first, chunk);
     if (check) publish_check(seg, round, *check);
     publish_staged(seg, round);
     if (check) {
@@ -86,7 +87,7 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
     }
     if (me != root) {
       wait_staged(t, seg, root, root + 1, round);
-      std::memcpy(buffer + first, seg.area(root, round), chunk);
+      std::memcpy(buffer + first, staged.of(root), chunk);
     }
     publish_consumed(seg, round);
   }

@@ -160,29 +160,29 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
 
 void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                       ReduceOp op) {
-  const int me = seg.local_rank(), n = seg.local_size();
+  const int n = seg.local_size();
   const std::size_t bytes = count * util::element_bytes(dtype);
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
-  std::byte* mine = seg.area(me, round);
-  std::memcpy(mine, in, bytes);
+  const RoundData data(seg, round, bytes);
+  std::memcpy(data.of(seg.local_rank()), in, bytes);
   const plan::Fingerprint* check = t.take_check();
   std::uint64_t digest = 0;
   if (check) {
-    seg.fingerprint(me, round) = *check;  // read only to describe a difference
+    seg.fingerprint(seg.local_rank(), round) = *check;  // read only to describe a difference
     digest = plan::digest(*check);
-    put_digest(mine + digest_offset(bytes), digest);
+    data.put_check(digest);
   }
   publish_staged(seg, round);
   wait_staged(t, seg, 0, n, round);
-  if (check) verify_in_sets(t, seg, round, digest_offset(bytes), digest);
+  if (check) data.verify(t, digest);
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
     if (out != in) std::memcpy(out, in, bytes);
   } else {
-    reduce_into(out, seg.area(0, round), seg.area(1, round), count, dtype, op);
-    for (int r = 2; r < n; ++r) reduce_into(out, out, seg.area(r, round), count, dtype, op);
+    reduce_into(out, data.of(0), data.of(1), count, dtype, op);
+    for (int r = 2; r < n; ++r) reduce_into(out, out, data.of(r), count, dtype, op);
   }
   publish_consumed(seg, round);
 }

@@ -4,9 +4,10 @@
 // exists, so nothing is left behind on any exit path (exception, timeout,
 // crash) — the kernel frees the memory when the last mapping goes.
 //
-// Layout: per local rank, a control block (two counters on their own cache
-// lines, and two fingerprint slots) and two data "sets" used alternately by
-// successive rounds (double buffering, see shm_rounds.hpp).
+// Layout: per local rank, a control block (per set a cache line with its
+// `staged` counter, digest and room for a small message; a `consumed`
+// counter on its own line; two fingerprint slots) and two data "sets" used
+// alternately by successive rounds (double buffering, see shm_rounds.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -38,30 +39,56 @@ class ShmSegment {
   std::byte* area(int rank, std::uint64_t round) const {
     return base_ + stride_ * static_cast<std::size_t>(rank) + kControlBytes + (round % 2) * set_bytes_;
   }
-  // Last round whose data `rank` wrote; last round `rank` finished reading.
-  std::atomic<std::uint64_t>& staged(int rank) const { return control(rank).staged; }
-  std::atomic<std::uint64_t>& consumed(int rank) const { return control(rank).consumed; }
+  // Whether `rank` wrote its data for `round` (it publishes round numbers,
+  // one counter per set, so a peer tests staged(rank, round) >= round);
+  // the last round `rank` finished reading (one counter for both sets).
+  // The second argument of consumed() is ignored: both have the shape the
+  // waiting loops take.
+  std::atomic<std::uint64_t>& staged(int rank, std::uint64_t round) const {
+    return control(rank).round[round % 2].staged;
+  }
+  std::atomic<std::uint64_t>& consumed(int rank, std::uint64_t = 0) const { return control(rank).consumed; }
   // The fingerprint `rank` published with round `round` (a call's first
   // round), and its digest (plan::digest), which sits in `staged`'s line.
   plan::Fingerprint& fingerprint(int rank, std::uint64_t round) const {
     return control(rank).fingerprint[round % 2];
   }
-  std::uint64_t& digest(int rank, std::uint64_t round) const { return control(rank).digest[round % 2]; }
+  std::uint64_t& digest(int rank, std::uint64_t round) const { return control(rank).round[round % 2].digest; }
+  // kLineBytes of `rank`'s data for `round` in `staged`'s own cache line: a
+  // message that fits travels with the counter a peer polls, one line
+  // transfer in all.
+  static constexpr std::size_t kLineBytes = 48;
+  std::byte* line_data(int rank, std::uint64_t round) const { return control(rank).round[round % 2].data; }
 
   // Rounds are numbered from 1, identically on every local rank (every rank
   // runs the same rounds in the same order).
   std::uint64_t next_round() { return ++round_; }
 
+  // The highest round for which this rank saw every local rank's `staged`
+  // (note_all_staged). A rank publishes round r's `staged` only after it
+  // finished reading round r - 1's sets, so having seen all of round r - 1
+  // means every peer is done with the sets of round r - 2: claiming my set
+  // for round r needs no look at their `consumed` lines.
+  std::uint64_t all_staged_seen() const { return all_staged_seen_; }
+  void note_all_staged(std::uint64_t round) {
+    if (round > all_staged_seen_) all_staged_seen_ = round;
+  }
+
  private:
-  // Counters on separate cache lines: the writer of one never invalidates the
-  // line a reader polls for the other.
+  // Per set (round parity), one cache line: `staged`, the call's digest and
+  // a small message's data, so that a peer polling `staged` brings all
+  // three over at once. `consumed` has a line of its own: its writer never
+  // invalidates the line a reader polls for `staged`.
+  struct alignas(64) RoundLine {
+    std::atomic<std::uint64_t> staged;
+    // Written before `staged` is published (release), read after it was
+    // seen (acquire).
+    std::uint64_t digest;
+    std::byte data[kLineBytes];
+  };
+  static_assert(sizeof(RoundLine) == 64);
   struct Control {
-    alignas(64) std::atomic<std::uint64_t> staged;
-    // The digest of the call's fingerprint shares `staged`'s cache line: a
-    // reader that saw `staged` has it already, so the call check moves no
-    // extra cache line between cores. Written before `staged` is published
-    // (release), read after it was seen (acquire); one per set, like the data.
-    std::uint64_t digest[2];
+    RoundLine round[2];
     alignas(64) std::atomic<std::uint64_t> consumed;
     // The whole fingerprint, read only when digests differ (to say who differs).
     alignas(64) plan::Fingerprint fingerprint[2];
@@ -76,6 +103,7 @@ class ShmSegment {
   std::size_t set_bytes_ = 0, stride_ = 0, mapped_bytes_ = 0;
   std::byte* base_ = nullptr;
   std::uint64_t round_ = 0;
+  std::uint64_t all_staged_seen_ = 0;
 };
 
 }  // namespace strata::host

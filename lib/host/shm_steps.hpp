@@ -16,7 +16,7 @@
 
 namespace strata::host::shm::steps {
 
-using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
+using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int, std::uint64_t) const;
 
 // Wait until `counter` of every rank in [first, last) other than me reaches
 // `value`. Polls with backoff; only when the deadline passed does it list
@@ -25,7 +25,7 @@ using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int) const;
 template <Counter counter>
 void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value) {
   auto behind = [&](int r) {
-    return r != seg.local_rank() && (seg.*counter)(r).load(std::memory_order_acquire) < value;
+    return r != seg.local_rank() && (seg.*counter)(r, value).load(std::memory_order_acquire) < value;
   };
   util::Backoff backoff;
   for (;;) {
@@ -42,21 +42,25 @@ void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uin
   }
 }
 
-inline void wait_staged(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round) {
+// Waiting for every local rank's `staged` is noted in the segment (it
+// spares later claims, see ShmSegment::all_staged_seen).
+inline void wait_staged(Transport& t, ShmSegment& seg, int first, int last, std::uint64_t round) {
   wait_for<&ShmSegment::staged>(t, seg, first, last, round);
+  if (first == 0 && last == seg.local_size()) seg.note_all_staged(round);
 }
 inline void wait_consumed(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round) {
   wait_for<&ShmSegment::consumed>(t, seg, first, last, round);
 }
 
 // Step 1 of a round: my set for `round` is free once every peer consumed
-// round - 2.
+// round - 2 — known without a look at their lines when this rank saw all
+// of round - 1 staged.
 inline void claim_set(Transport& t, const ShmSegment& seg, std::uint64_t round) {
-  if (round > 2) wait_consumed(t, seg, 0, seg.local_size(), round - 2);
+  if (round > 2 && seg.all_staged_seen() + 1 < round) wait_consumed(t, seg, 0, seg.local_size(), round - 2);
 }
 
 inline void publish_staged(const ShmSegment& seg, std::uint64_t round) {
-  seg.staged(seg.local_rank()).store(round, std::memory_order_release);
+  seg.staged(seg.local_rank(), round).store(round, std::memory_order_release);
 }
 inline void publish_consumed(const ShmSegment& seg, std::uint64_t round) {
   seg.consumed(seg.local_rank()).store(round, std::memory_order_release);
@@ -89,6 +93,33 @@ void verify_control(Transport& t, const ShmSegment& seg, std::uint64_t round);
 // offset `at` of its own set; compare them all (after every `staged`).
 void verify_in_sets(Transport& t, const ShmSegment& seg, std::uint64_t round, std::size_t at,
                     std::uint64_t digest);
+
+// Where a round's message of `bytes` bytes travels: in each rank's staged
+// line when it fits (one line transfer brings counter, digest and data),
+// else in its set with the digest right after the data.
+class RoundData {
+ public:
+  RoundData(const ShmSegment& seg, std::uint64_t round, std::size_t bytes)
+      : seg_(seg), round_(round), bytes_(bytes), in_line_(bytes <= ShmSegment::kLineBytes) {}
+
+  std::byte* of(int rank) const { return in_line_ ? seg_.line_data(rank, round_) : seg_.area(rank, round_); }
+  // My digest where peers look for it (before `staged` is published).
+  void put_check(std::uint64_t digest) const {
+    if (in_line_) seg_.digest(seg_.local_rank(), round_) = digest;
+    else put_digest(of(seg_.local_rank()) + digest_offset(bytes_), digest);
+  }
+  // Every rank's digest against mine (after every `staged` was seen).
+  void verify(Transport& t, std::uint64_t digest) const {
+    if (in_line_) verify_control(t, seg_, round_);
+    else verify_in_sets(t, seg_, round_, digest_offset(bytes_), digest);
+  }
+
+ private:
+  const ShmSegment& seg_;
+  std::uint64_t round_;
+  std::size_t bytes_;
+  bool in_line_;
+};
 
 // Bytes per block of a segment: its set divided among the local ranks.
 inline std::size_t segment_block(const ShmSegment& seg) {
