@@ -22,6 +22,7 @@
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "topo/discover.hpp"
+#include "topo/placement.hpp"
 #include "util/agree.hpp"
 #include "util/breaking.hpp"
 #include "util/check.hpp"
@@ -89,6 +90,12 @@ Session::Session(MPI_Comm comm, Config config) {
     split_ = topo::split_nodes(comm_);
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
     gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);
+    if (topo::cores_shared(topology_, rank_) && !util::cores_shared()) {
+      util::set_cores_shared(true);
+      if (split_.local_rank == 0)  // once per node
+        util::log(util::LogLevel::info,
+                  "ranks outnumber the cores they may run on: waiting ranks yield their core after a few polls");
+    }
     if (split_.local_size > 1)
       segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
     if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);

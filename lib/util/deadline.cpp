@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace strata::util {
 
@@ -48,6 +49,15 @@ inline void cpu_relax() {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> shared_cores{false};
+}  // namespace
+
+void set_cores_shared(bool shared) {
+  if (shared) shared_cores.store(true, std::memory_order_relaxed);
+}
+bool cores_shared() { return shared_cores.load(std::memory_order_relaxed); }
+
 void Backoff::pause() {
   // Spin first: a peer in the same call usually arrives within a few
   // microseconds, and a sched_yield costs a system call (a few hundred ns on
@@ -57,18 +67,27 @@ void Backoff::pause() {
   // yielded on most calls and took 0.29-0.35 us in a tight loop, with these
   // 0.14-0.16 us (docs/PERFORMANCE.md). Oversubscribed runs (more ranks than
   // cores) then yield after those 7 us, as before.
+  //
+  // Where ranks share cores a spinning rank only delays the peer it waits
+  // for (that peer may be queued behind it on the same core): a few polls,
+  // then yield, and keep yielding far longer before sleeping, since a
+  // sleep's wake-up costs tens of microseconds (timer slack) while a yield
+  // returns at once when nobody else wants the core.
   constexpr unsigned kSpins = 256, kYields = 256, kWorkEvery = 16;
+  constexpr unsigned kSharedSpins = 8, kSharedYields = 4096;
+  const bool shared = shared_cores.load(std::memory_order_relaxed);
+  const unsigned spins = shared ? kSharedSpins : kSpins, yields = shared ? kSharedYields : kYields;
   ++idle_polls_;
-  if (idle_polls_ <= kSpins) {
+  if (idle_polls_ <= spins) {
     cpu_relax();
     return;
   }
   if (idle_work && idle_polls_ % kWorkEvery == 0) idle_work->run();
-  if (idle_polls_ <= kSpins + kYields) {
+  if (idle_polls_ <= spins + yields) {
     sched_yield();
     return;
   }
-  const long ns = std::min<long>(50'000, 1'000L * (idle_polls_ - kSpins - kYields));
+  const long ns = std::min<long>(50'000, 1'000L * (idle_polls_ - spins - yields));
   const timespec ts{0, ns};
   nanosleep(&ts, nullptr);
 }

@@ -53,7 +53,17 @@ class IdleWorkScope {
 // Call pause() each time a poll finds nothing to do: it spins briefly (for
 // latency), then yields the core, then sleeps for growing intervals capped
 // at 50 us, running the thread's IdleWork every few pauses past the spins.
-// reset() after progress.
+// reset() after progress. How long it spins and yields depends on whether
+// ranks share cores (set_cores_shared).
+// Tells every later wait of this process whether its ranks outnumber the
+// cores they may run on (topo::cores_shared, decided when a communicator is
+// made). Then a waiting rank yields its core after a handful of polls
+// instead of spinning for microseconds: the peer it waits for may need that
+// very core. Once set it stays set for the process (a later communicator
+// over fewer ranks does not make the cores its own).
+void set_cores_shared(bool shared);
+bool cores_shared();
+
 class Backoff {
  public:
   void pause();
