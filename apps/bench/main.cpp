@@ -21,6 +21,7 @@
 #include "cuda_buffers.hpp"
 #include "cuda_setup.hpp"
 #include "data.hpp"
+#include "interrupt.hpp"
 #include "models.hpp"
 #include "nccl_baseline.hpp"
 #include "options.hpp"
@@ -326,6 +327,7 @@ int main(int argc, char** argv) {
   bench::World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  bench::interrupt::install(w.rank);
   int status = 0;
   try {
     std::string help;

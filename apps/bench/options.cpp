@@ -247,7 +247,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
              "Exit status: 0 all results right, 1 wrong values, 2 bad command line, 3 a strata, MPI, CUDA or NCCL\n"
              "error, or an output (stdout, --json, --csv) that could not be written, 77 skipped: --memory cuda\n"
              "where some rank has no usable CUDA device (or this strata-bench was built without CUDA), or\n"
-             "--baseline nccl with two ranks on one GPU.\n"
+             "--baseline nccl with two ranks on one GPU, 130 interrupted (SIGINT, SIGTERM; no -J/--csv file is\n"
+             "left; under mpirun, mpirun's own status).\n"
           << all
           << "\nExamples:\n"
              "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
