@@ -95,13 +95,19 @@ for path, name, phrase in claims:
         continue
     want = phrase(value)
     (ok if want in algorithms_md else fail)(f"ALGORITHMS.md says \"{want}\" ({path}: {name} = {value})")
-rooted = re.search(r'const Spec kRooted\{\{\{"(\w+)", 1, k64KiB\}, \{"(\w+)", 1, -1\}\}\};',
-                   (ROOT / "lib/plan/choose.cpp").read_text())
+choose_cpp = (ROOT / "lib/plan/choose.cpp").read_text()
+rooted = re.search(r'const Spec kRootedNodes\{\{\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};', choose_cpp)
 if rooted:
     want = f"`{rooted.group(1)}:64k:{rooted.group(2)}`"
-    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast is {want}")
+    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast on several nodes is {want}")
 else:
-    fail("lib/plan/choose.cpp: kRooted not found")
+    fail("lib/plan/choose.cpp: kRootedNodes not found")
+one_node = re.search(r'const Spec kRootedOneNode\{\{\{"(\w+)", 1, -1\}\}\};', choose_cpp)
+if one_node:
+    want = f"| one node | `{one_node.group(1)}` at every size (shared memory) | `{one_node.group(1)}` at every size"
+    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast on one node is {want}")
+else:
+    fail("lib/plan/choose.cpp: kRootedOneNode not found")
 
 # 3. The registry is documented.
 registry = re.findall(r"^STRATA_ALGORITHM\(\w+, (\w+)\)", (ROOT / "lib/exec/algorithms.def").read_text(), re.M)
