@@ -19,6 +19,9 @@ namespace strata::nccl {
 
 // A destructor waits at most this long for the GPU (communicators, work).
 inline constexpr double kTeardownSeconds = 10;
+// A failed call waits at most this long for the work it queued (pack
+// kernels, copies, aborted NCCL operations) before it throws.
+inline constexpr double kDrainSeconds = 2;
 
 // Poll a non-blocking communicator until its pending operation (init,
 // enqueue, group end) is no longer in progress; returns the final state.

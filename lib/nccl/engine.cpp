@@ -34,7 +34,10 @@ Engine::Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vec
   replicas_ = std::make_unique<ReplicaSet>();
 }
 
-Engine::~Engine() {
+Engine::~Engine() { shut_down(); }
+
+bool Engine::shut_down() noexcept {
+  if (shut_down_) return *shut_down_;
   QuietDeviceGuard guard(device_);
   // One bound for the whole teardown: a peer that never arrives, or an NCCL
   // that cannot finalize because of it, must not hang the destructor, nor
@@ -74,6 +77,8 @@ Engine::~Engine() {
   close_all(open, bound);
   replicas_.reset();
   for (auto& c : comms_) c.reset();
+  shut_down_ = idle;
+  return idle;
 }
 
 void Engine::open(const util::Deadline& deadline, const plan::CallInfo& info, void* producer,
@@ -170,7 +175,18 @@ void Engine::mark_broken(const std::string& reason) noexcept {
   if (broken_.empty()) broken_ = reason;
   for (auto& c : comms_)
     if (c) c->abort();
+  if (!replicas_) return;  // shut down already
   replicas_->abort();
+  // What this call queued before the failure (pack kernels, copies; the
+  // aborted NCCL operations end) may still read or write the caller's
+  // tensors: let it finish, within a bound, before the error reaches a
+  // caller who may free them. A stream that errs or never drains is left.
+  const util::Deadline bound(kDrainSeconds);
+  util::Backoff backoff;
+  try {
+    while (!(stream_->done() && replicas_->idle()) && !bound.expired()) backoff.pause();
+  } catch (const std::exception&) {
+  }
 }
 
 void Engine::expire() {

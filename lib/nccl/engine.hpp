@@ -16,6 +16,7 @@
 #include <nccl.h>
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,11 +40,15 @@ class Engine {
   // `rows`: the GPU control plane's table (for the replica decisions).
   // Makes a stream on `device`, leaving the caller's current device as it was.
   Engine(MPI_Comm comm, const topo::NodeSplit& split, int device, std::vector<topo::GpuRow> rows);
+  // shut_down(), then frees everything. Never throws.
+  ~Engine();
   // Within one bound of kTeardownSeconds: waits for outstanding work (else
   // leaks the buffers it may still use), then finalizes every NCCL
-  // communicator at once (nccl::close_all), then frees everything. Never
-  // throws.
-  ~Engine();
+  // communicator at once (nccl::close_all). True when the work finished, so
+  // memory it used may be freed; false when it was abandoned, and so must
+  // any buffer an owner outside the engine gave that work (the packer's).
+  // Later calls return the first answer. Never throws.
+  bool shut_down() noexcept;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -97,7 +102,8 @@ class Engine {
   cuda::Retired& retired() { return retired_; }
 
   // Runs `work`; a timeout or a CUDA/NCCL failure marks the engine broken,
-  // aborting its communicators, before the exception goes on.
+  // aborting its communicators and letting queued work drain (at most
+  // kDrainSeconds), before the exception goes on.
   template <typename Work>
   void breaking_on_failure(Work&& work) {
     util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
@@ -130,6 +136,7 @@ class Engine {
   std::vector<std::unique_ptr<cuda::Event>> producer_events_;  // by device
   util::Workspace workspace_;
   std::string broken_;
+  std::optional<bool> shut_down_;  // shut_down()'s answer, once it ran
 };
 
 }  // namespace strata::nccl

@@ -31,6 +31,12 @@ class NcclBackend final : public gpu::Backend {
       : engine_(comm, split, device, std::move(rows)), replica_devices_(engine_) {
     STRATA_CHECK_CUDA(cudaGetDeviceCount(&visible_));
   }
+  // The engine settles its streams before the packer's descriptors are
+  // freed (members die after this body, the packer first): a pack kernel
+  // or descriptor upload may still be queued when the communicator ends.
+  ~NcclBackend() override {
+    if (!engine_.shut_down()) packer_.abandon();
+  }
 
   int device() const override { return engine_.device(); }
 

@@ -85,4 +85,9 @@ void Packer::unpack(Engine& engine, const gpu::Packed& packed) {
   }
 }
 
+void Packer::abandon() {
+  descs0_.abandon();
+  for (auto& staged : staged_) staged->abandon();
+}
+
 }  // namespace strata::nccl

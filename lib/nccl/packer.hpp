@@ -28,6 +28,9 @@ class Packer {
   gpu::Packed pack(Engine& engine, const gpu::GpuPack& pack, std::span<const int> devices);
   // Every replica's buffer back into its pieces (nothing when in place).
   void unpack(Engine& engine, const gpu::Packed& packed);
+  // Leaks the descriptors (device and pinned): for an engine whose work was
+  // abandoned (Engine::shut_down() false), which may still read them.
+  void abandon();
 
  private:
   // A replica's pack descriptors in device memory.

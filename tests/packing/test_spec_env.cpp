@@ -102,7 +102,7 @@ TEST_CASE("choose: sizes limit-1, limit, limit+1 of 'tree:4k:rechd:16M:xring#2'"
                                        {"nccl", "host memory"});
 }
 
-TEST_CASE("choose: hierarchical names give both levels for all-reduce, the intra level flat for rooted calls") {
+TEST_CASE("choose: hierarchical names give both levels, for rooted calls on host memory too") {
   if (!registered({"pscpu", "xring"})) {
     MESSAGE("pscpu or xring not registered yet: skipped");
     return;
@@ -111,8 +111,11 @@ TEST_CASE("choose: hierarchical names give both levels for all-reduce, the intra
   CHECK(picked(spec, 65535) == "pscpu/xring#2");
   CHECK(picked(spec, 65536) == "pscpu/xring#2");
   CHECK(picked(spec, 65537) == "xring");
+  // Host memory: reduce and broadcast run hierarchically too (shared memory
+  // inside the node, the cross level on each owner's slice).
   const Choice rooted = chosen(spec, Collective::reduce, 100, Implementation::automatic);
-  CHECK(rooted.cross == nullptr);
+  REQUIRE(rooted.cross != nullptr);
+  CHECK(rooted.describe() == "pscpu/xring#2");
   // GPU algorithms on host memory fall back to the default table.
   const Choice fallback = chosen(resolved("nccl"), Collective::all_reduce, 100, Implementation::automatic);
   REQUIRE(fallback.algorithm != nullptr);
