@@ -50,19 +50,22 @@ void validate_tensor(const Tensor& tensor, std::string_view field, bool data_req
     throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
   // (No divisions: this runs on every call, and element sizes are powers of two.)
   const std::size_t element = util::element_bytes(tensor.dtype);  // (dtype checked above)
-  // No buffer is larger than PTRDIFF_MAX bytes, and none wraps around the
-  // end of the address space: checked here so no byte count downstream can
-  // overflow.
+  // Every buffer ends inside the address space: checked here so that no
+  // byte count or end address downstream can overflow, and no algorithm
+  // runs over memory that cannot exist.
   std::size_t bytes = 0;
-  if (__builtin_mul_overflow(tensor.count, element, &bytes) || bytes > static_cast<std::size_t>(PTRDIFF_MAX))
-    throw InvalidArgument(fmt::format("{}.count = {} x {} bytes is larger than any buffer can be", field,
-                                      tensor.count, element));
+  if (__builtin_mul_overflow(tensor.count, element, &bytes) || bytes > kMaxBufferBytes)
+    throw InvalidArgument(fmt::format("{}.count = {} x {} bytes cannot be a buffer: it is larger than the address "
+                                      "space ({:#x} bytes)",
+                                      field, tensor.count, element, kMaxBufferBytes));
   if (data_required && tensor.data == nullptr && tensor.count > 0)
     throw InvalidArgument(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count));
   const auto address = reinterpret_cast<std::uintptr_t>(tensor.data);
-  if (address > UINTPTR_MAX - bytes)
-    throw InvalidArgument(
-        fmt::format("{}.data = {} + {} bytes wraps around the address space", field, tensor.data, bytes));
+  if (address > kMaxBufferBytes - bytes)
+    throw InvalidArgument(fmt::format(
+        "{}.data = {} + {}.count = {} x {} bytes cannot be a buffer: it ends past the end of the address space "
+        "({:#x}); check {}.count",
+        field, tensor.data, field, tensor.count, element, kMaxBufferBytes, field));
   // Element-aligned buffers only: the kernels load whole elements (and
   // vectors of them); a misaligned f64 load is undefined behaviour on the
   // host and a fault on the GPU. Copy unaligned data into an aligned buffer.
@@ -111,7 +114,7 @@ void validate_batch_size(std::span<const Tensor> tensors, std::string_view field
   std::size_t bytes[static_cast<int>(DataType::u64) + 1] = {};
   for (const Tensor& t : tensors) {
     std::size_t& total = bytes[static_cast<int>(t.dtype)];
-    if (t.bytes() > static_cast<std::size_t>(PTRDIFF_MAX) - total)
+    if (t.bytes() > kMaxBufferBytes - total)
       throw InvalidArgument(fmt::format("{}: the {} tensors together are larger than any buffer can be", field,
                                         to_string(t.dtype)));
     total += t.bytes();
