@@ -78,6 +78,7 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
     api::validate_same_memory(all, "replica tensors");
     api::validate_batch_size(all, "replica tensors");
     api::validate_disjoint(all, "replica tensors");
+    if (!all.empty()) api::validate_implementation(options, all.front().memory, "replica tensors");
   } catch (const InvalidArgument& e) {
     // Still collective: the other ranks learn of it (api::Session::refuse).
     std::vector<std::vector<Tensor>> as_passed;
@@ -134,6 +135,7 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
     validate_value(value, replicas_per_rank_, "value");
     validate_destination(destinations, comm_.size(), "destinations");
     api::validate_root(source_rank, comm_.size());
+    if (!value.empty()) api::validate_implementation(options, value.front().memory, "value");
   } catch (const InvalidArgument& e) {
     session.refuse(e, call);  // still collective: the other ranks learn of it
   }

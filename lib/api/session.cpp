@@ -282,14 +282,8 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
     return;
   }
   const std::size_t bytes = call.job.bytes();
-  const plan::Choice* planned = nullptr;
-  try {
-    planned = &cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
-  } catch (const InvalidArgument& e) {  // e.g. implementation = nccl on host memory
-    if (mine) refuse_in_call(e, *mine, deadline, collective_name);
-    throw;
-  }
-  const plan::Choice& choice = *planned;
+  const plan::Choice& choice =
+      cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
   plan::Job job = call.job;
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;

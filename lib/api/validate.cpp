@@ -25,6 +25,13 @@ void validate_options(const CommunicationOptions& options) {
     throw InvalidArgument(fmt::format("options.implementation = {} is not automatic, ring or nccl", impl));
 }
 
+void validate_implementation(const CommunicationOptions& options, Memory memory, std::string_view field) {
+  if (options.implementation == Implementation::nccl && memory == Memory::host)
+    throw InvalidArgument(fmt::format("options.implementation = nccl needs CUDA tensors, but {} is in host memory; "
+                                      "use automatic or ring for host tensors",
+                                      field));
+}
+
 void validate_config(const Config& config) {
   // Tiny chunks make the ring all overhead (one message per element); huge
   // ones overflow scratch sizes and defeat pipelining.

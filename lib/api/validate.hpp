@@ -16,6 +16,11 @@ namespace strata::api {
 
 void validate_options(const CommunicationOptions& options);
 
+// options.implementation = nccl runs on CUDA tensors only: a call on host
+// memory (`memory`, of the tensor `field` names) is refused whatever its
+// count, so that the same arguments always meet the same answer.
+void validate_implementation(const CommunicationOptions& options, Memory memory, std::string_view field);
+
 // A communicator's Config: chunk_bytes 0 (default) or within
 // [kMinChunkBytes, kMaxChunkBytes]. (The spec is checked when it is parsed.)
 constexpr std::size_t kMinChunkBytes = 4096, kMaxChunkBytes = std::size_t{1} << 30;

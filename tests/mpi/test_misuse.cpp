@@ -200,7 +200,7 @@ const std::vector<Misuse>& invalid_cases() {
          std::vector<float> v(kCount, 1.0f);
          c.all_reduce(f32(v, kCount), f32(v, kCount), deviant ? ReduceOp(42) : ReduceOp::sum, o);
        }},
-      {"implementation nccl on host memory", "invalid",  // rejected by the plan stage, not validation
+      {"implementation nccl on host memory", "invalid",
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> v(kCount, 1.0f);
          CommunicationOptions mine = o;

@@ -241,13 +241,26 @@ TEST_CASE("an unknown algorithm in Config throws InvalidArgument from the constr
   CHECK(x == world_size());
 }
 
-TEST_CASE("implementation = nccl on host tensors is InvalidArgument before anything is sent") {
+TEST_CASE("implementation = nccl on host tensors is InvalidArgument before anything is sent, whatever the count") {
   Communicator comm(MPI_COMM_WORLD);
   std::vector<float> a(4, 1.0f), b(4);
-  expect_invalid_everywhere(comm, "nccl on host memory", [&] {
-    comm.all_reduce({a.data(), 4, DataType::f32}, {b.data(), 4, DataType::f32}, ReduceOp::sum,
-                    {.implementation = Implementation::nccl});
-  }, {"nccl", "host"});
+  const CommunicationOptions nccl{.implementation = Implementation::nccl};
+  for (const std::size_t count : {std::size_t{4}, std::size_t{0}}) {
+    CAPTURE(count);
+    expect_invalid_everywhere(comm, "nccl on host memory: all_reduce", [&] {
+      comm.all_reduce({a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}, ReduceOp::sum, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: reduce", [&] {
+      comm.reduce({a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}, ReduceOp::sum, 0, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: broadcast", [&] {
+      comm.broadcast({a.data(), count, DataType::f32}, 0, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: batch_all_reduce", [&] {
+      std::vector<Tensor> tensors = {{a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum, nccl);
+    }, {"implementation = nccl", "host"});
+  }
 }
 
 TEST_CASE("CUDA tensors without a usable GPU raise Unavailable on every rank; host calls still work") {
