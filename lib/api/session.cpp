@@ -219,8 +219,7 @@ void Session::refuse(const InvalidArgument& error, const Call& call) {
 }
 
 void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
-  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
-                  to_string(call.collective));
+  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds, call.name());
 }
 
 void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
@@ -273,7 +272,7 @@ void Session::run(const Call& call) {
 }
 
 void Session::run_host(const Call& call, const util::Deadline& deadline, bool check) {
-  const std::string_view collective_name = to_string(call.collective);
+  const std::string_view collective_name = call.name.empty() ? to_string(call.collective) : call.name;
   plan::Fingerprint fingerprint_storage;
   const plan::Fingerprint* mine = nullptr;
   if (check) fingerprint_storage = fingerprint(call), mine = &fingerprint_storage;
