@@ -136,18 +136,17 @@ void Session::mark_broken(const char* reason) {
 }
 
 void Session::blame_missing_ranks(const util::Deadline& deadline) {
-  const exec::RollCall::Result roll =
-      roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
-  std::vector<int> missing = roll.silent;
-  missing.insert(missing.end(), roll.earlier.begin(), roll.earlier.end());
-  std::sort(missing.begin(), missing.end());
+  exec::RollCall::Result roll = roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
   std::string who;
   if (!roll.silent.empty())
     who = fmt::format("rank(s) {} did not arrive (no answer to a roll call: stopped, crashed, or busy outside strata)",
                       fmt::join(roll.silent, ","));
+  // Ranks still in an earlier call are waiting there themselves (they
+  // answered from a wait loop), most often on the same missing ranks:
+  // named apart, never as missing.
   if (!roll.earlier.empty())
-    who += fmt::format("{}rank(s) {} are still in an earlier call", who.empty() ? "" : "; ",
-                       fmt::join(roll.earlier, ","));
+    who += fmt::format("{}rank(s) {} answered from an earlier call, waiting there themselves (not counted as missing)",
+                       who.empty() ? "" : "; ", fmt::join(roll.earlier, ","));
   if (who.empty())
     who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
           "lost link, or a disagreement the call check cannot see)";
@@ -157,7 +156,7 @@ void Session::blame_missing_ranks(const util::Deadline& deadline) {
       util::where(), current_.collective, current_.sequence, current_.bytes, current_.algorithm, rank_, size_,
       deadline.seconds(), who);
   broken_reason_ = message;
-  throw DeadlineExceeded(message, std::move(missing));
+  throw DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
 }
 
 plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,

@@ -12,11 +12,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include "strata/errors.hpp"
 
@@ -51,11 +53,34 @@ TimedOutcome run_expecting_deadline(const std::function<void()>& call) {
     outcome.deadline = true;
     outcome.message = e.what();
     outcome.waiting_for = e.waiting_for();
+    outcome.in_earlier_call = e.in_earlier_call();
   } catch (const std::exception& e) {
     outcome.message = std::string("wrong exception: ") + e.what();
   }
   outcome.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return outcome;
+}
+
+Processes world_processes() {
+  Processes p;
+  p.pids.resize(std::size_t(world_size()));
+  const int mine = getpid();
+  MPI_Allgather(&mine, 1, MPI_INT, p.pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<char> hosts(256 * std::size_t(world_size()));
+  MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
+  for (int r = 0; r < world_size(); ++r) p.one_host &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
+  return p;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(r);
+  }
+  return text;
 }
 
 bool all_ranks(MPI_Comm comm, bool local) {

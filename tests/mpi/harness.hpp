@@ -39,9 +39,21 @@ struct TimedOutcome {
   bool deadline = false;
   std::string message;
   std::vector<int> waiting_for;
+  std::vector<int> in_earlier_call;
   double elapsed_seconds = 0;
 };
 TimedOutcome run_expecting_deadline(const std::function<void()>& call);
+
+// The pid of every world rank, and whether they all run on this host (so
+// that one rank can signal another by pid). Collective over MPI_COMM_WORLD.
+struct Processes {
+  std::vector<int> pids;
+  bool one_host = true;
+};
+Processes world_processes();
+
+// "0,2,3" (empty: "").
+std::string rank_list(const std::vector<int>& ranks);
 
 // Collects one output hash per call, then checks in one collective step
 // that every rank got the same bits for every call (DESIGN.md: identical

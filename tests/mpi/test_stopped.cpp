@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -41,34 +40,6 @@ std::vector<std::string> specs_under_test() {
   std::vector<std::string> specs = {"auto"};
   for (const std::string& name : algorithm_names()) specs.push_back(name);
   return specs;
-}
-
-// The pids of every world rank, and whether they all run on this host.
-struct Processes {
-  std::vector<int> pids;
-  bool one_host = true;
-};
-
-Processes processes() {
-  Processes p;
-  p.pids.resize(std::size_t(world_size()));
-  const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, p.pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::vector<char> hosts(256 * std::size_t(world_size()));
-  MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
-  for (int r = 0; r < world_size(); ++r) p.one_host &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
-  return p;
-}
-
-std::string fmt_ranks(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(r);
-  }
-  return text;
 }
 
 // `side`: all ranks, apart from strata's traffic; `survivors`: all but the
@@ -106,10 +77,11 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     const std::uint64_t after_error = hash_bytes(out.data(), o.bytes());
     CHECK_MESSAGE(deadline, "expected DeadlineExceeded, got " << message);
     CHECK_MESSAGE(waiting_for == std::vector<int>{victim}, "must name exactly rank " << victim << ": " << message);
+    CHECK_MESSAGE(got.in_earlier_call.empty(), "no rank is in an earlier call: " << message);
     CHECK_MESSAGE(elapsed <= kTimeout + 1.0, "raised after " << elapsed << " s, later than timeout + 1 s");
     MESSAGE("trial spec=" << spec << " planned=" << planned << " check=" << check_calls << " rank " << comm.rank()
                           << ": " << std::string(deadline ? "DeadlineExceeded" : "no DeadlineExceeded") << " after " << elapsed
-                          << " s naming [" << fmt_ranks(waiting_for) << "]");
+                          << " s naming [" << rank_list(waiting_for) << "]");
     for (const std::string& part : {std::string("all_reduce #1"), planned, "rank " + std::to_string(comm.rank()),
                                     "rank(s) " + std::to_string(victim) + " did not arrive"})
       CHECK_MESSAGE(message.find(part) != std::string::npos, "no '" << part << "' in: " << message);
@@ -137,7 +109,7 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
 }  // namespace
 
 TEST_CASE("a stopped rank is named exactly, within the timeout + 1 s, and nothing writes after the error") {
-  const Processes procs = processes();
+  const Processes procs = world_processes();
   if (world_size() < 3 || !procs.one_host) {
     MESSAGE("needs 3+ ranks on one host (signals go by pid); skipped");
     return;
