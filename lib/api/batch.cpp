@@ -11,6 +11,7 @@
 #include "host/reduce_kernel.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
+#include "util/where.hpp"
 
 namespace strata::api {
 namespace {
@@ -156,9 +157,10 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
   for (std::size_t k = 0; k < batch.size(); ++k)
     for (std::size_t r = 0; r < replicas; ++r)
       if (batch[k][r].device != devices[r])
-        throw InvalidArgument(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
-                                          "device {}; each replica's tensors must share one device",
-                                          k, r, batch[k][r].device, r, devices[r]));
+        throw InvalidArgument(
+            util::located(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
+                                      "device {}; each replica's tensors must share one device",
+                                      k, r, batch[k][r].device, r, devices[r])));
 
   const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
   util::log(util::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,

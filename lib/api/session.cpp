@@ -66,9 +66,10 @@ void agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
 
 Session::Session(MPI_Comm comm, Config config) {
   int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) throw InvalidArgument("strata::Communicator needs MPI: call MPI_Init before constructing it");
-  if (comm == MPI_COMM_NULL) throw InvalidArgument("comm = MPI_COMM_NULL: pass a valid communicator");
+  STRATA_CHECK_MPI(MPI_Initialized(&initialized));
+  if (!initialized)
+    throw InvalidArgument(util::located("strata::Communicator needs MPI: call MPI_Init before constructing it"));
+  if (comm == MPI_COMM_NULL) throw InvalidArgument(util::located("comm = MPI_COMM_NULL: pass a valid communicator"));
   // Check the config before the collective dup: a bad one must not leave
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
@@ -96,7 +97,7 @@ Session::Session(MPI_Comm comm, Config config) {
   } catch (...) {
     segment_.reset();
     topo::free_split(split_);
-    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&comm_);  // (already failing: its own error would say less)
     throw;
   }
   // Rank 0 prints the effective map once per process (not per communicator).
@@ -114,8 +115,8 @@ Session::~Session() {
   roll_call_.reset();
   segment_.reset();  // unmap only: the name was unlinked at creation
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // MPI freed everything already; calling it now is erroneous
+  // MPI freed everything already once finalized; calling it now is erroneous.
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   topo::free_split(split_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // never throw from a destructor
 }
@@ -240,9 +241,9 @@ void Session::refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_
   try {
     verify(as_passed, deadline, collective);
   } catch (const Mismatch&) {
-    throw InvalidArgument(fmt::format(
-        "{} (the ranks of this communicator whose arguments were valid raise Mismatch naming this rank)",
-        error.what()));
+    throw InvalidArgument(util::located(
+        fmt::format("{} (the ranks of this communicator whose arguments were valid raise Mismatch naming this rank)",
+                    error.what())));
   }
   throw error;  // every rank passed the same invalid arguments: each raises its own error
 }
@@ -315,8 +316,8 @@ gpu::Backend& Session::gpu_backend() {
   ensure_usable();
   if (gpu_) return *gpu_;
   if (!gpu_plane_.unavailable.empty())
-    throw Unavailable(fmt::format("strata: CUDA tensors are unavailable on this communicator: {}; pass host memory",
-                                  gpu_plane_.unavailable));
+    throw Unavailable(util::located(fmt::format(
+        "CUDA tensors are unavailable on this communicator: {}; pass host memory", gpu_plane_.unavailable)));
   // Local creation (device, stream), then every rank learns every rank's outcome.
   util::Agreement step(comm_, "creating the GPU backend", util::Deadline(topo::setup_seconds()));
   std::unique_ptr<gpu::Backend> made;
