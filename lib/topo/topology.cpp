@@ -322,10 +322,8 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
       gpu_rows->push_back(std::move(row));
     }
   }
-  if (rank == 0) {
-    topo::warn_about_binding_once(topology);
-    topo::warn_about_shared_gpus_once(topology);
-  }
+  topo::warn_about_binding_once(topology);  // (MPI_COMM_WORLD rank 0's process only)
+  topo::warn_about_shared_gpus_once(topology);
   return topology;
 }
 
