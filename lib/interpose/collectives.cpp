@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@ std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
     case Why::none: return "";
     case Why::process: return d.detail;
     case Why::comm_null: return "MPI_COMM_NULL: MPI reports the error";
+    case Why::comm_invalid: return "not a valid communicator: MPI reports the error";
     case Why::intercomm: return "intercommunicators are not served";
     case Why::negative_count: return "count < 0: MPI reports the error";
     case Why::empty: return "0 bytes: nothing to move";
@@ -42,21 +42,12 @@ std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
   return "";
 }
 
-// Decisions about communicators that carry no entry share one set.
-std::set<std::string>& unrouted_logged() {
-  static auto* seen = new std::set<std::string>;
-  return *seen;
-}
-
 void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
   if (d.why == Why::process && d.detail == kMpiNotRunning) return;  // naming the comm would need MPI
   try {
-    const std::string label = comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : comm_label(comm);
-    const std::string message =
-        fmt::format("{} on comm {} {} -> PMPI ({})", call, label, describe_args(type, op), why_text(d, type, op));
-    CommEntry* entry = comm == MPI_COMM_NULL ? nullptr : find_entry(comm);
-    log_decision(entry ? entry->logged : unrouted_logged(), message);
+    log_decision(fmt::format("{} on comm {} {} -> PMPI ({})", call, comm_label(comm), describe_args(type, op),
+                             why_text(d, type, op)));
   } catch (...) {
   }
 }
@@ -71,8 +62,7 @@ void log_to_strata(const char* call, MPI_Comm comm, CommEntry& entry, const Deci
     const std::string how = collective == Collective::broadcast
                                 ? (d.packed ? "packed, " + algorithm : algorithm)
                                 : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
-    log_decision(entry.logged, fmt::format("{} on comm {} {} -> strata ({})", call, comm_label(comm),
-                                           describe_args(type, op), how));
+    log_decision(fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, describe_args(type, op), how));
   } catch (...) {
   }
 }
