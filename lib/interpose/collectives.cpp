@@ -54,8 +54,8 @@ void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype
 
 // "MPI_FLOAT MPI_SUM -> strata (f32 sum, pscpu)": the call in MPI's terms,
 // as in the PMPI lines, then what strata ran.
-void log_to_strata(const char* call, MPI_Comm comm, CommEntry& entry, const Decision& d, Collective collective,
-                   MPI_Datatype type, const MPI_Op* op) noexcept {
+void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective, MPI_Datatype type,
+                   const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
   try {
     const std::string algorithm = entry.strata->algorithm_for(d.count * dtype_size(d.dtype), collective);
@@ -116,7 +116,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type, &op);
+  log_to_strata(kCall, *entry, d, Collective::all_reduce, type, &op);
   const Tensor out{recvbuf, d.count, d.dtype};
   const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
   if ((error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); })))
@@ -134,7 +134,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::reduce, type, &op);
+  log_to_strata(kCall, *entry, d, Collective::reduce, type, &op);
   // recvbuf is significant only at the root; strata ignores `out` elsewhere.
   const bool is_root = entry->strata->rank() == root;
   const Tensor out{is_root ? recvbuf : nullptr, d.count, d.dtype};
@@ -154,7 +154,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
     log_to_mpi(kCall, comm, d, type, nullptr);
     return PMPI_Bcast(buffer, count, type, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type, nullptr);
+  log_to_strata(kCall, *entry, d, Collective::broadcast, type, nullptr);
   if (!d.packed) {
     const Tensor bytes{buffer, d.count, DataType::u8};
     if ((error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); })))

@@ -53,7 +53,7 @@ void destroy_communicator(CommEntry& entry) noexcept {
 
 // MPI_Comm_free (or MPI_Finalize for the predefined communicators) of a
 // communicator that carries an entry.
-int delete_entry(MPI_Comm comm, int, void* value, void*) {
+int delete_entry(MPI_Comm, int, void* value, void*) {
   auto* entry = static_cast<CommEntry*>(value);
   auto& live = live_entries();
   live.erase(std::remove(live.begin(), live.end(), entry), live.end());

@@ -61,17 +61,24 @@ TimedOutcome run_expecting_deadline(const std::function<void()>& call) {
   return outcome;
 }
 
-Processes world_processes() {
-  Processes p;
-  p.pids.resize(std::size_t(world_size()));
+StopScene::StopScene() {
+  pids.resize(std::size_t(world_size()));
   const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, p.pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::vector<char> hosts(256 * std::size_t(world_size()));
   MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
-  for (int r = 0; r < world_size(); ++r) p.one_host &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
-  return p;
+  usable = world_size() >= 3;
+  for (int r = 0; r < world_size(); ++r) usable &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
+  MPI_Comm_dup(MPI_COMM_WORLD, &side);
+  const bool stopped = world_rank() == world_size() - 1;
+  MPI_Comm_split(MPI_COMM_WORLD, stopped ? MPI_UNDEFINED : 0, 0, &survivors);
+}
+
+StopScene::~StopScene() {
+  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
+  MPI_Comm_free(&side);
 }
 
 std::string rank_list(const std::vector<int>& ranks) {

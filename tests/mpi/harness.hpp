@@ -44,13 +44,20 @@ struct TimedOutcome {
 };
 TimedOutcome run_expecting_deadline(const std::function<void()>& call);
 
-// The pid of every world rank, and whether they all run on this host (so
-// that one rank can signal another by pid). Collective over MPI_COMM_WORLD.
-struct Processes {
+// What a test that stops a rank needs; making and destroying it are
+// collective over MPI_COMM_WORLD. `pids`: every world rank's process;
+// `side`: all ranks, where they meet apart from strata's own traffic;
+// `survivors`: all but the last world rank, the one stopped (MPI_COMM_NULL
+// on it); `usable`: 3+ ranks, all on this host (signals go by pid).
+struct StopScene {
   std::vector<int> pids;
-  bool one_host = true;
+  MPI_Comm side = MPI_COMM_NULL, survivors = MPI_COMM_NULL;
+  bool usable = false;
+  StopScene();
+  ~StopScene();
+  StopScene(const StopScene&) = delete;
+  StopScene& operator=(const StopScene&) = delete;
 };
-Processes world_processes();
 
 // "0,2,3" (empty: "").
 std::string rank_list(const std::vector<int>& ranks);

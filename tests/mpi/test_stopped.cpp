@@ -42,12 +42,10 @@ std::vector<std::string> specs_under_test() {
   return specs;
 }
 
-// `side`: all ranks, apart from strata's traffic; `survivors`: all but the
-// victim (MPI_COMM_NULL on the victim).
 // `check_calls`: with the call check on, the stopped rank holds everyone up
 // in the check itself; off, the survivors are inside the algorithm with its
 // receives posted when the timeout hits.
-void trial(const std::string& spec, bool check_calls, const Processes& procs, MPI_Comm side, MPI_Comm survivors) {
+void trial(const std::string& spec, bool check_calls, const StopScene& scene) {
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec, .check_calls = check_calls});
   const int victim = comm.size() - 1;
   // Out of place: receives into `out` are posted early (pscpu posts every
@@ -95,36 +93,30 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     CHECK(peer_failure);
     // Continue the victim only once every survivor is done with its roll
     // call, so that none hears from it.
-    MPI_Barrier(survivors);
-    if (comm.rank() == 0) kill(procs.pids[std::size_t(victim)], SIGCONT);
+    MPI_Barrier(scene.survivors);
+    if (comm.rank() == 0) kill(scene.pids[std::size_t(victim)], SIGCONT);
     // The victim makes its late call (sending its data), then everyone meets.
-    MPI_Barrier(side);
+    MPI_Barrier(scene.side);
     CHECK_MESSAGE(hash_bytes(out.data(), o.bytes()) == after_error,
                   "the buffer changed after DeadlineExceeded was raised (a late receive wrote into it)");
     return;
   }
-  MPI_Barrier(side);
+  MPI_Barrier(scene.side);
 }
 
 }  // namespace
 
 TEST_CASE("a stopped rank is named exactly, within the timeout + 1 s, and nothing writes after the error") {
-  const Processes procs = world_processes();
-  if (world_size() < 3 || !procs.one_host) {
+  const StopScene scene;
+  if (!scene.usable) {
     MESSAGE("needs 3+ ranks on one host (signals go by pid); skipped");
     return;
   }
-  MPI_Comm side, survivors;  // where the ranks meet after a trial, apart from strata's own traffic
-  MPI_Comm_dup(MPI_COMM_WORLD, &side);
-  const bool victim = world_rank() == world_size() - 1;
-  MPI_Comm_split(MPI_COMM_WORLD, victim ? MPI_UNDEFINED : 0, 0, &survivors);
-  for (const std::string& spec : specs_under_test()) trial(spec, true, procs, side, survivors);
+  for (const std::string& spec : specs_under_test()) trial(spec, true, scene);
   // Point to point (one rank per node), with the check off: the timeout
   // leaves receives into `out` posted, and the stopped rank, continued,
   // sends into them.
   const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
   if (per_node && std::string(per_node) == "1")
-    for (const std::string& spec : algorithm_names()) trial(spec, false, procs, side, survivors);
-  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
-  MPI_Comm_free(&side);
+    for (const std::string& spec : algorithm_names()) trial(spec, false, scene);
 }

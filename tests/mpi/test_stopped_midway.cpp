@@ -51,10 +51,9 @@ struct Seen {
   int earlier = 0;  // how many ranks it reported in an earlier call
 };
 
-// One trial. `side`: all ranks, apart from strata's traffic; `survivors`:
-// all but the victim (MPI_COMM_NULL on the victim). Returns whether any
-// survivor saw a rank in an earlier call (the case this test is about).
-bool trial(const std::string& spec, unsigned seed, const Processes& procs, MPI_Comm side, MPI_Comm survivors) {
+// One trial. Returns whether any survivor saw a rank in an earlier call
+// (the case this test is about).
+bool trial(const std::string& spec, unsigned seed, const StopScene& scene) {
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
   const int victim = comm.size() - 1;
   std::vector<float> data(kCount, 1.0f + comm.rank());
@@ -62,13 +61,13 @@ bool trial(const std::string& spec, unsigned seed, const Processes& procs, MPI_C
   const CommunicationOptions options{.timeout_seconds = kTimeout};
   CAPTURE(spec);
   CAPTURE(seed);
-  MPI_Barrier(side);
+  MPI_Barrier(scene.side);
   std::thread stopper;
   if (comm.rank() == 0)
-    stopper = std::thread([&procs, victim, seed] {
+    stopper = std::thread([&scene, victim, seed] {
       std::mt19937 random(seed);
       std::this_thread::sleep_for(std::chrono::microseconds(2000 + random() % 30000));
-      kill(procs.pids[std::size_t(victim)], SIGSTOP);
+      kill(scene.pids[std::size_t(victim)], SIGSTOP);
     });
   if (comm.rank() == victim) {
     // Runs until stopped; continued below, its call then fails (the others
@@ -78,7 +77,7 @@ bool trial(const std::string& spec, unsigned seed, const Processes& procs, MPI_C
       } catch (const Error&) {
         break;
       }
-    MPI_Barrier(side);
+    MPI_Barrier(scene.side);
     return false;
   }
   TimedOutcome got;
@@ -100,7 +99,7 @@ bool trial(const std::string& spec, unsigned seed, const Processes& procs, MPI_C
                   got.message);
   const Seen seen{got.deadline, got.waiting_for == victim_only, int(got.in_earlier_call.size())};
   std::vector<Seen> all(std::size_t(comm.size() - 1));
-  MPI_Gather(&seen, 3, MPI_INT, all.data(), 3, MPI_INT, 0, survivors);
+  MPI_Gather(&seen, 3, MPI_INT, all.data(), 3, MPI_INT, 0, scene.survivors);
   int earlier_seen = 0;
   if (comm.rank() == 0) {
     std::string line;
@@ -112,33 +111,27 @@ bool trial(const std::string& spec, unsigned seed, const Processes& procs, MPI_C
     }
     MESSAGE("trial spec=" << spec << " seed=" << seed << ":" << line);
   }
-  MPI_Bcast(&earlier_seen, 1, MPI_INT, 0, survivors);
+  MPI_Bcast(&earlier_seen, 1, MPI_INT, 0, scene.survivors);
   // Continue the victim only once every survivor is done with its roll
   // call, so that none hears from it.
-  MPI_Barrier(survivors);
-  if (comm.rank() == 0) kill(procs.pids[std::size_t(victim)], SIGCONT);
-  MPI_Barrier(side);
+  MPI_Barrier(scene.survivors);
+  if (comm.rank() == 0) kill(scene.pids[std::size_t(victim)], SIGCONT);
+  MPI_Barrier(scene.side);
   return earlier_seen > 0;
 }
 
 }  // namespace
 
 TEST_CASE("a rank stopped inside a run of calls is the only one named; ranks in an earlier call are reported apart") {
-  const Processes procs = world_processes();
-  if (world_size() < 3 || !procs.one_host) {
+  const StopScene scene;
+  if (!scene.usable) {
     MESSAGE("needs 3+ ranks on one host (signals go by pid); skipped");
     return;
   }
-  MPI_Comm side, survivors;
-  MPI_Comm_dup(MPI_COMM_WORLD, &side);
-  const bool victim = world_rank() == world_size() - 1;
-  MPI_Comm_split(MPI_COMM_WORLD, victim ? MPI_UNDEFINED : 0, 0, &survivors);
   int trials = 0, with_earlier = 0;
   for (const std::string& spec : specs_under_test())
     for (int i = 0; i < trials_per_spec(); ++i, ++trials)
-      with_earlier += trial(spec, 1000u * unsigned(trials) + 17u, procs, side, survivors);
+      with_earlier += trial(spec, 1000u * unsigned(trials) + 17u, scene);
   if (world_rank() == 0)
     MESSAGE(trials << " trials, " << with_earlier << " with a survivor seeing a rank in an earlier call");
-  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
-  MPI_Comm_free(&side);
 }
