@@ -8,24 +8,6 @@ namespace {
 using strata::DataType;
 using strata::ReduceOp;
 
-MPI_Datatype mpi_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::f32: return MPI_FLOAT;
-    case DataType::f64: return MPI_DOUBLE;
-    case DataType::i8: return MPI_INT8_T;
-    case DataType::u8: return MPI_UINT8_T;
-    case DataType::i32: return MPI_INT32_T;
-    case DataType::u32: return MPI_UINT32_T;
-    case DataType::i64: return MPI_INT64_T;
-    case DataType::u64: return MPI_UINT64_T;
-    // No MPI type reduces these; broadcast moves them as 16-bit words and
-    // options.cpp refuses a reducing baseline for them.
-    case DataType::f16:
-    case DataType::bf16: return MPI_UINT16_T;
-  }
-  return MPI_DATATYPE_NULL;
-}
-
 // MPI has no mean: the baseline times the sum, which is the communication a
 // mean needs (strata divides locally afterwards).
 MPI_Op mpi_op(ReduceOp op) {
@@ -51,7 +33,7 @@ double one_factor(int) { return 1.0; }
 void all_reduce_run(Context& c, Buffers& b) { c.comm.all_reduce(b.in()[0], b.out()[0], c.op, c.call); }
 void all_reduce_baseline(Context& c, Buffers& b) {
   const auto& in = b.in()[0];
-  MPI_Allreduce(b.in_place() ? MPI_IN_PLACE : in.data, b.out()[0].data, mpi_count(in), mpi_type(in.dtype), mpi_op(c.op),
+  MPI_Allreduce(b.in_place() ? MPI_IN_PLACE : in.data, b.out()[0].data, mpi_count(in), strata::mpi_datatype(in.dtype), mpi_op(c.op),
                 c.mpi_comm);
 }
 
@@ -63,14 +45,14 @@ void reduce_baseline(Context& c, Buffers& b) {
   MPI_Comm_rank(c.mpi_comm, &rank);
   // MPI_IN_PLACE is only legal on the root; other ranks pass their buffer.
   const void* send = b.in_place() && rank == c.root ? MPI_IN_PLACE : in.data;
-  MPI_Reduce(send, b.out()[0].data, mpi_count(in), mpi_type(in.dtype), mpi_op(c.op), c.root, c.mpi_comm);
+  MPI_Reduce(send, b.out()[0].data, mpi_count(in), strata::mpi_datatype(in.dtype), mpi_op(c.op), c.root, c.mpi_comm);
 }
 
 // --- broadcast: every rank gets the root's buffer -----------------------------
 void broadcast_run(Context& c, Buffers& b) { c.comm.broadcast(b.in()[0], c.root, c.call); }
 void broadcast_baseline(Context& c, Buffers& b) {
   const auto& t = b.in()[0];
-  MPI_Bcast(t.data, mpi_count(t), mpi_type(t.dtype), c.root, c.mpi_comm);
+  MPI_Bcast(t.data, mpi_count(t), strata::mpi_datatype(t.dtype), c.root, c.mpi_comm);
 }
 
 // --- batch: one batch_all_reduce of a model's gradients, in place -------------
@@ -78,7 +60,7 @@ void batch_run(Context& c, Buffers& b) { c.comm.batch_all_reduce(b.in(), c.op, c
 void batch_baseline(Context& c, Buffers& b) {
   // What a framework without a batching library does: one call per tensor.
   for (const auto& t : b.in())
-    MPI_Allreduce(MPI_IN_PLACE, t.data, mpi_count(t), mpi_type(t.dtype), mpi_op(c.op), c.mpi_comm);
+    MPI_Allreduce(MPI_IN_PLACE, t.data, mpi_count(t), strata::mpi_datatype(t.dtype), mpi_op(c.op), c.mpi_comm);
 }
 
 const Collective kAllReduce{"all_reduce", "MPI_Allreduce", "ncclAllReduce", "2(n-1)/n", all_reduce_factor,

@@ -20,17 +20,29 @@ class InvalidArgument : public Error {
   using Error::Error;
 };
 
-// A call's timeout expired. `waiting_for()` lists the ranks this rank was
-// still waiting on (empty when the backend cannot tell). The communicator
-// refuses further calls afterwards.
+// A call's timeout expired. The communicator refuses further calls
+// afterwards. When it expires, strata asks every rank where it is (a roll
+// call, docs/RELIABILITY.md):
+//   waiting_for()      the ranks that did not arrive: they did not answer
+//                      (stopped, crashed, or busy outside strata), and this
+//                      rank was still waiting on them. Empty when nobody
+//                      is known to be missing (every rank answered, or the
+//                      backend cannot tell).
+//   in_earlier_call()  the ranks that answered from an earlier call on this
+//                      communicator: waiting there themselves, usually on
+//                      the same missing ranks, so never counted as missing.
+// Ranks in ascending order, in this communicator's numbering; the message
+// names both.
 class DeadlineExceeded : public Error {
  public:
-  DeadlineExceeded(const std::string& what, std::vector<int> waiting_for)
-      : Error(what), waiting_for_(std::move(waiting_for)) {}
+  DeadlineExceeded(const std::string& what, std::vector<int> waiting_for, std::vector<int> in_earlier_call = {})
+      : Error(what), waiting_for_(std::move(waiting_for)), in_earlier_call_(std::move(in_earlier_call)) {}
   const std::vector<int>& waiting_for() const { return waiting_for_; }
+  const std::vector<int>& in_earlier_call() const { return in_earlier_call_; }
 
  private:
   std::vector<int> waiting_for_;
+  std::vector<int> in_earlier_call_;
 };
 
 // Ranks disagreed about a call (collective, count, dtype, op, root, a

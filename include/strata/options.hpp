@@ -75,9 +75,11 @@ struct Config {
   // environment, turns it off (for measurements); every rank must agree:
   // the constructor raises InvalidArgument on every rank when they do not.
   bool check_calls = true;
-  // Pipeline chunk for the ring algorithms and host staging of CUDA
-  // tensors, in bytes: 0 = built-in default (256 KiB), else 4 KiB .. 1 GiB
-  // (InvalidArgument otherwise).
+  // Pipeline chunk of the ring algorithms on host memory, in bytes: 0 =
+  // built-in default (256 KiB), else 4 KiB .. 1 GiB (InvalidArgument
+  // otherwise). CUDA tensors that a host algorithm reduces are staged
+  // through pinned host memory in chunks of 4 MiB, or of this size when it
+  // is larger (docs/GPU.md).
   std::size_t chunk_bytes = 0;
 };
 

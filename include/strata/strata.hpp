@@ -4,6 +4,7 @@
 #include "strata/communicator.hpp"
 #include "strata/cross_device_ops.hpp"
 #include "strata/errors.hpp"
+#include "strata/mpi_datatype.hpp"
 #include "strata/options.hpp"
 #include "strata/plan.hpp"
 #include "strata/spec.hpp"

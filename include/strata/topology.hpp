@@ -70,9 +70,10 @@ struct Topology {
 // Collective over `comm`: every rank must call it, and every rank returns the
 // whole Topology. Nodes come from MPI_COMM_TYPE_SHARED, or virtual nodes of
 // STRATA_RANKS_PER_NODE consecutive ranks; each node's lowest rank reads the
-// hardware with hwloc once, every rank reports its own binding. Logs one
-// warning per process (rank 0, STRATA_DEBUG=WARN and up) when ranks are
-// unbound or bound across NUMA domains, with the launcher flags that fix it.
+// hardware with hwloc once, every rank reports its own binding. When ranks
+// that share a node are unbound or bound across NUMA domains, logs one
+// warning with the launcher flags that fix it (STRATA_DEBUG=WARN and up):
+// once per job, from MPI_COMM_WORLD rank 0's process.
 // Throws InvalidArgument for a bad STRATA_RANKS_PER_NODE, BackendError if MPI
 // fails, Unavailable if hwloc cannot read the node.
 Topology discover_topology(MPI_Comm comm);

@@ -10,8 +10,8 @@ namespace strata {
 
 enum class DataType { f32, f64, f16, bf16, i8, u8, i32, u32, i64, u64 };
 
-// mean = sum / number of contributors, in the tensor's own dtype (integers
-// truncate toward zero).
+// mean = sum / number of contributors (ranks x replicas), in the tensor's
+// own dtype (integers truncate toward zero).
 enum class ReduceOp { sum, mean, min, max, prod };
 
 // How a call is carried out: `automatic` follows the all_reduce_spec,

@@ -11,6 +11,7 @@
 #include "host/reduce_kernel.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
+#include "util/where.hpp"
 
 namespace strata::api {
 namespace {
@@ -58,15 +59,13 @@ void Session::log_batch_plan(const BatchCall& call) {
 }
 
 plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
-  static constexpr plan::Operation kOperations[] = {plan::Operation::batch_all_reduce, plan::Operation::batch_reduce,
-                                                    plan::Operation::batch_broadcast};
   std::vector<Tensor> firsts;  // (a refused call may hold a tensor without replicas)
   for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
   // The batch's number is sequence_ (its packs run under it).
   plan::Fingerprint f = fingerprint_common(call.collective, call.op, call.root,
                                            firsts.empty() ? Memory::host : firsts.front().memory, *call.options,
                                            call.spec);
-  f.operation = kOperations[static_cast<int>(call.collective)];
+  f.operation = plan::batch_operation(call.collective);
   for (const Tensor& t : firsts) f.count += t.count;
   f.layout = plan::batch_layout(firsts, call.packing, call.options->bytes_per_pack);
   f.dtype = -1;
@@ -83,7 +82,7 @@ void Session::run_batch(const BatchCall& call) {
   ++sequence_;  // one number per call, as for single calls; the packs run under it
   try {
     // A batch is checked once, as a whole, before its first pack.
-    current_ = {to_string(call.collective), sequence_, 0, "call check"};
+    current_ = {call.name(), sequence_, 0, "call check"};
     if (check_calls_) verify(fingerprint(call), deadline, current_.collective);
     if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
       run_batch_gpu(call, deadline);
@@ -112,7 +111,7 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
     const std::size_t element = dtype_size(pack.dtype);
-    Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec};
+    Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec, call.name()};
     one.job.count = pack.count;
     one.job.dtype = pack.dtype;
     one.job.op = call.op;
@@ -158,9 +157,10 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
   for (std::size_t k = 0; k < batch.size(); ++k)
     for (std::size_t r = 0; r < replicas; ++r)
       if (batch[k][r].device != devices[r])
-        throw InvalidArgument(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
-                                          "device {}; each replica's tensors must share one device",
-                                          k, r, batch[k][r].device, r, devices[r]));
+        throw InvalidArgument(
+            util::located(fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on "
+                                      "device {}; each replica's tensors must share one device",
+                                      k, r, batch[k][r].device, r, devices[r])));
 
   const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
   util::log(util::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,
@@ -169,7 +169,7 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
   gpu_backend();
   const bool broadcast = call.collective == Collective::broadcast;
   const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
-  const std::string_view collective_name = to_string(call.collective);
+  const std::string_view collective_name = call.name();
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
     gpu::GpuPack job;

@@ -49,6 +49,7 @@ Plan Communicator::plan_for(std::span<const Tensor> tensors, const PackingOption
     api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i), /*data_required=*/false);
   api::validate_same_memory(tensors, "tensors");
   api::validate_batch_size(tensors, "tensors");
+  if (!tensors.empty()) api::validate_implementation(options, tensors[0].memory, "tensors");
   return session_->plan_batch(tensors, packing, options);
 }
 
@@ -61,6 +62,7 @@ void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const Communic
     api::validate_tensor(in, "in");
     api::validate_tensor(out, "out");
     api::validate_in_out(in, out);
+    api::validate_implementation(options, in.memory, "in");
   } catch (const InvalidArgument& e) {
     session_->refuse(e, call);
   }
@@ -79,6 +81,7 @@ void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const Co
     api::validate_tensor(in, "in");
     api::validate_tensor(out, "out", /*data_required=*/is_root);
     if (is_root || out.data != nullptr) api::validate_in_out(in, out);
+    api::validate_implementation(options, in.memory, "in");
   } catch (const InvalidArgument& e) {
     session_->refuse(e, call);
   }
@@ -93,6 +96,7 @@ void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions
     api::validate_options(options);
     api::validate_root(root, size());
     api::validate_tensor(buffer, "buffer");
+    api::validate_implementation(options, buffer.memory, "buffer");
   } catch (const InvalidArgument& e) {
     session_->refuse(e, call);
   }
@@ -124,6 +128,7 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
     api::validate_same_memory(tensors, "tensors");
     api::validate_batch_size(tensors, "tensors");
     api::validate_disjoint(tensors, "tensors");
+    if (!tensors.empty()) api::validate_implementation(options, tensors[0].memory, "tensors");
   } catch (const InvalidArgument& e) {
     session_->refuse(e, call);
   }

@@ -11,6 +11,7 @@
 #include "api/validate.hpp"
 #include "plan/packing.hpp"
 #include "plan/spec.hpp"
+#include "util/where.hpp"
 
 namespace strata {
 
@@ -21,23 +22,25 @@ struct CrossDeviceOps::ParsedSpec {
 namespace {
 
 void validate_value(const PerReplica& value, int replicas_per_rank, const std::string& field) {
-  if (value.empty()) throw InvalidArgument(fmt::format("{} has no replicas; pass one tensor per local replica", field));
+  if (value.empty())
+    throw InvalidArgument(util::located(fmt::format("{} has no replicas; pass one tensor per local replica", field)));
   if (replicas_per_rank > 0 && static_cast<int>(value.size()) != replicas_per_rank)
-    throw InvalidArgument(fmt::format("{} has {} replica(s) but this strategy has num_gpus_per_worker = {}", field,
-                                      value.size(), replicas_per_rank));
+    throw InvalidArgument(
+        util::located(fmt::format("{} has {} replica(s) but this strategy has num_gpus_per_worker = {}", field,
+                                  value.size(), replicas_per_rank)));
   for (std::size_t r = 0; r < value.size(); ++r) {
     const std::string name = fmt::format("{}[{}]", field, r);
     api::validate_tensor(value[r], name);
     if (value[r].count != value[0].count || value[r].dtype != value[0].dtype)
-      throw InvalidArgument(fmt::format("{} has {} x {} but replica 0 has {} x {}; replicas must match", name,
-                                        value[r].count, to_string(value[r].dtype), value[0].count,
-                                        to_string(value[0].dtype)));
+      throw InvalidArgument(util::located(fmt::format("{} has {} x {} but replica 0 has {} x {}; replicas must match",
+                                                      name, value[r].count, to_string(value[r].dtype), value[0].count,
+                                                      to_string(value[0].dtype))));
   }
 }
 
 void validate_destination(Destination d, int size, std::string_view field) {
   if (!d.is_all_ranks() && (d.root() < 0 || d.root() >= size))
-    throw InvalidArgument(fmt::format("{} = rank {} is outside [0, {})", field, d.root(), size));
+    throw InvalidArgument(util::located(fmt::format("{} = rank {} is outside [0, {})", field, d.root(), size)));
 }
 
 }  // namespace
@@ -70,14 +73,15 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
       validate_value(pairs[i].first, replicas_per_rank_, fmt::format("pairs[{}].value", i));
       validate_destination(pairs[i].second, comm_.size(), fmt::format("pairs[{}].destination", i));
       if (i > 0 && pairs[i].first.size() != replicas)
-        throw InvalidArgument(fmt::format("pairs[{}].value has {} replica(s), pairs[0] has {}", i,
-                                          pairs[i].first.size(), replicas));
+        throw InvalidArgument(util::located(
+            fmt::format("pairs[{}].value has {} replica(s), pairs[0] has {}", i, pairs[i].first.size(), replicas)));
       replicas = pairs[i].first.size();
       all.insert(all.end(), pairs[i].first.begin(), pairs[i].first.end());
     }
     api::validate_same_memory(all, "replica tensors");
     api::validate_batch_size(all, "replica tensors");
     api::validate_disjoint(all, "replica tensors");
+    if (!all.empty()) api::validate_implementation(options, all.front().memory, "replica tensors");
   } catch (const InvalidArgument& e) {
     // Still collective: the other ranks learn of it (api::Session::refuse).
     std::vector<std::vector<Tensor>> as_passed;
@@ -134,6 +138,7 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
     validate_value(value, replicas_per_rank_, "value");
     validate_destination(destinations, comm_.size(), "destinations");
     api::validate_root(source_rank, comm_.size());
+    if (!value.empty()) api::validate_implementation(options, value.front().memory, "value");
   } catch (const InvalidArgument& e) {
     session.refuse(e, call);  // still collective: the other ranks learn of it
   }
@@ -150,7 +155,7 @@ MultiWorkerAllReduce::MultiWorkerAllReduce(Communicator& comm, int num_gpus_per_
                      PackingOptions{num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group},
                      num_gpus_per_worker) {
   if (num_gpus_per_worker < 1)
-    throw InvalidArgument(fmt::format("num_gpus_per_worker = {} must be >= 1", num_gpus_per_worker));
+    throw InvalidArgument(util::located(fmt::format("num_gpus_per_worker = {} must be >= 1", num_gpus_per_worker)));
 }
 
 ReductionToOneDevice::ReductionToOneDevice(Communicator& comm) : CrossDeviceOps(comm, "tree", PackingOptions{}, 0) {}

@@ -67,9 +67,10 @@ void agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
 
 Session::Session(MPI_Comm comm, Config config) {
   int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) throw InvalidArgument("strata::Communicator needs MPI: call MPI_Init before constructing it");
-  if (comm == MPI_COMM_NULL) throw InvalidArgument("comm = MPI_COMM_NULL: pass a valid communicator");
+  STRATA_CHECK_MPI(MPI_Initialized(&initialized));
+  if (!initialized)
+    throw InvalidArgument(util::located("strata::Communicator needs MPI: call MPI_Init before constructing it"));
+  if (comm == MPI_COMM_NULL) throw InvalidArgument(util::located("comm = MPI_COMM_NULL: pass a valid communicator"));
   // Check the config before the collective dup: a bad one must not leave
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
@@ -103,7 +104,7 @@ Session::Session(MPI_Comm comm, Config config) {
   } catch (...) {
     segment_.reset();
     topo::free_split(split_);
-    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&comm_);  // (already failing: its own error would say less)
     throw;
   }
   // Rank 0 prints the effective map once per process (not per communicator).
@@ -121,8 +122,8 @@ Session::~Session() {
   roll_call_.reset();
   segment_.reset();  // unmap only: the name was unlinked at creation
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // MPI freed everything already; calling it now is erroneous
+  // MPI freed everything already once finalized; calling it now is erroneous.
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   topo::free_split(split_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // never throw from a destructor
 }
@@ -143,18 +144,17 @@ void Session::mark_broken(const char* reason) {
 }
 
 void Session::blame_missing_ranks(const util::Deadline& deadline) {
-  const exec::RollCall::Result roll =
-      roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
-  std::vector<int> missing = roll.silent;
-  missing.insert(missing.end(), roll.earlier.begin(), roll.earlier.end());
-  std::sort(missing.begin(), missing.end());
+  exec::RollCall::Result roll = roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
   std::string who;
   if (!roll.silent.empty())
     who = fmt::format("rank(s) {} did not arrive (no answer to a roll call: stopped, crashed, or busy outside strata)",
                       fmt::join(roll.silent, ","));
+  // Ranks still in an earlier call are waiting there themselves (they
+  // answered from a wait loop), most often on the same missing ranks:
+  // named apart, never as missing.
   if (!roll.earlier.empty())
-    who += fmt::format("{}rank(s) {} are still in an earlier call", who.empty() ? "" : "; ",
-                       fmt::join(roll.earlier, ","));
+    who += fmt::format("{}rank(s) {} answered from an earlier call, waiting there themselves (not counted as missing)",
+                       who.empty() ? "" : "; ", fmt::join(roll.earlier, ","));
   if (who.empty())
     who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
           "lost link, or a disagreement the call check cannot see)";
@@ -164,7 +164,7 @@ void Session::blame_missing_ranks(const util::Deadline& deadline) {
       util::where(), current_.collective, current_.sequence, current_.bytes, current_.algorithm, rank_, size_,
       deadline.seconds(), who);
   broken_reason_ = message;
-  throw DeadlineExceeded(message, std::move(missing));
+  throw DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
 }
 
 plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
@@ -226,8 +226,7 @@ void Session::refuse(const InvalidArgument& error, const Call& call) {
 }
 
 void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
-  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
-                  to_string(call.collective));
+  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds, call.name());
 }
 
 void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
@@ -249,9 +248,9 @@ void Session::refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_
   try {
     verify(as_passed, deadline, collective);
   } catch (const Mismatch&) {
-    throw InvalidArgument(fmt::format(
-        "{} (the ranks of this communicator whose arguments were valid raise Mismatch naming this rank)",
-        error.what()));
+    throw InvalidArgument(util::located(
+        fmt::format("{} (the ranks of this communicator whose arguments were valid raise Mismatch naming this rank)",
+                    error.what())));
   }
   throw error;  // every rank passed the same invalid arguments: each raises its own error
 }
@@ -280,7 +279,7 @@ void Session::run(const Call& call) {
 }
 
 void Session::run_host(const Call& call, const util::Deadline& deadline, bool check) {
-  const std::string_view collective_name = to_string(call.collective);
+  const std::string_view collective_name = call.name.empty() ? to_string(call.collective) : call.name;
   plan::Fingerprint fingerprint_storage;
   const plan::Fingerprint* mine = nullptr;
   if (check) fingerprint_storage = fingerprint(call), mine = &fingerprint_storage;
@@ -289,14 +288,8 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
     return;
   }
   const std::size_t bytes = call.job.bytes();
-  const plan::Choice* planned = nullptr;
-  try {
-    planned = &cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
-  } catch (const InvalidArgument& e) {  // e.g. implementation = nccl on host memory
-    if (mine) refuse_in_call(e, *mine, deadline, collective_name);
-    throw;
-  }
-  const plan::Choice& choice = *planned;
+  const plan::Choice& choice =
+      cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
   plan::Job job = call.job;
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
@@ -330,8 +323,8 @@ gpu::Backend& Session::gpu_backend() {
   ensure_usable();
   if (gpu_) return *gpu_;
   if (!gpu_plane_.unavailable.empty())
-    throw Unavailable(fmt::format("strata: CUDA tensors are unavailable on this communicator: {}; pass host memory",
-                                  gpu_plane_.unavailable));
+    throw Unavailable(util::located(fmt::format(
+        "CUDA tensors are unavailable on this communicator: {}; pass host memory", gpu_plane_.unavailable)));
   // Local creation (device, stream), then every rank learns every rank's outcome.
   util::Agreement step(comm_, "creating the GPU backend", util::Deadline(topo::setup_seconds()));
   std::unique_ptr<gpu::Backend> made;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/execute.hpp"
@@ -47,6 +48,7 @@ struct Call {
   std::size_t contributors = 1; // mean's divisor: ranks x replicas
   const CommunicationOptions* options = nullptr;
   const plan::Spec* spec = nullptr;  // null: the communicator's spec
+  std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
 };
 
 // A validated batch: batch[k][r] is logical tensor k on local replica r
@@ -65,6 +67,9 @@ struct BatchCall {
   const CommunicationOptions* options = nullptr;
   const plan::Spec* spec = nullptr;  // null: the communicator's spec
   const std::function<void(std::size_t)>* on_pack_done = nullptr;
+
+  // What messages call it: "batch_all_reduce", "batch_reduce", "batch_broadcast".
+  std::string_view name() const { return plan::operation_name(plan::batch_operation(collective)); }
 };
 
 class Session {

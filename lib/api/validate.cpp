@@ -9,91 +9,110 @@
 
 #include "strata/errors.hpp"
 #include "util/element.hpp"
+#include "util/where.hpp"
 
 namespace strata::api {
 
 void validate_options(const CommunicationOptions& options) {
   if (options.bytes_per_pack < 0)
-    throw InvalidArgument(fmt::format("options.bytes_per_pack = {} must be >= 0 (0 = automatic)", options.bytes_per_pack));
+    throw InvalidArgument(
+        util::located(fmt::format("options.bytes_per_pack = {} must be >= 0 (0 = automatic)", options.bytes_per_pack)));
   if (std::isnan(options.timeout_seconds))
-    throw InvalidArgument("options.timeout_seconds = NaN must be a number >= 0 (0 = no timeout)");
+    throw InvalidArgument(util::located("options.timeout_seconds = NaN must be a number >= 0 (0 = no timeout)"));
   if (options.timeout_seconds < 0 || std::isinf(options.timeout_seconds))
-    throw InvalidArgument(fmt::format("options.timeout_seconds = {} must be finite and >= 0 (0 = no timeout)",
-                                      options.timeout_seconds));
+    throw InvalidArgument(util::located(
+        fmt::format("options.timeout_seconds = {} must be finite and >= 0 (0 = no timeout)", options.timeout_seconds)));
   const int impl = static_cast<int>(options.implementation);
   if (impl < 0 || impl > static_cast<int>(Implementation::nccl))
-    throw InvalidArgument(fmt::format("options.implementation = {} is not automatic, ring or nccl", impl));
+    throw InvalidArgument(
+        util::located(fmt::format("options.implementation = {} is not automatic, ring or nccl", impl)));
+}
+
+void validate_implementation(const CommunicationOptions& options, Memory memory, std::string_view field) {
+  if (options.implementation == Implementation::nccl && memory == Memory::host)
+    throw InvalidArgument(
+        util::located(fmt::format("options.implementation = nccl needs CUDA tensors, but {} is in host memory; "
+                                  "use automatic or ring for host tensors",
+                                  field)));
 }
 
 void validate_config(const Config& config) {
   // Tiny chunks make the ring all overhead (one message per element); huge
   // ones overflow scratch sizes and defeat pipelining.
   if (config.chunk_bytes != 0 && (config.chunk_bytes < kMinChunkBytes || config.chunk_bytes > kMaxChunkBytes))
-    throw InvalidArgument(fmt::format("config.chunk_bytes = {} must be 0 (default: 256 KiB) or in [{}, {}] bytes",
-                                      config.chunk_bytes, kMinChunkBytes, kMaxChunkBytes));
+    throw InvalidArgument(
+        util::located(fmt::format("config.chunk_bytes = {} must be 0 (default: 256 KiB) or in [{}, {}] bytes",
+                                  config.chunk_bytes, kMinChunkBytes, kMaxChunkBytes)));
 }
 
 void validate_op(ReduceOp op) {
   const int value = static_cast<int>(op);
   if (value < 0 || value > static_cast<int>(ReduceOp::prod))
-    throw InvalidArgument(fmt::format("op = {} is not one of sum, mean, min, max, prod", value));
+    throw InvalidArgument(util::located(fmt::format("op = {} is not one of sum, mean, min, max, prod", value)));
 }
 
 void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required) {
   const int dtype = static_cast<int>(tensor.dtype);
   if (dtype < 0 || dtype > static_cast<int>(DataType::u64))
-    throw InvalidArgument(fmt::format("{}.dtype = {} is not a strata DataType", field, dtype));
+    throw InvalidArgument(util::located(fmt::format("{}.dtype = {} is not a strata DataType", field, dtype)));
   if (tensor.memory == Memory::cuda && tensor.device < -1)
-    throw InvalidArgument(fmt::format("{}.device = {} must be a CUDA device index (or -1: this rank's device)", field,
-                                      tensor.device));
+    throw InvalidArgument(util::located(
+        fmt::format("{}.device = {} must be a CUDA device index (or -1: this rank's device)", field, tensor.device)));
   if (tensor.memory != Memory::host && tensor.memory != Memory::cuda)
-    throw InvalidArgument(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory)));
+    throw InvalidArgument(
+        util::located(fmt::format("{}.memory = {} is not host or cuda", field, static_cast<int>(tensor.memory))));
   // (No divisions: this runs on every call, and element sizes are powers of two.)
   const std::size_t element = util::element_bytes(tensor.dtype);  // (dtype checked above)
-  // No buffer is larger than PTRDIFF_MAX bytes, and none wraps around the
-  // end of the address space: checked here so no byte count downstream can
-  // overflow.
+  // Every buffer ends inside the address space: checked here so that no
+  // byte count or end address downstream can overflow, and no algorithm
+  // runs over memory that cannot exist.
   std::size_t bytes = 0;
-  if (__builtin_mul_overflow(tensor.count, element, &bytes) || bytes > static_cast<std::size_t>(PTRDIFF_MAX))
-    throw InvalidArgument(fmt::format("{}.count = {} x {} bytes is larger than any buffer can be", field,
-                                      tensor.count, element));
-  if (data_required && tensor.data == nullptr && tensor.count > 0)
-    throw InvalidArgument(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count));
-  const auto address = reinterpret_cast<std::uintptr_t>(tensor.data);
-  if (address > UINTPTR_MAX - bytes)
+  if (__builtin_mul_overflow(tensor.count, element, &bytes) || bytes > kMaxBufferBytes)
     throw InvalidArgument(
-        fmt::format("{}.data = {} + {} bytes wraps around the address space", field, tensor.data, bytes));
+        util::located(fmt::format("{}.count = {} x {} bytes cannot be a buffer: it is larger than the address "
+                                  "space ({:#x} bytes)",
+                                  field, tensor.count, element, kMaxBufferBytes)));
+  if (data_required && tensor.data == nullptr && tensor.count > 0)
+    throw InvalidArgument(util::located(fmt::format("{}.data is null but {}.count = {}", field, field, tensor.count)));
+  const auto address = reinterpret_cast<std::uintptr_t>(tensor.data);
+  if (address > kMaxBufferBytes - bytes)
+    throw InvalidArgument(util::located(fmt::format(
+        "{}.data = {} + {}.count = {} x {} bytes cannot be a buffer: it ends past the end of the address space "
+        "({:#x}); check {}.count",
+        field, tensor.data, field, tensor.count, element, kMaxBufferBytes, field)));
   // Element-aligned buffers only: the kernels load whole elements (and
   // vectors of them); a misaligned f64 load is undefined behaviour on the
   // host and a fault on the GPU. Copy unaligned data into an aligned buffer.
   if ((address & (element - 1)) != 0)
-    throw InvalidArgument(fmt::format("{}.data = {} is not aligned to {} bytes, the size of one {} element; pass "
-                                      "element-aligned buffers",
-                                      field, tensor.data, element, to_string(tensor.dtype)));
+    throw InvalidArgument(
+        util::located(fmt::format("{}.data = {} is not aligned to {} bytes, the size of one {} element; pass "
+                                  "element-aligned buffers",
+                                  field, tensor.data, element, to_string(tensor.dtype))));
 }
 
 void validate_in_out(const Tensor& in, const Tensor& out) {
   if (in.memory != out.memory)
-    throw InvalidArgument(fmt::format("out.memory = {} differs from in.memory = {}; both must be host or both cuda",
-                                      to_string(out.memory), to_string(in.memory)));
-  if (in.count != out.count)
-    throw InvalidArgument(fmt::format("out.count = {} differs from in.count = {}", out.count, in.count));
-  if (in.dtype != out.dtype)
     throw InvalidArgument(
-        fmt::format("out.dtype = {} differs from in.dtype = {}", to_string(out.dtype), to_string(in.dtype)));
+        util::located(fmt::format("out.memory = {} differs from in.memory = {}; both must be host or both cuda",
+                                  to_string(out.memory), to_string(in.memory))));
+  if (in.count != out.count)
+    throw InvalidArgument(util::located(fmt::format("out.count = {} differs from in.count = {}", out.count, in.count)));
+  if (in.dtype != out.dtype)
+    throw InvalidArgument(util::located(
+        fmt::format("out.dtype = {} differs from in.dtype = {}", to_string(out.dtype), to_string(in.dtype))));
   if (in.data == out.data || in.data == nullptr || out.data == nullptr || in.count == 0) return;
   const auto a = reinterpret_cast<std::uintptr_t>(in.data), b = reinterpret_cast<std::uintptr_t>(out.data);
   const std::size_t bytes = in.bytes();
   if (a < b + bytes && b < a + bytes)
-    throw InvalidArgument(fmt::format(
+    throw InvalidArgument(util::located(fmt::format(
         "in.data = {} and out.data = {} overlap ({} bytes each) without being equal; pass the same pointer for "
         "in place, or disjoint buffers",
-        in.data, out.data, bytes));
+        in.data, out.data, bytes)));
 }
 
 void validate_root(int root, int size) {
   if (root < 0 || root >= size)
-    throw InvalidArgument(fmt::format("root = {} is outside [0, {}) for this communicator", root, size));
+    throw InvalidArgument(util::located(fmt::format("root = {} is outside [0, {}) for this communicator", root, size)));
 }
 
 }  // namespace strata::api
@@ -103,17 +122,18 @@ namespace strata::api {
 void validate_same_memory(std::span<const Tensor> tensors, std::string_view field) {
   for (std::size_t i = 1; i < tensors.size(); ++i)
     if (tensors[i].memory != tensors[0].memory)
-      throw InvalidArgument(fmt::format("{}[{}].memory = {} but {}[0].memory = {}; a batch is all host or all cuda",
-                                        field, i, to_string(tensors[i].memory), field, to_string(tensors[0].memory)));
+      throw InvalidArgument(
+          util::located(fmt::format("{}[{}].memory = {} but {}[0].memory = {}; a batch is all host or all cuda", field,
+                                    i, to_string(tensors[i].memory), field, to_string(tensors[0].memory))));
 }
 
 void validate_batch_size(std::span<const Tensor> tensors, std::string_view field) {
   std::size_t bytes[static_cast<int>(DataType::u64) + 1] = {};
   for (const Tensor& t : tensors) {
     std::size_t& total = bytes[static_cast<int>(t.dtype)];
-    if (t.bytes() > static_cast<std::size_t>(PTRDIFF_MAX) - total)
-      throw InvalidArgument(fmt::format("{}: the {} tensors together are larger than any buffer can be", field,
-                                        to_string(t.dtype)));
+    if (t.bytes() > kMaxBufferBytes - total)
+      throw InvalidArgument(util::located(
+          fmt::format("{}: the {} tensors together are larger than any buffer can be", field, to_string(t.dtype))));
     total += t.bytes();
   }
 }
@@ -132,9 +152,9 @@ void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) 
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].begin < ranges[i - 1].end)
-      throw InvalidArgument(fmt::format("{}[{}] and {}[{}] overlap in memory; each tensor of a batch needs its own buffer",
-                                        field, std::min(ranges[i - 1].index, ranges[i].index), field,
-                                        std::max(ranges[i - 1].index, ranges[i].index)));
+      throw InvalidArgument(util::located(fmt::format(
+          "{}[{}] and {}[{}] overlap in memory; each tensor of a batch needs its own buffer", field,
+          std::min(ranges[i - 1].index, ranges[i].index), field, std::max(ranges[i - 1].index, ranges[i].index))));
 }
 
 }  // namespace strata::api

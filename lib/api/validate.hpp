@@ -4,6 +4,8 @@
 // build or run without GPU support) with a message naming field and value.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -14,17 +16,31 @@ namespace strata::api {
 
 void validate_options(const CommunicationOptions& options);
 
+// options.implementation = nccl runs on CUDA tensors only: a call on host
+// memory (`memory`, of the tensor `field` names) is refused whatever its
+// count, so that the same arguments always meet the same answer.
+void validate_implementation(const CommunicationOptions& options, Memory memory, std::string_view field);
+
 // A communicator's Config: chunk_bytes 0 (default) or within
 // [kMinChunkBytes, kMaxChunkBytes]. (The spec is checked when it is parsed.)
 constexpr std::size_t kMinChunkBytes = 4096, kMaxChunkBytes = std::size_t{1} << 30;
 void validate_config(const Config& config);
 void validate_op(ReduceOp op);
 
+// The end of every process's address space on the 64-bit platforms strata
+// builds for: user memory, CUDA's unified addresses included, lies below
+// 2^57 (x86-64 with 5-level paging ends at 2^56; arm64, POWER and RISC-V
+// Sv57 lower still). A tensor ending beyond it cannot be a buffer: its
+// count is wrong, and running it would fault inside an algorithm. Also the
+// largest number of bytes a buffer (or a batch's pack) can hold.
+constexpr std::size_t kMaxBufferBytes = sizeof(void*) == 8 ? std::size_t{1} << 57 : PTRDIFF_MAX;
+
 // `field` names the argument ("in", "out", "tensors[3]"). `data_required`:
 // whether a null pointer is an error when count > 0. Checks the dtype, the
-// memory kind, that count x element size fits a buffer (<= PTRDIFF_MAX) and
-// does not wrap the address space, and that data is element-aligned (host
-// and CUDA alike). Whether a GPU is usable is the GPU backend's question.
+// memory kind, that count x element size fits a buffer (<= kMaxBufferBytes)
+// that ends inside the address space (data + bytes <= kMaxBufferBytes),
+// and that data is element-aligned (host and CUDA alike). Whether a GPU is
+// usable is the GPU backend's question.
 void validate_tensor(const Tensor& tensor, std::string_view field, bool data_required = true);
 
 // in and out of one call: same memory kind, count and dtype; either the
@@ -36,7 +52,7 @@ void validate_root(int root, int size);
 // All tensors of a batch in the same kind of memory.
 void validate_same_memory(std::span<const Tensor> tensors, std::string_view field);
 
-// The per-dtype totals of a batch fit a buffer (<= PTRDIFF_MAX bytes): packs
+// The per-dtype totals of a batch fit a buffer (<= kMaxBufferBytes): packs
 // concatenate them. `field` names the list.
 void validate_batch_size(std::span<const Tensor> tensors, std::string_view field);
 

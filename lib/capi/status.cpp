@@ -5,6 +5,7 @@
 #include <new>
 
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::capi {
 namespace {
@@ -19,10 +20,11 @@ thread_local const char* last_fixed = nullptr;
 
 strata_status fail(strata_status status, const char* function, const char* message) noexcept {
   try {
-    last_message.assign(function).append(": ").append(message);
+    // The location first, as in every strata message, then the function.
+    last_message = util::located(std::string(function) + ": " + std::string(util::unlocated(message)));
     last_fixed = nullptr;
   } catch (...) {
-    last_fixed = "strata: out of memory while recording an error message";
+    last_fixed = "strata [?]: out of memory while recording an error message";
   }
   return status;
 }

@@ -9,7 +9,8 @@
 
 namespace strata::capi {
 
-// Records `status` and "`function`: `message`" as this thread's last error
+// Records `status` and "strata [host:rank]: `function`: `message`" (the
+// message's own location moved to the front) as this thread's last error
 // and returns `status`. Never throws (if the message cannot be stored, a
 // fixed "out of memory" text stands in for it).
 strata_status fail(strata_status status, const char* function, const char* message) noexcept;

@@ -11,6 +11,7 @@
 
 #include "capi/status.hpp"
 #include "strata/strata.hpp"
+#include "util/where.hpp"
 
 // The handle behind the opaque strata_comm*.
 struct strata_comm {
@@ -38,7 +39,7 @@ DataType dtype_of(strata_dtype dtype) { return static_cast<DataType>(static_cast
 ReduceOp op_of(strata_op op) { return static_cast<ReduceOp>(static_cast<int>(op)); }
 
 Communicator& comm_of(strata_comm* comm) {
-  if (comm == nullptr) throw InvalidArgument("comm is NULL; create one with strata_comm_create");
+  if (comm == nullptr) throw InvalidArgument(util::located("comm is NULL; create one with strata_comm_create"));
   return comm->comm;
 }
 
@@ -81,7 +82,8 @@ PackingOptions packing_of(const strata_packing* packing) {
 
 template <typename T>
 void require_out(const T* out, const char* name) {
-  if (out == nullptr) throw InvalidArgument(fmt::format("{} is NULL; pass the address of a variable to receive it", name));
+  if (out == nullptr)
+    throw InvalidArgument(util::located(fmt::format("{} is NULL; pass the address of a variable to receive it", name)));
 }
 
 strata_status create(const char* function, MPI_Comm comm, const strata_config* config, strata_comm** out) {
@@ -191,10 +193,11 @@ strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, c
   return guarded("strata_batch_all_reduce", [&] {
     Communicator& c = comm_of(comm);
     if (n > 0 && (buffers == nullptr || counts == nullptr || dtypes == nullptr))
-      throw InvalidArgument(fmt::format("n = {} but {} NULL; pass n entries in each of buffers, counts and dtypes", n,
-                                        buffers == nullptr  ? "buffers is"
-                                        : counts == nullptr ? "counts is"
-                                                            : "dtypes is"));
+      throw InvalidArgument(
+          util::located(fmt::format("n = {} but {} NULL; pass n entries in each of buffers, counts and dtypes", n,
+                                    buffers == nullptr  ? "buffers is"
+                                    : counts == nullptr ? "counts is"
+                                                        : "dtypes is")));
     const Call call = call_of(options);
     std::vector<Tensor> tensors;
     tensors.reserve(n);

@@ -1,4 +1,4 @@
-// Device twins of core/half.hpp: the same bit manipulations, so GPU and host
+// Device twins of util/half.hpp: the same bit manipulations, so GPU and host
 // round f16/bf16 identically (nearest even, quiet NaN kept, f16 overflow to
 // inf at 65520). Change both files together.
 #pragma once

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/check.hpp"
+
 namespace strata::exec {
 namespace {
 
@@ -10,17 +12,22 @@ constexpr int kQuestion = 1, kAnswer = 2;
 }  // namespace
 
 RollCall::RollCall(MPI_Comm comm, const std::uint64_t* current_call) : current_(current_call) {
-  MPI_Comm_dup(comm, &comm_);
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  try {  // the destructor does not run for a constructor that throws
+    STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+    STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  } catch (...) {
+    MPI_Comm_free(&comm_);  // (already failing: its own error would say less)
+    throw;
+  }
   asked_by_.assign(static_cast<std::size_t>(size_), 0);
 }
 
 RollCall::~RollCall() {
+  // Never throws: a failure to free leaves nothing else to undo.
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void RollCall::run() {
@@ -29,7 +36,8 @@ void RollCall::run() {
     MPI_Status status;
     if (MPI_Iprobe(MPI_ANY_SOURCE, kQuestion, comm_, &pending, &status) != MPI_SUCCESS || !pending) return;
     std::uint64_t asked = 0;
-    MPI_Recv(&asked, 1, MPI_UINT64_T, status.MPI_SOURCE, kQuestion, comm_, MPI_STATUS_IGNORE);
+    if (MPI_Recv(&asked, 1, MPI_UINT64_T, status.MPI_SOURCE, kQuestion, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;  // no question to answer: the asker hears nothing from us, as from a rank that is gone
     std::uint64_t& latest = asked_by_[static_cast<std::size_t>(status.MPI_SOURCE)];
     latest = std::max(latest, asked);
     answers_.push_back({asked, *current_});
@@ -51,8 +59,12 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     // Earlier answers meant for an earlier question of ours are matched
-    // and skipped below by their call number.
-    MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]);
+    // and skipped below by their call number. A receive MPI refuses leaves
+    // the rank silent.
+    if (MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]) != MPI_SUCCESS) {
+      receives[r] = MPI_REQUEST_NULL;
+      continue;
+    }
     MPI_Request question;
     if (MPI_Isend(&questions_.back(), 1, MPI_UINT64_T, r, kQuestion, comm_, &question) == MPI_SUCCESS)
       MPI_Request_free(&question);
@@ -62,20 +74,19 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
   util::Backoff backoff;
   for (;;) {
     run();  // peers asking at the same time must hear from us too
-    bool all = true, progressed = false;
+    bool progressed = false;
     for (int r = 0; r < size_; ++r) {
-      if (answered[r]) continue;
+      if (answered[r] || receives[r] == MPI_REQUEST_NULL) continue;
       int done = 0;
-      if (MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
-        if (reply(r)[0] == sequence) {
-          answered[r] = true;
-          progressed = true;
-          continue;
-        }
-        MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]);  // a stale answer
+      if (MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) continue;
+      if (reply(r)[0] == sequence) {
+        answered[r] = true;
+        progressed = true;
+      } else if (MPI_Irecv(reply(r).data(), 2, MPI_UINT64_T, r, kAnswer, comm_, &receives[r]) != MPI_SUCCESS) {
+        receives[r] = MPI_REQUEST_NULL;  // a stale answer, and no receive for the next: silent from here on
       }
-      all = false;
     }
+    const bool all = std::all_of(answered.begin(), answered.end(), [](bool a) { return a; });
     if (all || std::chrono::steady_clock::now() >= until) break;
     if (progressed) backoff.reset();
     backoff.pause();
@@ -99,8 +110,9 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
     if (r == rank_) continue;
     if (!answered[r]) {
       result.silent.push_back(r);
-      MPI_Cancel(&receives[r]);
-      MPI_Request_free(&receives[r]);
+      // Give the receive up; should MPI refuse, the request only stays
+      // allocated (its buffer lives in replies_).
+      if (receives[r] != MPI_REQUEST_NULL && MPI_Cancel(&receives[r]) == MPI_SUCCESS) MPI_Request_free(&receives[r]);
     } else if (reply(r)[1] < sequence) {
       result.earlier.push_back(r);
     }  // a rank answering from a later call is done with this one: neither

@@ -3,9 +3,12 @@
 // asks every other rank "where are you?" and waits a short window for the
 // answers; every rank that is inside strata waiting (in any wait loop, via
 // util::IdleWork) answers with the number of the call it is in. Ranks that
-// do not answer are stopped, crashed or busy outside strata; ranks that
-// answer from an earlier call never reached this one. A neighbour that is
-// itself waiting answers, so it is never blamed. When every rank times out
+// do not answer are stopped, crashed or busy outside strata: the missing
+// ones. Ranks that answer from an earlier call have not reached this one,
+// but answered from a wait loop: they are waiting themselves (in practice
+// on the same missing ranks), so the caller reports them apart, never as
+// missing. A neighbour that is itself waiting answers, so it is never
+// blamed. When every rank times out
 // at once (a hang inside the call), each asks the others: an asker keeps
 // answering after its own roll call until every rank that answered from
 // this call has asked it too, so that none leaves strata before a slightly
@@ -45,8 +48,8 @@ class RollCall final : public util::IdleWork {
   void run() override;
 
   struct Result {
-    std::vector<int> silent;   // no answer within the window
-    std::vector<int> earlier;  // answered from a call before `sequence`
+    std::vector<int> silent;   // no answer within the window: did not arrive (ascending)
+    std::vector<int> earlier;  // answered from a call before `sequence`: waiting there (ascending)
   };
   // Asks every other rank, answers theirs meanwhile, and reports; then
   // answers until the ranks that answered from this call have asked too.

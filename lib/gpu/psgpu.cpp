@@ -15,6 +15,7 @@
 #include "host/transport.hpp"
 #include "strata/errors.hpp"
 #include "util/slice.hpp"
+#include "util/where.hpp"
 
 namespace strata::gpu {
 namespace {
@@ -85,7 +86,8 @@ class PsgpuLevel final : public GroupLevel {
     if (rank_ == job.root) backend_.copy(job.out, whole.out, job.bytes(), Copy::device_to_device);
   }
   void broadcast(const plan::Job&) override {
-    throw Unavailable("strata: internal error: psgpu has no broadcast (the planner runs the host default instead)");
+    throw Unavailable(
+        util::located("internal error: psgpu has no broadcast (the planner runs the host default instead)"));
   }
 };
 

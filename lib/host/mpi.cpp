@@ -16,28 +16,13 @@
 #include <cstddef>
 #include <cstring>
 
-#include "util/check.hpp"
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "strata/mpi_datatype.hpp"
+#include "util/check.hpp"
 
 namespace strata::host {
 namespace {
-
-MPI_Datatype mpi_type(DataType dtype) {
-  switch (dtype) {
-    case DataType::f32: return MPI_FLOAT;
-    case DataType::f64: return MPI_DOUBLE;
-    case DataType::f16:
-    case DataType::bf16: return MPI_UINT16_T;
-    case DataType::i8: return MPI_INT8_T;
-    case DataType::u8: return MPI_UINT8_T;
-    case DataType::i32: return MPI_INT32_T;
-    case DataType::u32: return MPI_UINT32_T;
-    case DataType::i64: return MPI_INT64_T;
-    case DataType::u64: return MPI_UINT64_T;
-  }
-  return MPI_DATATYPE_NULL;
-}
 
 // User-defined operators running strata's own kernel: inout = in op inout.
 template <DataType D, ReduceOp Op>
@@ -99,7 +84,7 @@ void bounded(Transport& t, void* out, int n, DataType dtype, Start start) {
 }
 
 void mpi_all_reduce(Transport& t, const Job& job) {
-  const MPI_Datatype type = mpi_type(job.dtype);
+  const MPI_Datatype type = mpi_datatype(job.dtype);
   const MPI_Op op = mpi_op(job.dtype, job.op);
   in_pieces(job, [&](const void* in, void* out, int n) {
     if (!t.bounded()) {
@@ -113,7 +98,7 @@ void mpi_all_reduce(Transport& t, const Job& job) {
 }
 
 void mpi_reduce(Transport& t, const Job& job) {
-  const MPI_Datatype type = mpi_type(job.dtype);
+  const MPI_Datatype type = mpi_datatype(job.dtype);
   const MPI_Op op = mpi_op(job.dtype, job.op);
   const bool root = t.rank() == job.root;
   in_pieces(job, [&](const void* in, void* out, int n) {
@@ -136,17 +121,17 @@ void mpi_reduce(Transport& t, const Job& job) {
 void mpi_broadcast(Transport& t, const Job& job) {
   in_pieces(job, [&](const void*, void* buffer, int n) {
     if (!t.bounded()) {
-      STRATA_CHECK_MPI(MPI_Bcast(buffer, n, mpi_type(job.dtype), job.root, t.comm()));
+      STRATA_CHECK_MPI(MPI_Bcast(buffer, n, mpi_datatype(job.dtype), job.root, t.comm()));
       return;
     }
     if (t.rank() == job.root) {  // only sends
       MPI_Request request;
-      STRATA_CHECK_MPI(MPI_Ibcast(buffer, n, mpi_type(job.dtype), job.root, t.comm(), &request));
+      STRATA_CHECK_MPI(MPI_Ibcast(buffer, n, mpi_datatype(job.dtype), job.root, t.comm(), &request));
       t.wait_collective(request);
       return;
     }
     bounded(t, buffer, n, job.dtype, [&](void* landing, MPI_Request* request) {
-      return MPI_Ibcast(landing, n, mpi_type(job.dtype), job.root, t.comm(), request);
+      return MPI_Ibcast(landing, n, mpi_datatype(job.dtype), job.root, t.comm(), request);
     });
   });
 }

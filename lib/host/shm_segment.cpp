@@ -69,11 +69,13 @@ ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
   // Everyone has it mapped (or failed): remove the name either way.
   const bool ok = error.empty();
   int all_ok = ok ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
+  const int agreed = MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
   if (local_rank_ == 0) shm_unlink(name.data());
-  if (!all_ok) {
+  if (agreed != MPI_SUCCESS || !all_ok) {
     if (base_) munmap(base_, mapped_bytes_);
     base_ = nullptr;
+    if (agreed != MPI_SUCCESS)
+      util::throw_mpi_error(agreed, "MPI_Allreduce(the node's mapping outcomes)", __FILE__, __LINE__);
     throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", util::where(),
                                    error.empty() ? "another rank of this node could not map it" : error),
                        "shm", 0, util::hostname(), util::world_rank());

@@ -106,8 +106,8 @@ class Transport {
   std::byte* scratch(std::size_t slot, std::size_t bytes) { return workspace_.get(slot, bytes); }
 
   // The node's shared-memory segment when every rank of comm() shares one
-  // node and the running algorithm asked for it (Algorithm::uses_shared_memory);
-  // otherwise null.
+  // node and the plan runs the algorithm over it (plan::Choice::shared_memory,
+  // from its descriptor's plan::Algorithm::shared_memory); otherwise null.
   ShmSegment* shared_memory() const { return shm_; }
   void set_shared_memory(ShmSegment* segment) { shm_ = segment; }
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <exception>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@ std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
     case Why::none: return "";
     case Why::process: return d.detail;
     case Why::comm_null: return "MPI_COMM_NULL: MPI reports the error";
+    case Why::comm_invalid: return "not a valid communicator: MPI reports the error";
     case Why::intercomm: return "intercommunicators are not served";
     case Why::negative_count: return "count < 0: MPI reports the error";
     case Why::empty: return "0 bytes: nothing to move";
@@ -42,37 +42,27 @@ std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
   return "";
 }
 
-// Decisions about communicators that carry no entry share one set.
-std::set<std::string>& unrouted_logged() {
-  static auto* seen = new std::set<std::string>;
-  return *seen;
-}
-
 void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
   if (d.why == Why::process && d.detail == kMpiNotRunning) return;  // naming the comm would need MPI
   try {
-    const std::string label = comm == MPI_COMM_NULL ? "MPI_COMM_NULL" : comm_label(comm);
-    const std::string message =
-        fmt::format("{} on comm {} {} -> PMPI ({})", call, label, describe_args(type, op), why_text(d, type, op));
-    CommEntry* entry = comm == MPI_COMM_NULL ? nullptr : find_entry(comm);
-    log_decision(entry ? entry->logged : unrouted_logged(), message);
+    log_decision(fmt::format("{} on comm {} {} -> PMPI ({})", call, comm_label(comm), describe_args(type, op),
+                             why_text(d, type, op)));
   } catch (...) {
   }
 }
 
 // "MPI_FLOAT MPI_SUM -> strata (f32 sum, pscpu)": the call in MPI's terms,
 // as in the PMPI lines, then what strata ran.
-void log_to_strata(const char* call, MPI_Comm comm, CommEntry& entry, const Decision& d, Collective collective,
-                   MPI_Datatype type, const MPI_Op* op) noexcept {
+void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective, MPI_Datatype type,
+                   const MPI_Op* op) noexcept {
   if (!logging(Level::info)) return;
   try {
     const std::string algorithm = entry.strata->algorithm_for(d.count * dtype_size(d.dtype), collective);
     const std::string how = collective == Collective::broadcast
                                 ? (d.packed ? "packed, " + algorithm : algorithm)
                                 : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
-    log_decision(entry.logged, fmt::format("{} on comm {} {} -> strata ({})", call, comm_label(comm),
-                                           describe_args(type, op), how));
+    log_decision(fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, describe_args(type, op), how));
   } catch (...) {
   }
 }
@@ -126,7 +116,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::all_reduce, type, &op);
+  log_to_strata(kCall, *entry, d, Collective::all_reduce, type, &op);
   const Tensor out{recvbuf, d.count, d.dtype};
   const Tensor in = sendbuf == MPI_IN_PLACE ? out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
   if ((error = run_in_strata([&] { entry->strata->all_reduce(in, out, d.op, call_options()); })))
@@ -144,7 +134,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
     log_to_mpi(kCall, comm, d, type, &op);
     return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::reduce, type, &op);
+  log_to_strata(kCall, *entry, d, Collective::reduce, type, &op);
   // recvbuf is significant only at the root; strata ignores `out` elsewhere.
   const bool is_root = entry->strata->rank() == root;
   const Tensor out{is_root ? recvbuf : nullptr, d.count, d.dtype};
@@ -164,7 +154,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
     log_to_mpi(kCall, comm, d, type, nullptr);
     return PMPI_Bcast(buffer, count, type, root, comm);
   }
-  log_to_strata(kCall, comm, *entry, d, Collective::broadcast, type, nullptr);
+  log_to_strata(kCall, *entry, d, Collective::broadcast, type, nullptr);
   if (!d.packed) {
     const Tensor bytes{buffer, d.count, DataType::u8};
     if ((error = run_in_strata([&] { entry->strata->broadcast(bytes, root, call_options()); })))

@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <new>
+#include <numeric>
 #include <vector>
 
 #include "guard.hpp"
 #include "log.hpp"
 #include "settings.hpp"
+#include "util/ranges.hpp"
 
 namespace strata::interpose {
 namespace {
@@ -50,7 +53,7 @@ void destroy_communicator(CommEntry& entry) noexcept {
 
 // MPI_Comm_free (or MPI_Finalize for the predefined communicators) of a
 // communicator that carries an entry.
-int delete_entry(MPI_Comm comm, int, void* value, void*) {
+int delete_entry(MPI_Comm, int, void* value, void*) {
   auto* entry = static_cast<CommEntry*>(value);
   auto& live = live_entries();
   live.erase(std::remove(live.begin(), live.end(), entry), live.end());
@@ -58,7 +61,7 @@ int delete_entry(MPI_Comm comm, int, void* value, void*) {
   // (After the finalize hook the Communicator is gone and MPI may be half
   // shut down: then no log line, which would query MPI.)
   if (entry->strata && logging(Level::trace))
-    log_line(Level::trace, fmt::format("comm {} freed: destroying its strata communicator", comm_label(comm)));
+    say(Level::trace, fmt::format("comm {} freed: destroying its strata communicator", entry->label));
   destroy_communicator(*entry);
   delete entry;
   return MPI_SUCCESS;
@@ -71,10 +74,33 @@ int delete_entry(MPI_Comm comm, int, void* value, void*) {
 int finalize_hook(MPI_Comm, int, void*, void*) {
   mark_finalizing();
   auto& live = live_entries();
-  log_line(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
+  say(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
   for (auto it = live.rbegin(); it != live.rend(); ++it) destroy_communicator(**it);
   live.clear();
   return MPI_SUCCESS;
+}
+
+// "world ranks 0,2-3": the MPI_COMM_WORLD ranks of `comm`'s (local) group,
+// ascending, the same on every member. A list longer than a log line wants
+// is cut to its ends and a hash of the whole.
+std::string world_ranks(MPI_Comm comm, int size) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  std::vector<int> ranks(static_cast<std::size_t>(size)), in_world(ranks.size(), MPI_UNDEFINED);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const bool translated = PMPI_Comm_group(comm, &group) == MPI_SUCCESS &&
+                          PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS &&
+                          PMPI_Group_translate_ranks(group, size, ranks.data(), world, in_world.data()) == MPI_SUCCESS;
+  if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+  if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+  if (!translated || std::count(in_world.begin(), in_world.end(), MPI_UNDEFINED) > 0)
+    return "ranks outside MPI_COMM_WORLD";  // (processes spawned later: no world rank to name them by)
+  std::sort(in_world.begin(), in_world.end());
+  const std::string text = util::ranges(in_world);
+  if (in_world.size() == 1) return "world rank " + text;
+  if (text.size() <= 48) return "world ranks " + text;
+  std::uint32_t hash = 2166136261u;  // FNV-1a over the ranks
+  for (const int r : in_world) hash = (hash ^ static_cast<std::uint32_t>(r)) * 16777619u;
+  return fmt::format("world ranks {}..{} #{:08x}", in_world.front(), in_world.back(), hash);
 }
 
 // Keyvals and the finalize hook, created on the first routed call.
@@ -83,7 +109,7 @@ bool ensure_keyvals() {
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_entry, &entry_keyval, nullptr) != MPI_SUCCESS) return false;
   if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &finalize_keyval, nullptr) != MPI_SUCCESS ||
       PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr) != MPI_SUCCESS) {
-    PMPI_Comm_free_keyval(&entry_keyval);
+    PMPI_Comm_free_keyval(&entry_keyval);  // (already failing: nothing more to undo if this fails too)
     entry_keyval = MPI_KEYVAL_INVALID;
     return false;
   }
@@ -111,6 +137,7 @@ CommEntry& entry_for(MPI_Comm comm) {
   if (CommEntry* entry = find_entry_fast(comm)) return *entry;
   if (!ensure_keyvals()) throw std::bad_alloc();  // before anything collective
   auto entry = std::make_unique<CommEntry>();
+  entry->label = comm_label(comm);
   std::string failure;
   {
     InsideStrata inside;
@@ -127,7 +154,7 @@ CommEntry& entry_for(MPI_Comm comm) {
   if (!all_ok) {
     destroy_communicator(*entry);
     entry->unavailable = failure.empty() ? "another rank could not start strata on this communicator" : failure;
-    log_line(Level::warn, fmt::format("strata could not start on comm {}; its calls go to MPI: {}", comm_label(comm),
+    say(Level::warn, fmt::format("strata could not start on comm {}; its calls go to MPI: {}", entry->label,
                                       entry->unavailable));
   }
   // Setting an attribute with a valid key on a valid communicator fails only
@@ -142,15 +169,20 @@ CommEntry& entry_for(MPI_Comm comm) {
   return *kept;
 }
 
-std::string comm_label(MPI_Comm comm) {
-  char name[MPI_MAX_OBJECT_NAME] = {};
-  int length = 0, size = 0;
-  if (PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS) length = 0;
-  PMPI_Comm_size(comm, &size);
-  // MPI_Comm is a pointer in Open MPI and an int in MPICH: name it by its
-  // portable Fortran handle.
-  const std::string id = length > 0 ? std::string(name, length) : fmt::format("#{}", PMPI_Comm_c2f(comm));
-  return fmt::format("{} ({} ranks)", id, size);
+std::string comm_label(MPI_Comm comm) noexcept {
+  if (comm == MPI_COMM_NULL) return "MPI_COMM_NULL";
+  try {
+    if (const CommEntry* entry = find_entry(comm); entry && !entry->label.empty()) return entry->label;
+    int size = 0;
+    if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return "(not a communicator)";
+    char name[MPI_MAX_OBJECT_NAME] = {};
+    int length = 0;
+    if (PMPI_Comm_get_name(comm, name, &length) != MPI_SUCCESS) length = 0;
+    const std::string who = length > 0 ? std::string(name, static_cast<std::size_t>(length)) : world_ranks(comm, size);
+    return fmt::format("{} ({} rank{})", who, size, size == 1 ? "" : "s");
+  } catch (...) {
+    return "(a communicator)";
+  }
 }
 
 }  // namespace strata::interpose

@@ -13,7 +13,6 @@
 #include <mpi.h>
 
 #include <memory>
-#include <set>
 #include <string>
 
 #include "strata/communicator.hpp"
@@ -23,7 +22,7 @@ namespace strata::interpose {
 struct CommEntry {
   std::unique_ptr<Communicator> strata;  // null once destroyed, or if it could not be created
   std::string unavailable;               // why strata could not start here ("" = it did)
-  std::set<std::string> logged;          // decisions already printed at INFO
+  std::string label;                     // comm_label, made when the entry was
 };
 
 // The entry cached on `comm`, or nullptr. Local (no communication); never
@@ -46,7 +45,14 @@ CommEntry* find_entry_fast(MPI_Comm comm) noexcept;
 // MPI cannot store the attribute (out of memory).
 CommEntry& entry_for(MPI_Comm comm);
 
-// "MPI_COMM_WORLD (4 ranks)" or "0x55d0c8a3b2c0 (2 ranks)", for log lines.
-std::string comm_label(MPI_Comm comm);
+// How log lines name a communicator: its name when it has one
+// ("MPI_COMM_WORLD", "MPI_COMM_SELF", or one the program set), else the
+// MPI_COMM_WORLD ranks it holds ("world ranks 0,2-3"; a long list is cut to
+// its ends and a hash of it), then its size: "world ranks 0,2-3 (3 ranks)".
+// Every member says the same, without communicating (MPI translates the
+// group), and a communicator the program makes again over the same ranks
+// gets the same label, so that INFO does not print its decisions again.
+// The entry's label when `comm` has one. Local; never throws.
+std::string comm_label(MPI_Comm comm) noexcept;
 
 }  // namespace strata::interpose

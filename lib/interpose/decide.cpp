@@ -30,8 +30,9 @@ Decision check_common(int count, MPI_Comm comm, int& size) {
     size = entry->strata->size();  // cached entries are intracommunicators
   } else {
     int inter = 0;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return refuse(Why::intercomm);
-    PMPI_Comm_size(comm, &size);
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return refuse(Why::comm_invalid);
+    if (inter) return refuse(Why::intercomm);
+    if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return refuse(Why::comm_invalid);
   }
   if (count < 0) return refuse(Why::negative_count);
   if (count == 0) return refuse(Why::empty);
@@ -57,7 +58,7 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
 
   // Buffers, as MPI defines them. Only erroneous calls fail these checks.
   int rank = 0;
-  if (root != kAllRanks) PMPI_Comm_rank(comm, &rank);
+  if (root != kAllRanks && PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return refuse(Why::comm_invalid);
   const bool receives = root == kAllRanks || rank == root;
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(*dtype);
   if (receives) {

@@ -27,6 +27,7 @@ enum class Why {
   none,
   process,         // settings.hpp's process_refusal(); detail = its text
   comm_null,       // MPI_COMM_NULL: MPI reports the error
+  comm_invalid,    // MPI cannot say the communicator's size or rank: MPI reports the error
   intercomm,       // intercommunicators are not served
   negative_count,  // MPI reports the error
   empty,           // count 0 (or 0 bytes): nothing to move

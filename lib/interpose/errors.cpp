@@ -48,10 +48,12 @@ int report_error(const char* call, MPI_Comm comm, const std::exception_ptr& erro
       what = e.what();
     } catch (...) {
     }
-    log_line(Level::warn, fmt::format("{} on comm {} failed in strata: {} (reported to MPI as {})", call,
+    say(Level::warn, fmt::format("{} on comm {} failed in strata: {} (reported to MPI as {})", call,
                                       comm_label(comm), what, code_name(code)));
   } catch (...) {
   }
+  // The communicator's handler decides (MPI_ERRORS_ARE_FATAL aborts); the
+  // call returns `code` whatever the handler call itself returns.
   PMPI_Comm_call_errhandler(comm, code);
   return code;
 }

@@ -1,31 +1,30 @@
-// The interposer's log lines, in the library's format:
+// The interposer's log lines, in the library's format and under the
+// library's STRATA_DEBUG (util/log.hpp reads it, once, for both):
 //   strata <LEVEL> [host:rank] strata-mpi: <message>
-// on stderr. STRATA_DEBUG (NONE, WARN = default, INFO, TRACE) is read here
-// with the same meaning the library gives it: INFO prints each routing
-// decision once per communicator and kind (so that logs stay small however
-// many calls a program makes), TRACE prints every decision.
+// on stderr. INFO prints each routing decision once per process, so that
+// logs stay small however many calls a program makes and however often it
+// makes a communicator again (a decision names its communicator by a label
+// that is the same for the same ranks: comm_cache.hpp); TRACE prints every
+// decision.
 #pragma once
 
-#include <set>
 #include <string>
 #include <string_view>
 
+#include "util/log.hpp"
+
 namespace strata::interpose {
 
-enum class Level { none = 0, warn = 1, info = 2, trace = 3 };
+using Level = util::LogLevel;
 
-// The level from STRATA_DEBUG, read once. Unknown values mean WARN, as in
-// the library.
-Level log_level() noexcept;
+inline bool logging(Level level) noexcept { return util::log_level() >= level; }
 
-inline bool logging(Level level) noexcept { return log_level() >= level; }
-
-// Prints one line at `level` if it is enabled. Never throws.
-void log_line(Level level, std::string_view message) noexcept;
+// Prints "strata-mpi: `message`" at `level` if it is enabled. Never throws.
+void say(Level level, std::string_view message) noexcept;
 
 // A routing decision: at TRACE printed every time; at INFO printed only the
-// first time `message` is seen in `seen` (one set per communicator). Thread-
-// safe (one lock, taken only when INFO or TRACE is on). Never throws.
-void log_decision(std::set<std::string>& seen, const std::string& message) noexcept;
+// first time this process sees `message`. Thread-safe (one lock, taken only
+// when INFO is on). Never throws.
+void log_decision(const std::string& message) noexcept;
 
 }  // namespace strata::interpose

@@ -36,7 +36,7 @@ bool routing_enabled() {
     const std::string value = lower(env);
     if (!env || value == "on" || value == "1" || value == "yes" || value == "true") return true;
     if (value == "off" || value == "0" || value == "no" || value == "false") return false;
-    log_line(Level::warn, fmt::format("STRATA_INTERPOSE={} is not on or off; routing nothing to strata", env));
+    say(Level::warn, fmt::format("STRATA_INTERPOSE={} is not on or off; routing nothing to strata", env));
     return false;
   }();
   return enabled;
@@ -52,8 +52,8 @@ const MpiFacts& mpi_facts() {
   static const MpiFacts facts = [] {
     MpiFacts f;
     int provided = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&provided);
-    f.thread_multiple = provided == MPI_THREAD_MULTIPLE;
+    // MPI unable to say: assume the level under which nothing is routed.
+    f.thread_multiple = PMPI_Query_thread(&provided) != MPI_SUCCESS || provided == MPI_THREAD_MULTIPLE;
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
     // The run-time answer: the library loaded may differ from the headers.
     f.cuda_aware = MPIX_Query_cuda_support() == 1;
@@ -70,9 +70,8 @@ const char* process_refusal() noexcept {
   if (finalizing.load(std::memory_order_acquire)) return kMpiNotRunning;
   if (!initialized.load(std::memory_order_acquire)) {
     int init = 0, done = 0;
-    PMPI_Initialized(&init);
-    PMPI_Finalized(&done);
-    if (!init || done) return kMpiNotRunning;
+    if (PMPI_Initialized(&init) != MPI_SUCCESS || PMPI_Finalized(&done) != MPI_SUCCESS || !init || done)
+      return kMpiNotRunning;
     initialized.store(true, std::memory_order_release);
   }
   const MpiFacts& facts = mpi_facts();
@@ -88,7 +87,7 @@ double call_timeout_seconds() noexcept {
     char* end = nullptr;
     const double value = std::strtod(env, &end);
     if (*end != '\0' || !std::isfinite(value) || value < 0) {
-      log_line(Level::warn,
+      say(Level::warn,
                fmt::format("STRATA_INTERPOSE_TIMEOUT={} is not a number of seconds >= 0; calls have no timeout", env));
       return 0.0;
     }

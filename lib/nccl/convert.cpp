@@ -2,6 +2,7 @@
 
 #include "plan/nan.hpp"
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::nccl {
 
@@ -23,8 +24,8 @@ ncclDataType_t to_nccl(DataType dtype) {
 
 ncclRedOp_t to_nccl(ReduceOp op, DataType dtype) {
   if (!plan::nccl_reduces(op, dtype))
-    throw BackendError("strata: internal error: a floating min/max reached NCCL's own reduction (it drops NaN)",
-                       "NCCL", 0, "", -1);
+    throw BackendError(util::located("internal error: a floating min/max reached NCCL's own reduction (it drops NaN)"),
+                       "NCCL", 0, util::hostname(), util::world_rank());
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::mean: return ncclSum;  // mean: sum here, the finish stage divides (integers truncate)

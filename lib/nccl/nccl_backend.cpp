@@ -48,14 +48,16 @@ class NcclBackend final : public gpu::Backend {
       int& device = devices_[r];
       if (device < 0) device = engine_.device();
       if (!call.packed && device != engine_.device())
-        throw InvalidArgument(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
-                                          "rank's GPU assignment: STRATA_GPU_MAP, else its own nearest free GPU; see "
-                                          "strata-topo)",
-                                          device, engine_.device()));
+        throw InvalidArgument(
+            util::located(fmt::format("tensor.device = {}, but this rank's GPU backend drives device {} (the "
+                                      "rank's GPU assignment: STRATA_GPU_MAP, else its own nearest free GPU; see "
+                                      "strata-topo)",
+                                      device, engine_.device())));
       if (device >= visible_)
-        throw InvalidArgument(fmt::format("replica {} is on CUDA device {}, but this process sees {} CUDA "
-                                          "device(s)",
-                                          r, device, visible_));
+        throw InvalidArgument(
+            util::located(fmt::format("replica {} is on CUDA device {}, but this process sees {} CUDA "
+                                      "device(s)",
+                                      r, device, visible_)));
     }
     // open() is not matched by close() when it throws: restore the device here.
     engine_.breaking_on_failure([&] {

@@ -8,6 +8,7 @@
 
 #include "strata/errors.hpp"
 #include "util/log.hpp"
+#include "util/where.hpp"
 
 namespace strata::plan {
 namespace {
@@ -106,7 +107,7 @@ Spec resolve_spec(std::string_view configured, Catalogue known) {
   if (const char* env = std::getenv("STRATA_SPEC"); env && *env) return parse_spec(env, known);
   if (const char* path = std::getenv("STRATA_SPEC_FILE"); path && *path) {
     std::ifstream file(path);
-    if (!file) throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}' cannot be read", path));
+    if (!file) throw InvalidArgument(util::located(fmt::format("STRATA_SPEC_FILE = '{}' cannot be read", path)));
     // The file holds one spec; blank lines and lines starting with '#' are comments.
     std::string line, text;
     while (std::getline(file, line)) {
@@ -117,7 +118,7 @@ Spec resolve_spec(std::string_view configured, Catalogue known) {
     try {
       return parse_spec(text, known);
     } catch (const InvalidArgument& e) {
-      throw InvalidArgument(fmt::format("STRATA_SPEC_FILE = '{}': {}", path, e.what()));
+      throw InvalidArgument(util::located(fmt::format("STRATA_SPEC_FILE = '{}': {}", path, util::unlocated(e.what()))));
     }
   }
   return Spec{};
@@ -140,8 +141,8 @@ Choice choose(Catalogue known, const Spec& spec, Collective collective, std::siz
               Implementation implementation, Memory memory, const Layout& layout) {
   if (implementation == Implementation::nccl && memory == Memory::host)
     throw InvalidArgument(
-        "implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
-        "use automatic or ring for host tensors");
+        util::located("implementation = nccl needs CUDA tensors, but this call's tensors are in host memory; "
+                      "use automatic or ring for host tensors"));
   const Spec& defaults = default_spec(collective, memory, layout);
   const SpecEntry& entry = implementation == Implementation::ring   ? SpecEntry{"xring", 1, -1}
                            : implementation == Implementation::nccl ? kCuda.entries.front()

@@ -72,6 +72,17 @@ const std::vector<Field>& fields() {
 
 }  // namespace
 
+std::string_view operation_name(Operation operation) { return operation_name(std::int64_t(operation)); }
+
+Operation batch_operation(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return Operation::batch_all_reduce;
+    case Collective::reduce: return Operation::batch_reduce;
+    case Collective::broadcast: return Operation::batch_broadcast;
+  }
+  return Operation::batch_all_reduce;
+}
+
 namespace {
 
 // The digest of everything but the call number: four independent multiply

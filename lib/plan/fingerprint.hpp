@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "plan/job.hpp"
 #include "plan/spec.hpp"
@@ -22,6 +23,12 @@ namespace strata::plan {
 // What a call is, as far as matching goes (batches are their own kinds:
 // their per-pack collectives are never checked one by one).
 enum class Operation : std::int32_t { all_reduce, reduce, broadcast, batch_all_reduce, batch_reduce, batch_broadcast };
+
+// "all_reduce", ..., "batch_broadcast": what messages call the operation.
+std::string_view operation_name(Operation operation);
+
+// The batch kind of `collective` (all_reduce -> batch_all_reduce, ...).
+Operation batch_operation(Collective collective);
 
 struct Fingerprint {
   std::uint64_t sequence = 0;  // the communicator's call number

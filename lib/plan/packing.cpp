@@ -7,6 +7,7 @@
 
 #include "util/slice.hpp"
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::plan {
 namespace {
@@ -87,13 +88,14 @@ void greedy(std::vector<Pack>& out, std::span<const TensorShape> tensors, const 
 
 void validate_packing(const PackingOptions& options) {
   if (options.num_packs < 0)
-    throw InvalidArgument(fmt::format("num_packs = {} must be >= 0 (0 = use bytes_per_pack)", options.num_packs));
+    throw InvalidArgument(
+        util::located(fmt::format("num_packs = {} must be >= 0 (0 = use bytes_per_pack)", options.num_packs)));
   if (options.agg_small_grads_max_bytes < 0)
     throw InvalidArgument(
-        fmt::format("agg_small_grads_max_bytes = {} must be >= 0", options.agg_small_grads_max_bytes));
+        util::located(fmt::format("agg_small_grads_max_bytes = {} must be >= 0", options.agg_small_grads_max_bytes)));
   if (options.agg_small_grads_max_group < 0)
     throw InvalidArgument(
-        fmt::format("agg_small_grads_max_group = {} must be >= 0", options.agg_small_grads_max_group));
+        util::located(fmt::format("agg_small_grads_max_group = {} must be >= 0", options.agg_small_grads_max_group)));
 }
 
 std::size_t automatic_bytes_per_pack(int node_count) {

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::plan {
 
@@ -17,7 +18,7 @@ namespace {
 constexpr int kMaxShards = 64;
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
-  throw InvalidArgument(fmt::format("all_reduce_spec '{}': {}", spec, why));
+  throw InvalidArgument(util::located(fmt::format("all_reduce_spec '{}': {}", spec, why)));
 }
 
 std::string_view trim(std::string_view s) {

@@ -4,21 +4,30 @@
 
 #include <atomic>
 #include <map>
+#include <string_view>
 
 #include "util/log.hpp"
 #include "util/ranges.hpp"
+#include "util/where.hpp"
 
 namespace strata::topo {
 namespace {
 
 constexpr const char* kFix = "launch with `mpirun --bind-to core --map-by numa` (Open MPI) or `srun --cpu-bind=cores` (Slurm)";
 
+// The ranks that share their host with another rank and meet `predicate`
+// (by host name: virtual nodes on one host share it too).
 std::vector<int> ranks_where(const Topology& topology, bool (*predicate)(const Topology&, const RankInfo&)) {
+  std::map<std::string_view, int> on_host;
+  for (const RankInfo& r : topology.ranks) ++on_host[r.hostname];
   std::vector<int> ranks;
   for (const RankInfo& r : topology.ranks)
-    if (predicate(topology, r)) ranks.push_back(r.rank);
+    if (on_host[r.hostname] > 1 && predicate(topology, r)) ranks.push_back(r.rank);
   return ranks;
 }
+
+// Whether this process speaks for the job (see warn_about_binding_once).
+bool speaks_for_the_job() { return util::world_rank() == 0; }
 
 }  // namespace
 
@@ -49,7 +58,7 @@ std::vector<std::string> binding_advice(const Topology& topology) {
 
 void warn_about_binding_once(const Topology& topology) {
   static std::atomic<bool> warned{false};
-  if (util::log_level() < util::LogLevel::warn || warned.load()) return;
+  if (util::log_level() < util::LogLevel::warn || warned.load() || !speaks_for_the_job()) return;
   const std::vector<std::string> lines = binding_advice(topology);
   if (lines.empty() || warned.exchange(true)) return;  // a well-bound communicator does not use up the warning
   for (const std::string& line : lines) util::log(util::LogLevel::warn, "{}", line);
@@ -86,7 +95,7 @@ std::string gpu_sharing_advice(const Topology& topology) {
 
 void warn_about_shared_gpus_once(const Topology& topology) {
   static std::atomic<bool> warned{false};
-  if (util::log_level() < util::LogLevel::warn || warned.load()) return;
+  if (util::log_level() < util::LogLevel::warn || warned.load() || !speaks_for_the_job()) return;
   const std::string line = gpu_sharing_advice(topology);
   if (line.empty() || warned.exchange(true)) return;  // a communicator without sharing does not use up the warning
   util::log(util::LogLevel::warn, "{}", line);

@@ -1,6 +1,7 @@
 // Judging a Topology: which ranks are unbound or straddle NUMA domains, the
 // launcher flags that fix it, which ranks of a node drive one GPU together,
-// and the once-per-process warnings. Internal.
+// and the warnings: one line per job at most for each, and only where it
+// matters. Internal.
 #pragma once
 
 #include <string>
@@ -18,10 +19,17 @@ bool unbound(const Topology& topology, const RankInfo& rank);
 bool spans_numa(const Topology& topology, const RankInfo& rank);
 
 // One line per problem found (empty when binding is fine), each naming the
-// ranks and the mpirun/srun flags that fix it.
+// ranks and the mpirun/srun flags that fix it. Only ranks that share their
+// host with another rank of the communicator count: a rank alone on its
+// host competes with nobody (and one rank per host with threads of its own
+// is rightly bound to every core), so a one-rank communicator never gets
+// advice.
 std::vector<std::string> binding_advice(const Topology& topology);
 
-// Logs binding_advice as warnings, at most once per process.
+// Logs binding_advice as warnings, at most once per process and only in the
+// process of MPI_COMM_WORLD rank 0: the binding is the launch's, the same
+// for the whole job, so the job gets one line however many communicators
+// it makes. Every rank may call it.
 void warn_about_binding_once(const Topology& topology);
 
 // One line (empty when no two ranks of a node drive one GPU): on how many
@@ -30,7 +38,8 @@ void warn_about_binding_once(const Topology& topology);
 // among them) and the fix.
 std::string gpu_sharing_advice(const Topology& topology);
 
-// Logs gpu_sharing_advice as a warning, at most once per process.
+// Logs gpu_sharing_advice as a warning, on the rule of
+// warn_about_binding_once: once, from MPI_COMM_WORLD rank 0's process.
 void warn_about_shared_gpus_once(const Topology& topology);
 
 }  // namespace strata::topo

@@ -10,6 +10,7 @@
 
 #include "strata/errors.hpp"
 #include "util/ranges.hpp"
+#include "util/where.hpp"
 
 namespace strata::topo {
 
@@ -168,10 +169,10 @@ std::vector<int> parse_gpu_map(std::string_view text) {
     int device = -1;
     const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), device);
     if (item.empty() || error != std::errc() || end != item.data() + item.size() || device < 0)
-      throw InvalidArgument(fmt::format(
+      throw InvalidArgument(util::located(fmt::format(
           "STRATA_GPU_MAP = '{}': '{}' is not a device index; expected comma-separated CUDA device indexes by "
           "local rank, e.g. \"0,1,2,3\"",
-          text, item));
+          text, item)));
     map.push_back(device);
     if (comma == text.size()) break;
     at = comma + 1;
@@ -190,7 +191,7 @@ GpuAssignment assign_gpu(const GpuNodeView& node, int local_rank, std::span<cons
     try {
       map = parse_gpu_map(gpu_map);
     } catch (const InvalidArgument& e) {
-      out.how = e.what();
+      out.how = util::unlocated(e.what());
       return out;
     }
     if (std::size_t(local_rank) >= map.size()) {

@@ -167,9 +167,10 @@ double setup_seconds() {
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
-    throw InvalidArgument(fmt::format("STRATA_GPU_SETUP_TIMEOUT = '{}' must be a number of seconds > 0 (the bound "
-                                      "of GPU setup steps; default {})",
-                                      text, kDefault));
+    throw InvalidArgument(
+        util::located(fmt::format("STRATA_GPU_SETUP_TIMEOUT = '{}' must be a number of seconds > 0 (the bound "
+                                  "of GPU setup steps; default {})",
+                                  text, kDefault)));
   return seconds;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::topo {
 namespace {
@@ -57,13 +58,13 @@ template <typename Configure>
 hwloc_topology_t load(const char* what, Configure configure) {
   hwloc_topology_t topology = nullptr;
   if (hwloc_topology_init(&topology) != 0)
-    throw Unavailable(fmt::format("hwloc could not initialise a topology ({})", what));
+    throw Unavailable(util::located(fmt::format("hwloc could not initialise a topology ({})", what)));
   // Keep PCI devices (GPUs); bridges only as far as needed to place them.
   hwloc_topology_set_io_types_filter(topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (configure(topology) != 0 || hwloc_topology_load(topology) != 0) {
     hwloc_topology_destroy(topology);
-    throw Unavailable(fmt::format(
-        "hwloc could not read the node's topology ({}); is /sys readable in this container?", what));
+    throw Unavailable(util::located(
+        fmt::format("hwloc could not read the node's topology ({}); is /sys readable in this container?", what)));
   }
   return topology;
 }
@@ -98,7 +99,7 @@ std::string HwlocNode::to_xml() const {
   char* buffer = nullptr;
   int length = 0;
   if (hwloc_topology_export_xmlbuffer(state_->topology, &buffer, &length, 0) != 0)
-    throw Unavailable("hwloc could not export the node's topology as XML");
+    throw Unavailable(util::located("hwloc could not export the node's topology as XML"));
   // hwloc counts the terminating NUL in `length`.
   std::string xml(buffer, length > 0 ? static_cast<std::size_t>(length - 1) : 0);
   hwloc_free_xmlbuffer(state_->topology, buffer);
@@ -129,7 +130,7 @@ Binding HwlocNode::binding() const {
   // knows that.
   if (hwloc_get_cpubind(t, bound.set, HWLOC_CPUBIND_PROCESS) != 0 &&
       hwloc_get_cpubind(t, bound.set, HWLOC_CPUBIND_THREAD) != 0)
-    throw Unavailable("hwloc could not read this process's CPU binding");
+    throw Unavailable(util::located("hwloc could not read this process's CPU binding"));
   Binding b;
   const hwloc_obj_type_t core_type = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
   for (hwloc_obj_t core = nullptr; (core = hwloc_get_next_obj_by_type(t, core_type, core));)

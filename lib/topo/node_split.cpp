@@ -7,6 +7,7 @@
 
 #include "util/check.hpp"
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata::topo {
 namespace {
@@ -18,7 +19,7 @@ int ranks_per_node_from_env() {
   char* end = nullptr;
   const long value = std::strtol(env, &end, 10);
   if (*end != '\0' || value < 1 || value > 1 << 20)
-    throw InvalidArgument(fmt::format("STRATA_RANKS_PER_NODE = '{}' must be a positive integer", env));
+    throw InvalidArgument(util::located(fmt::format("STRATA_RANKS_PER_NODE = '{}' must be a positive integer", env)));
   return static_cast<int>(value);
 }
 
@@ -48,12 +49,12 @@ NodeSplit split_nodes(MPI_Comm comm) {
     const int virtual_leader = rank / per_node * per_node;
     std::vector<int> leaders(size);
     STRATA_CHECK_MPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm));
-    MPI_Comm_free(&shared);
+    STRATA_CHECK_MPI(MPI_Comm_free(&shared));
     for (int r = virtual_leader; r < std::min(size, virtual_leader + per_node); ++r)
       if (leaders[r] != leaders[virtual_leader])
-        throw InvalidArgument(fmt::format(
+        throw InvalidArgument(util::located(fmt::format(
             "STRATA_RANKS_PER_NODE = {}: ranks {} and {} would share a virtual node but run on different hosts",
-            per_node, virtual_leader, r));
+            per_node, virtual_leader, r)));
     leader = virtual_leader;
     STRATA_CHECK_MPI(MPI_Comm_split(comm, leader, rank, &split.node));
     split.virtual_nodes = true;
@@ -81,15 +82,16 @@ NodeSplit split_nodes(MPI_Comm comm) {
   // Local indices beyond the smallest node's size own no slice across nodes.
   const int color = split.local_rank < split.min_local_size ? split.local_rank : MPI_UNDEFINED;
   STRATA_CHECK_MPI(MPI_Comm_split(comm, color, split.node_index, &split.cross));
-  if (split.node != MPI_COMM_NULL) MPI_Comm_set_errhandler(split.node, MPI_ERRORS_RETURN);
-  if (split.cross != MPI_COMM_NULL) MPI_Comm_set_errhandler(split.cross, MPI_ERRORS_RETURN);
+  if (split.node != MPI_COMM_NULL) STRATA_CHECK_MPI(MPI_Comm_set_errhandler(split.node, MPI_ERRORS_RETURN));
+  if (split.cross != MPI_COMM_NULL) STRATA_CHECK_MPI(MPI_Comm_set_errhandler(split.cross, MPI_ERRORS_RETURN));
   return split;
 }
 
 void free_split(NodeSplit& split) {
+  // Never throws (destructors call it): a failure to free leaves nothing
+  // else to undo.
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   if (split.node != MPI_COMM_NULL) MPI_Comm_free(&split.node);
   if (split.cross != MPI_COMM_NULL) MPI_Comm_free(&split.cross);
 }

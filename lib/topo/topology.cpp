@@ -98,7 +98,7 @@ class Reader {
 
  private:
   void need(std::size_t n) const {
-    if (pos_ + n > bytes_.size()) throw Error("topology: a rank's record is truncated (internal error)");
+    if (pos_ + n > bytes_.size()) throw Error(util::located("topology: a rank's record is truncated (internal error)"));
   }
   std::string_view bytes_;
   std::size_t pos_ = 0;
@@ -163,7 +163,7 @@ std::vector<std::string> allgather_bytes(const std::string& mine, MPI_Comm comm,
     offsets[r] = static_cast<int>(total);
     total += lengths[r];
   }
-  if (total > INT32_MAX) throw Error("topology: the per-rank records exceed 2 GiB (internal error)");
+  if (total > INT32_MAX) throw Error(util::located("topology: the per-rank records exceed 2 GiB (internal error)"));
   std::string all(static_cast<std::size_t>(total), '\0');
   STRATA_CHECK_MPI(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                                   MPI_CHAR, comm));
@@ -257,9 +257,9 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
   int ok = error.empty() ? 1 : 0;
   STRATA_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm));
   if (!ok)
-    throw Unavailable(error.empty()
-                          ? std::string("topology discovery failed on another rank (see its error)")
-                          : fmt::format("topology discovery failed on {}: {}", util::where(), error));
+    throw Unavailable(util::located(error.empty()
+                                        ? "topology discovery failed on another rank (see its error)"
+                                        : fmt::format("topology discovery failed: {}", util::unlocated(error))));
 
   const std::vector<std::string> all = allgather_bytes(encode(mine), comm, size);
   Topology topology;
@@ -322,10 +322,8 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
       gpu_rows->push_back(std::move(row));
     }
   }
-  if (rank == 0) {
-    topo::warn_about_binding_once(topology);
-    topo::warn_about_shared_gpus_once(topology);
-  }
+  topo::warn_about_binding_once(topology);  // (MPI_COMM_WORLD rank 0's process only)
+  topo::warn_about_shared_gpus_once(topology);
   return topology;
 }
 

@@ -13,9 +13,11 @@
 
 namespace strata::util {
 
-// What the lowest failing rank broadcasts: its kind and reason (truncated).
+// What the lowest failing rank broadcasts: its kind, where it runs
+// ("host:rank") and its reason (truncated).
 struct Agreement::Verdict {
   int kind = 0;
+  std::array<char, 124> where{};
   std::array<char, 1020> reason{};
 };
 
@@ -41,8 +43,7 @@ Agreement::Agreement(MPI_Comm comm, std::string step, const Deadline& bound)
 
 Agreement::~Agreement() {
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   // Given up with operations in flight: point-to-point ones (the notices)
   // are released to complete on their own; a collective's request may not
   // be freed (MPI forbids it), so its handle is left behind. Either way the
@@ -122,21 +123,27 @@ std::optional<Agreement::Failure> Agreement::conclude() {
   const int root = static_cast<int>(first - b.flags.begin());
   if (root == rank_) {
     b.verdict.kind = static_cast<int>(kind_);
-    const std::size_t n = std::min(reason_.size(), b.verdict.reason.size() - 1);
-    std::memcpy(b.verdict.reason.data(), reason_.data(), n);
+    const std::string here = where();
+    std::memcpy(b.verdict.where.data(), here.data(), std::min(here.size(), b.verdict.where.size() - 1));
+    // Its own location leads the text every member raises: not twice.
+    const std::string_view reason = unlocated(reason_);
+    std::memcpy(b.verdict.reason.data(), reason.data(), std::min(reason.size(), b.verdict.reason.size() - 1));
   }
   pending_.assign(1, MPI_REQUEST_NULL);
   collective_ = true;
   STRATA_CHECK_MPI(MPI_Ibcast(&b.verdict, sizeof b.verdict, MPI_BYTE, root, comm_, pending_.data()));
   wait("the failing rank's reason");
   collective_ = false;
-  return Failure{root, static_cast<Kind>(b.verdict.kind), std::string(b.verdict.reason.data())};
+  return Failure{root, static_cast<Kind>(b.verdict.kind), std::string(b.verdict.reason.data()),
+                 std::string(b.verdict.where.data())};
 }
 
 void Agreement::throw_if_failed() {
   const std::optional<Failure> failure = conclude();
   if (!failure) return;
-  const std::string text = fmt::format("strata: {} failed on rank {}: {}", step_, failure->rank, failure->reason);
+  // The failing rank's location: the same text on every member.
+  const std::string text =
+      fmt::format("strata [{}]: {} failed on rank {}: {}", failure->where, step_, failure->rank, failure->reason);
   switch (failure->kind) {
     case Kind::deadline: throw DeadlineExceeded(text, {});
     case Kind::unavailable: throw Unavailable(text);

@@ -36,7 +36,8 @@ class Agreement {
   struct Failure {
     int rank = -1;  // in the agreement's communicator
     Kind kind = Kind::backend;
-    std::string reason;  // as the failing rank gave it
+    std::string reason;  // as the failing rank gave it (without its location)
+    std::string where;   // the failing rank's "host:rank" (util::where)
   };
 
   // Every member of `comm` constructs one for the same step, in the same
@@ -64,7 +65,8 @@ class Agreement {
   std::optional<Failure> conclude();
 
   // conclude(), then raise the failure, if any, as its Kind with the text
-  // "strata: <step> failed on rank R: <reason>" (identical on every member).
+  // "strata [<the failing rank's host:rank>]: <step> failed on rank R:
+  // <reason>" (identical on every member).
   void throw_if_failed();
 
  private:

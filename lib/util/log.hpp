@@ -9,7 +9,8 @@ namespace strata::util {
 
 enum class LogLevel { none = 0, warn = 1, info = 2, trace = 3 };
 
-// The level from STRATA_DEBUG, read once (at load time).
+// The level from STRATA_DEBUG, read once (at load time); unknown values mean
+// WARN. The one reading: the interposer logs under it too.
 LogLevel log_level();
 
 // Prints "strata <LEVEL> [host:rank] message" when `level` is enabled.

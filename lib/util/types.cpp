@@ -5,6 +5,7 @@
 #include "strata/errors.hpp"
 #include "strata/types.hpp"
 #include "util/element.hpp"
+#include "util/where.hpp"
 
 namespace strata {
 namespace {
@@ -19,7 +20,7 @@ Enum parse_name(std::string_view text, std::string_view field, const std::array<
     if (names[i] == text) return static_cast<Enum>(i);
   std::string choices;
   for (auto n : names) choices += fmt::format("{}{}", choices.empty() ? "" : ", ", n);
-  throw InvalidArgument(fmt::format("{} = '{}' is not one of: {}", field, text, choices));
+  throw InvalidArgument(util::located(fmt::format("{} = '{}' is not one of: {}", field, text, choices)));
 }
 
 }  // namespace

@@ -1,14 +1,24 @@
 // "host:rank" of this process, for messages. The rank is the MPI_COMM_WORLD
 // rank (or "?" before MPI_Init), so messages from different communicators
-// still name the same process the same way.
+// still name the same process the same way. Every strata error message
+// begins "strata [host:rank]: " (located).
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace strata::util {
 
 std::string hostname();
-int world_rank();          // -1 before MPI_Init or after MPI_Finalize
+int world_rank();          // -1 before MPI_Init, after MPI_Finalize, or when MPI cannot say
 std::string where();       // "host:rank"
+
+// "strata [host:rank]: " + message; a message that already begins with a
+// location ("strata [") is returned as it is.
+std::string located(std::string_view message);
+
+// `message` without the "strata [host:rank]: " it may begin with: for
+// quoting one of this process's errors inside another.
+std::string_view unlocated(std::string_view message);
 
 }  // namespace strata::util

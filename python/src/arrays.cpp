@@ -9,6 +9,7 @@
 
 #include "cuda_support.hpp"
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 
 namespace strata_py {
 
@@ -43,15 +44,16 @@ DataType to_dtype(char kind, std::size_t bytes, const std::string& field) {
   if (kind == 'u' && bytes == 1) return DataType::u8;
   if (kind == 'u' && bytes == 4) return DataType::u32;
   if (kind == 'u' && bytes == 8) return DataType::u64;
-  throw InvalidArgument(
-      fmt::format("{} has dtype {}, which strata does not reduce; supported: {}", field, dtype_name(kind, bytes), kSupported));
+  throw InvalidArgument(strata::util::located(fmt::format(
+      "{} has dtype {}, which strata does not reduce; supported: {}", field, dtype_name(kind, bytes), kSupported)));
 }
 
 // The kind of a struct-module format string ("f", "<d", "=q", "B").
 char kind_of_format(const char* format, const std::string& field) {
   std::string_view text = format ? format : "B";  // NULL means unsigned bytes
   if (!text.empty() && (text.front() == '>' || text.front() == '!'))
-    throw InvalidArgument(fmt::format("{} is big-endian (format '{}'); pass a native-endian array", field, text));
+    throw InvalidArgument(
+        strata::util::located(fmt::format("{} is big-endian (format '{}'); pass a native-endian array", field, text)));
   while (!text.empty() && (text.front() == '@' || text.front() == '=' || text.front() == '<')) text.remove_prefix(1);
   if (text.size() == 1) {
     switch (text.front()) {
@@ -64,8 +66,8 @@ char kind_of_format(const char* format, const std::string& field) {
     }
   }
   if (text.size() == 2 && text.front() == 'Z') return 'c';
-  throw InvalidArgument(fmt::format("{} has element format '{}', which strata does not reduce; supported: {}", field,
-                                    format, kSupported));
+  throw InvalidArgument(strata::util::located(fmt::format(
+      "{} has element format '{}', which strata does not reduce; supported: {}", field, format, kSupported)));
 }
 
 // Product of `shape`, refusing negative extents and overflow.
@@ -73,10 +75,13 @@ template <class Extent>
 std::size_t element_count(const Extent* shape, std::size_t ndim, const std::string& field) {
   std::size_t count = 1;
   for (std::size_t d = 0; d < ndim; ++d) {
-    if (shape[d] < 0) throw InvalidArgument(fmt::format("{} has a negative extent {} in dimension {}", field, shape[d], d));
+    if (shape[d] < 0)
+      throw InvalidArgument(
+          strata::util::located(fmt::format("{} has a negative extent {} in dimension {}", field, shape[d], d)));
     const auto extent = static_cast<std::size_t>(shape[d]);
     if (extent != 0 && count > std::numeric_limits<std::size_t>::max() / extent)
-      throw InvalidArgument(fmt::format("{} has more elements than the address space holds", field));
+      throw InvalidArgument(
+          strata::util::located(fmt::format("{} has more elements than the address space holds", field)));
     count *= extent;
   }
   return count;
@@ -97,15 +102,16 @@ bool c_contiguous(const Extent* shape, const Stride* strides, std::size_t ndim, 
 }
 
 [[noreturn]] void not_contiguous(const std::string& field) {
-  throw InvalidArgument(fmt::format(
+  throw InvalidArgument(strata::util::located(fmt::format(
       "{} is not C-contiguous; strata reduces one contiguous block: pass numpy.ascontiguousarray({}) (or a copy)",
-      field, field));
+      field, field)));
 }
 
 [[noreturn]] void read_only(const std::string& field) {
-  throw InvalidArgument(fmt::format("{} is read-only, but strata writes the result into it; pass a writable array "
-                                    "(for all_reduce: or a separate out=)",
-                                    field));
+  throw InvalidArgument(
+      strata::util::located(fmt::format("{} is read-only, but strata writes the result into it; pass a writable array "
+                                        "(for all_reduce: or a separate out=)",
+                                        field)));
 }
 
 std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
@@ -189,13 +195,13 @@ void ArrayView::view_buffer(py::handle obj, Access access, bool as_bfloat16) {
       }
       PyErr_Clear();
     }
-    throw InvalidArgument(fmt::format("{} (a {}) cannot be viewed through the buffer protocol: {}", field_,
-                                      type_name(obj), error.what()));
+    throw InvalidArgument(strata::util::located(fmt::format(
+        "{} (a {}) cannot be viewed through the buffer protocol: {}", field_, type_name(obj), error.what())));
   }
   has_buffer_ = true;
   if (!PyBuffer_IsContiguous(&buffer_, 'C')) not_contiguous(field_);
   const auto itemsize = static_cast<std::size_t>(buffer_.itemsize);
-  if (itemsize == 0) throw InvalidArgument(fmt::format("{} has elements of size 0", field_));
+  if (itemsize == 0) throw InvalidArgument(strata::util::located(fmt::format("{} has elements of size 0", field_)));
   if (as_bfloat16) {
     tensor_.dtype = DataType::bf16;
   } else {
@@ -208,12 +214,14 @@ void ArrayView::view_buffer(py::handle obj, Access access, bool as_bfloat16) {
 
 void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
   if (!py::isinstance<py::dict>(interface))
-    throw InvalidArgument(fmt::format("{}.__cuda_array_interface__ is a {}, not a dict", field_, type_name(interface)));
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{}.__cuda_array_interface__ is a {}, not a dict", field_, type_name(interface))));
   const auto cai = interface.cast<py::dict>();
   if (!item(cai, "mask").is_none())
-    throw InvalidArgument(fmt::format("{} is a masked CUDA array; strata reduces every element, pass one without a "
-                                      "mask",
-                                      field_));
+    throw InvalidArgument(
+        strata::util::located(fmt::format("{} is a masked CUDA array; strata reduces every element, pass one without a "
+                                          "mask",
+                                          field_)));
 
   std::vector<long long> shape;
   for (py::handle extent : py::tuple(item(cai, "shape"))) shape.push_back(extent.cast<long long>());
@@ -223,14 +231,17 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
   std::size_t bytes = 0;
   if (typestr.size() >= 3) bytes = std::strtoul(typestr.c_str() + 2, nullptr, 10);
   if (bytes == 0)
-    throw InvalidArgument(fmt::format("{} has __cuda_array_interface__ typestr '{}', not like '<f4'", field_, typestr));
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} has __cuda_array_interface__ typestr '{}', not like '<f4'", field_, typestr)));
   if (typestr[0] == '>')
-    throw InvalidArgument(fmt::format("{} is big-endian (typestr '{}'); pass a native-endian array", field_, typestr));
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} is big-endian (typestr '{}'); pass a native-endian array", field_, typestr)));
   tensor_.dtype = to_dtype(typestr[1], bytes, field_);
 
   const auto data = py::tuple(item(cai, "data"));
   if (data.size() != 2)
-    throw InvalidArgument(fmt::format("{}.__cuda_array_interface__['data'] must be (pointer, read_only)", field_));
+    throw InvalidArgument(
+        strata::util::located(fmt::format("{}.__cuda_array_interface__['data'] must be (pointer, read_only)", field_)));
   const auto pointer = data[0].cast<unsigned long long>();
   if (access == Access::write && data[1].cast<bool>()) read_only(field_);
 
@@ -239,7 +250,8 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
     std::vector<long long> byte_strides;
     for (py::handle stride : py::tuple(strides)) byte_strides.push_back(stride.cast<long long>());
     if (byte_strides.size() != shape.size())
-      throw InvalidArgument(fmt::format("{} has {} strides for {} dimensions", field_, byte_strides.size(), shape.size()));
+      throw InvalidArgument(strata::util::located(
+          fmt::format("{} has {} strides for {} dimensions", field_, byte_strides.size(), shape.size())));
     if (!c_contiguous(shape.data(), byte_strides.data(), shape.size(), static_cast<long long>(bytes)))
       not_contiguous(field_);
   }
@@ -248,9 +260,10 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
   if (!stream.is_none()) {
     const auto handle = stream.cast<unsigned long long>();
     if (handle == 0)
-      throw InvalidArgument(fmt::format("{}.__cuda_array_interface__['stream'] = 0 is disallowed by the interface "
-                                        "(ambiguous); use 1 (legacy default) or 2 (per-thread default)",
-                                        field_));
+      throw InvalidArgument(
+          strata::util::located(fmt::format("{}.__cuda_array_interface__['stream'] = 0 is disallowed by the interface "
+                                            "(ambiguous); use 1 (legacy default) or 2 (per-thread default)",
+                                            field_)));
     stream_ = static_cast<std::uintptr_t>(handle);
   }
 
@@ -262,19 +275,22 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
 
 void ArrayView::view_dlpack(py::handle obj) {
   const auto device = py::tuple(obj.attr("__dlpack_device__")());
-  if (device.size() != 2) throw InvalidArgument(fmt::format("{}.__dlpack_device__() must return (type, id)", field_));
+  if (device.size() != 2)
+    throw InvalidArgument(strata::util::located(fmt::format("{}.__dlpack_device__() must return (type, id)", field_)));
   const int type = device[0].cast<int>(), id = device[1].cast<int>();
   const bool on_cuda = type == kDLCUDA || type == kDLCUDAManaged;
   const bool on_host = type == kDLCPU || type == kDLCUDAHost;
   if (!on_cuda && !on_host)
-    throw InvalidArgument(fmt::format("{} lives on DLPack device type {} (id {}); strata takes CPU ({}) and CUDA ({}) "
-                                      "memory",
-                                      field_, type, id, int(kDLCPU), int(kDLCUDA)));
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} lives on DLPack device type {} (id {}); strata takes CPU ({}) and CUDA ({}) "
+                    "memory",
+                    field_, type, id, int(kDLCPU), int(kDLCUDA))));
   // For CUDA, ask the producer to order its work before the legacy default
   // stream (DLPack's stream = 1), which wait_for_producer() then waits for.
   py::object capsule = on_cuda ? obj.attr("__dlpack__")(py::arg("stream") = 1) : obj.attr("__dlpack__")();
   if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
-    throw InvalidArgument(fmt::format("{}.__dlpack__() did not return an unused 'dltensor' capsule", field_));
+    throw InvalidArgument(
+        strata::util::located(fmt::format("{}.__dlpack__() did not return an unused 'dltensor' capsule", field_)));
   dlpack_ = PyCapsule_GetPointer(capsule.ptr(), "dltensor");
   // The capsule is ours now: renaming it stops its destructor from freeing
   // the tensor, which our destructor hands back through its deleter.
@@ -282,7 +298,8 @@ void ArrayView::view_dlpack(py::handle obj) {
   const DLTensor& t = static_cast<DLManagedTensor*>(dlpack_)->dl_tensor;
 
   if (t.dtype.lanes != 1)
-    throw InvalidArgument(fmt::format("{} has {}-lane vector elements; strata takes scalars", field_, t.dtype.lanes));
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} has {}-lane vector elements; strata takes scalars", field_, t.dtype.lanes)));
   const std::size_t bytes = t.dtype.bits / 8;
   if (t.dtype.code == kDLBfloat && t.dtype.bits == 16) {
     tensor_.dtype = DataType::bf16;

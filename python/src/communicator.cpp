@@ -6,6 +6,7 @@
 
 #include "arrays.hpp"
 #include "convert.hpp"
+#include "util/where.hpp"
 
 namespace strata_py {
 
@@ -124,7 +125,7 @@ py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle 
 }
 
 std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle collective, py::handle memory) {
-  if (nbytes < 0) throw InvalidArgument(fmt::format("nbytes = {} must be >= 0", nbytes));
+  if (nbytes < 0) throw InvalidArgument(strata::util::located(fmt::format("nbytes = {} must be >= 0", nbytes)));
   const strata::Collective which = to_collective(collective, "collective");
   const strata::Memory where = to_memory(memory, "memory");
   py::gil_scoped_release release;  // the lock may be held by a collective in another thread
@@ -179,7 +180,8 @@ Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
       .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls) {
              if (chunk_bytes < 0)
-               throw InvalidArgument(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes));
+               throw InvalidArgument(
+                   strata::util::located(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes)));
              const MPI_Comm mpi = mpi_comm_of(comm);
              strata::Config config;  // by member, not position: Config may grow fields
              config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");

@@ -9,6 +9,7 @@
 
 #include "strata/errors.hpp"
 #include "strata/spec.hpp"
+#include "util/where.hpp"
 
 namespace strata_py {
 
@@ -55,7 +56,8 @@ strata::Implementation to_implementation(py::handle value, const char* field) {
   if (name == "nccl") return strata::Implementation::nccl;
   if (name.empty() && !py::isinstance<py::str>(value))
     throw py::type_error(fmt::format("{} = {}: pass \"auto\", \"ring\" or \"nccl\"", field, repr_of(value)));
-  throw InvalidArgument(fmt::format("{} = {} is not one of \"auto\", \"ring\", \"nccl\"", field, repr_of(value)));
+  throw InvalidArgument(
+      strata::util::located(fmt::format("{} = {} is not one of \"auto\", \"ring\", \"nccl\"", field, repr_of(value))));
 }
 
 std::string implementation_name(strata::Implementation implementation) {
@@ -67,15 +69,16 @@ strata::Collective to_collective(py::handle value, const char* field) {
   if (name == "all_reduce") return strata::Collective::all_reduce;
   if (name == "reduce") return strata::Collective::reduce;
   if (name == "broadcast") return strata::Collective::broadcast;
-  throw InvalidArgument(
-      fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\"", field, repr_of(value)));
+  throw InvalidArgument(strata::util::located(
+      fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\"", field, repr_of(value))));
 }
 
 strata::Memory to_memory(py::handle value, const char* field) {
   const std::string name = name_of(value);
   if (name == "host") return strata::Memory::host;
   if (name == "cuda") return strata::Memory::cuda;
-  throw InvalidArgument(fmt::format("{} = {} is not one of \"host\", \"cuda\"", field, repr_of(value)));
+  throw InvalidArgument(
+      strata::util::located(fmt::format("{} = {} is not one of \"host\", \"cuda\"", field, repr_of(value))));
 }
 
 strata::CommunicationOptions to_options(py::handle value, const char* field) {
@@ -108,14 +111,17 @@ std::string spec_text(py::handle spec, const char* field) {
     const py::object& entry = entries[i];
     const std::string where = fmt::format("{}[{}] = {}", field, i, repr_of(entry));
     if ((!py::isinstance<py::tuple>(entry) && !py::isinstance<py::list>(entry)) || py::len(entry) != 3)
-      throw InvalidArgument(fmt::format("{} is not a tuple (alg, shards, limit)", where));
+      throw InvalidArgument(strata::util::located(fmt::format("{} is not a tuple (alg, shards, limit)", where)));
     const auto tuple = py::reinterpret_borrow<py::sequence>(entry);
     const py::object alg = tuple[0], shards = tuple[1], limit = tuple[2];
-    if (!py::isinstance<py::str>(alg)) throw InvalidArgument(fmt::format("{}: alg must be a string such as \"xring\"", where));
+    if (!py::isinstance<py::str>(alg))
+      throw InvalidArgument(strata::util::located(fmt::format("{}: alg must be a string such as \"xring\"", where)));
     if (!is_int(shards) || shards.cast<long long>() < std::numeric_limits<int>::min() ||
         shards.cast<long long>() > std::numeric_limits<int>::max())
-      throw InvalidArgument(fmt::format("{}: shards must be an int (>= 1)", where));
-    if (!is_int(limit)) throw InvalidArgument(fmt::format("{}: limit must be an int (bytes; -1 = no limit)", where));
+      throw InvalidArgument(strata::util::located(fmt::format("{}: shards must be an int (>= 1)", where)));
+    if (!is_int(limit))
+      throw InvalidArgument(
+          strata::util::located(fmt::format("{}: limit must be an int (bytes; -1 = no limit)", where)));
     tuples.push_back({alg.cast<std::string>(), static_cast<int>(shards.cast<long long>()), limit.cast<long long>()});
   }
   return strata::AllReduceSpec(std::move(tuples)).to_string();

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "strata/errors.hpp"
+#include "util/where.hpp"
 #endif
 
 namespace strata_py::cuda {
@@ -128,18 +129,18 @@ void synchronize(std::uintptr_t stream, int device) {
   const bool switch_device = device >= 0 && rt.get_device(&previous) == cudaSuccess && previous != device;
   if (switch_device && rt.set_device(device) != cudaSuccess) {
     rt.get_last_error();
-    throw strata::BackendError(fmt::format("strata (python): cudaSetDevice({}) failed before waiting for the "
-                                           "array's stream",
-                                           device),
-                               "CUDA", 0, "", -1);
+    throw strata::BackendError(
+        strata::util::located(fmt::format("cudaSetDevice({}) failed before waiting for the array's stream", device)),
+        "CUDA", 0, strata::util::hostname(), strata::util::world_rank());
   }
   const cudaError_t status = rt.stream_synchronize(handle);
   if (switch_device) rt.set_device(previous);
   if (status != cudaSuccess)
-    throw strata::BackendError(fmt::format("strata (python): cudaStreamSynchronize on the array's stream {:#x} "
-                                           "(device {}) failed: {} ({})",
-                                           stream, device, rt.get_error_name(status), rt.get_error_string(status)),
-                               "CUDA", static_cast<int>(status), "", -1);
+    throw strata::BackendError(
+        strata::util::located(fmt::format("cudaStreamSynchronize on the array's stream {:#x} (device {}) failed: {} "
+                                          "({})",
+                                          stream, device, rt.get_error_name(status), rt.get_error_string(status))),
+        "CUDA", static_cast<int>(status), strata::util::hostname(), strata::util::world_rank());
 }
 
 #else

@@ -22,9 +22,10 @@ void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const strata::DeadlineExceeded& e) {
-    py::list waiting_for;
+    py::list waiting_for, in_earlier_call;
     for (int rank : e.waiting_for()) waiting_for.append(rank);
-    raise(classes->deadline_exceeded, classes->deadline_exceeded(e.what(), waiting_for));
+    for (int rank : e.in_earlier_call()) in_earlier_call.append(rank);
+    raise(classes->deadline_exceeded, classes->deadline_exceeded(e.what(), waiting_for, in_earlier_call));
   } catch (const strata::BackendError& e) {
     raise(classes->backend_error, classes->backend_error(e.what(), e.backend(), e.code(), e.host(), e.rank()));
   } catch (const strata::InvalidArgument& e) {
@@ -49,7 +50,7 @@ void translate(std::exception_ptr p) {
 [[noreturn]] void throw_for_test(const std::string& kind, const std::string& message) {
   if (kind == "Error") throw strata::Error(message);
   if (kind == "InvalidArgument") throw strata::InvalidArgument(message);
-  if (kind == "DeadlineExceeded") throw strata::DeadlineExceeded(message, {1, 3});
+  if (kind == "DeadlineExceeded") throw strata::DeadlineExceeded(message, {1, 3}, {2});
   if (kind == "Mismatch") throw strata::Mismatch(message);
   if (kind == "PeerFailure") throw strata::PeerFailure(message);
   if (kind == "Unavailable") throw strata::Unavailable(message);
@@ -67,7 +68,7 @@ void register_errors(py::module_& m) {
   py::register_exception_translator(translate);
   m.def("_throw_for_test", &throw_for_test, py::arg("kind"), py::arg("message"),
         "Throw the C++ strata exception `kind` (tests of the error translation only). DeadlineExceeded carries "
-        "waiting_for [1, 3]; BackendError backend 'MPI', code 15, host 'node7', rank 2.");
+        "waiting_for [1, 3] and in_earlier_call [2]; BackendError backend 'MPI', code 15, host 'node7', rank 2.");
 }
 
 }  // namespace strata_py

@@ -13,6 +13,7 @@
 #include "communicator.hpp"
 #include "convert.hpp"
 #include "strata/cross_device_ops.hpp"
+#include "util/where.hpp"
 
 namespace strata_py {
 
@@ -168,7 +169,9 @@ option.)doc")
       .def(py::init([](py::handle comm, int num_gpus_per_worker, py::handle all_reduce_spec, int num_packs,
                        long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
              const std::string spec = spec_text(all_reduce_spec, "all_reduce_spec");
-             if (spec.empty()) throw InvalidArgument("all_reduce_spec = None: MultiWorkerAllReduce needs a spec");
+             if (spec.empty())
+               throw InvalidArgument(
+                   strata::util::located("all_reduce_spec = None: MultiWorkerAllReduce needs a spec"));
              return make_facade<PyMultiWorkerAllReduce>(comm, [&](strata::Communicator& c) {
                return std::make_unique<strata::MultiWorkerAllReduce>(c, num_gpus_per_worker, spec, num_packs,
                                                                      agg_small_grads_max_bytes,

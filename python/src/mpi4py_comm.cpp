@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "communicator.hpp"
+#include "util/where.hpp"
 
 namespace strata_py {
 
@@ -21,7 +22,8 @@ MPI_Comm mpi_comm_of(py::handle comm) {
                                      Py_TYPE(comm.ptr())->tp_name));
   MPI_Comm* handle = PyMPIComm_Get(comm.ptr());
   if (handle == nullptr) throw py::error_already_set();
-  if (*handle == MPI_COMM_NULL) throw strata::InvalidArgument("comm is MPI.COMM_NULL: pass a valid communicator");
+  if (*handle == MPI_COMM_NULL)
+    throw strata::InvalidArgument(strata::util::located("comm is MPI.COMM_NULL: pass a valid communicator"));
   return *handle;
 }
 

@@ -17,15 +17,20 @@ class InvalidArgument(Error, ValueError):
 class DeadlineExceeded(Error, TimeoutError):
     """A call's timeout expired; the communicator is broken afterwards.
 
-    waiting_for: the ranks this rank was still waiting on (empty when the
-    backend cannot tell, e.g. NCCL).
+    waiting_for: the ranks that did not arrive (no answer to the roll call:
+    stopped, crashed or busy outside strata); empty when nobody is known to
+    be missing (every rank answered, or the backend cannot tell, e.g. NCCL).
+    in_earlier_call: the ranks that answered from an earlier call, waiting
+    there themselves (usually on the same missing ranks): never counted as
+    missing.
     """
 
-    def __init__(self, message, waiting_for=()):
+    def __init__(self, message, waiting_for=(), in_earlier_call=()):
         # TimeoutError is an OSError, whose two-argument form would read
         # (errno, strerror): pass the message alone.
         super().__init__(message)
         self.waiting_for = list(waiting_for)
+        self.in_earlier_call = list(in_earlier_call)
 
 
 class Mismatch(Error):

@@ -34,8 +34,9 @@ static void check_at(int ok, const char* what, int line) {
   fprintf(stderr, "capi test: rank %d: FAILED in %s (line %d): %s\n", g_rank, g_step, line, what);
 }
 
-/* `got` must be `want`; for an error, the last error must be non-empty,
- * start with `function` and mention `needle`. */
+/* `got` must be `want`; for an error, the last error must start with the
+ * location ("strata [host:rank]: ") and then `function`, and mention
+ * `needle`. */
 #define EXPECT(got, want, function, needle) expect_at((got), (want), (function), (needle), __LINE__)
 static void expect_at(strata_status got, strata_status want, const char* function, const char* needle, int line) {
   const char* message = strata_last_error();
@@ -48,10 +49,11 @@ static void expect_at(strata_status got, strata_status want, const char* functio
   }
   if (want == STRATA_OK) return;
   ++g_checks;
-  if (strncmp(message, function, strlen(function)) != 0 || strstr(message, needle) == NULL) {
+  const char* after = strncmp(message, "strata [", 8) == 0 ? strstr(message, "]: ") : NULL;
+  if (after == NULL || strncmp(after + 3, function, strlen(function)) != 0 || strstr(message, needle) == NULL) {
     ++g_failures;
-    fprintf(stderr, "capi test: rank %d: FAILED in %s (line %d): %s's message should start with its name and "
-            "mention '%s': %s\n", g_rank, g_step, line, function, needle, message);
+    fprintf(stderr, "capi test: rank %d: FAILED in %s (line %d): %s's message should start with the location, "
+            "then its name, and mention '%s': %s\n", g_rank, g_step, line, function, needle, message);
   }
 }
 

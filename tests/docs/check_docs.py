@@ -10,12 +10,16 @@ Checks (each printed as it passes, so the log is the list of claims checked):
      names a file or folder that exists; every "docs/X.md" or "DESIGN.md"
      named in a source comment exists;
   2. numbers the docs state are the constants in the code (shared-memory
-     block and one-round sizes, automatic pack sizes, ring chunk size, the
-     shard bound, the rooted default);
+     block and one-round sizes, automatic pack sizes, ring chunk size and
+     the CUDA staging chunk, also as Config::chunk_bytes documents them, the
+     shard bound, the rooted default); wherever a doc or public header says
+     what mean divides by, it says ranks x replicas;
   3. ALGORITHMS.md's table describes every algorithm in the registry
      (lib/exec/algorithms.def);
   4. with BUILD_DIR: every "auto = [...]" map the docs print is one that
-     strata-topo prints today (one node, and two virtual nodes).
+     strata-topo prints today (one node, and two virtual nodes);
+  5. the guarantees are written once: DESIGN.md has them, README.md and
+     RELIABILITY.md link there and list none of their own.
 Exit 1 with one line per mismatch.
 """
 import json
@@ -95,6 +99,22 @@ for path, name, phrase in claims:
         continue
     want = phrase(value)
     (ok if want in algorithms_md else fail)(f"ALGORITHMS.md says \"{want}\" ({path}: {name} = {value})")
+# Config::chunk_bytes documents both defaults it stands in for.
+options_hpp = " ".join(re.sub(r"^\s*//", "", line) for line in (ROOT / "include/strata/options.hpp").read_text().splitlines())
+for path, phrase in (("lib/api/session.cpp", lambda n: f"built-in default ({size_text(n)})"),
+                     ("lib/gpu/staged.cpp", lambda n: f"in chunks of {size_text(n)}")):
+    value = constant(path, "kDefaultChunkBytes")
+    if value is not None:
+        want = phrase(value)
+        (ok if want in " ".join(options_hpp.split()) else fail)(
+            f"include/strata/options.hpp says \"{want}\" ({path}: kDefaultChunkBytes = {value})")
+# What mean divides by, wherever it is said.
+for doc in DOCS + sorted(ROOT.glob("include/strata/*.hpp")):
+    text = " ".join(re.sub(r"(?m)^\s*//", "", doc.read_text()).split())
+    for said in re.findall(r"mean`?\*?\*? = sum / ([^;.]*)|mean divides by ([^;.]*)", text):
+        divisor = said[0] or said[1]
+        right = re.search(r"ranks (x|×) replicas|contributors \(ranks (x|×) replicas\)", divisor)
+        (ok if right else fail)(f"{doc.relative_to(ROOT)}: mean divides by \"{divisor.strip()[:60]}\" (ranks x replicas)")
 choose_cpp = (ROOT / "lib/plan/choose.cpp").read_text()
 rooted = re.search(r'const Spec kRootedNodes\{\{\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};', choose_cpp)
 if rooted:
@@ -130,6 +150,16 @@ if BUILD:
     for doc in DOCS:
         for printed in re.findall(r"auto = \[[^\]]*\](?: \[[^\]]*\])*", " ".join(doc.read_text().split())):
             (ok if printed in maps else fail)(f"{doc.relative_to(ROOT)} prints '{printed}' as strata-topo does")
+
+# 5. The guarantees are written once.
+design = (ROOT / "docs/DESIGN.md").read_text()
+(ok if "\n## Guarantees\n" in design else fail)("DESIGN.md has the Guarantees")
+for doc, link in (("README.md", "docs/DESIGN.md#guarantees"), ("docs/RELIABILITY.md", "DESIGN.md#guarantees")):
+    text = (ROOT / doc).read_text()
+    (ok if f"]({link})" in text else fail)(f"{doc} links to {link}")
+    section = re.search(r"\n## Guarantees\n(.*?)(?=\n## |\Z)", text, re.S)
+    listed = section and re.search(r"(?m)^- ", section.group(1))
+    (fail if listed else ok)(f"{doc} lists no guarantees of its own")
 
 print(f"check_docs: {len(failures)} mismatch(es)")
 sys.exit(1 if failures else 0)

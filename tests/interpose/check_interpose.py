@@ -23,6 +23,12 @@ friends, or strata's own apps, which do not know about the interposer):
                     MPI calls must not be routed back into strata
   linked PROGRAM    a program linked with -lstrata_mpi before libmpi, run
                     without LD_PRELOAD: its MPI_Allreduce is routed too
+  quiet PROGRAM     many_comms.cpp (world, a dup, splits, MPI_COMM_SELF,
+                    one-rank splits, a dup made three times): at the default
+                    log level, without binding, strata prints at most one
+                    line in the whole job; at INFO every member names a
+                    communicator alike, and a communicator made again is
+                    not logged again
 Exits 0 when everything holds, 1 with "check_interpose: FAIL: ..." lines
 otherwise, 77 when /usr/bin/python3 lacks mpi4py or numpy.
 """
@@ -133,16 +139,18 @@ def check_mpi4py(mpirun, preload, np, mode):
         c.every_rank_logs(rf"^MPI_Reduce on comm {world} \S+ \S+ -> strata \((f32 sum|f64 max|i32 min|i64 prod), \w+\)$", 4)
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata \(\w+\)$", 4)
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} derived datatype -> strata \(packed, \w+\)$")
-        c.every_rank_logs(r"^MPI_(Allreduce|Reduce|Bcast) on comm split-by-parity \([12] ranks\) .* -> strata ", 3)
-        c.every_rank_logs(rf"^MPI_Allreduce on comm #\d+ \({np} ranks\) MPI_LONG MPI_SUM -> strata \(i64 sum, ",
-                          3)  # 3 dups, each its own communicator
+        c.every_rank_logs(r"^MPI_(Allreduce|Reduce|Bcast) on comm split-by-parity \([12] ranks?\) .* -> strata ", 3)
+        # 3 dups over the same ranks: one label, one line (communicators made
+        # again are not logged again).
+        c.every_rank_logs(rf"^MPI_Allreduce on comm world ranks 0-{np - 1} \({np} ranks\) MPI_LONG MPI_SUM -> strata "
+                          rf"\(i64 sum, ", 1)
         # Once per communicator and kind, not per call (16 calls made this one).
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> strata ", 1)
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_2INT MPI_MAXLOC -> PMPI \(MPI_2INT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_INT user-defined op -> PMPI ")
-        c.every_rank_logs(r"^MPI_Allreduce on comm #\d+ \(\d ranks\) MPI_DOUBLE MPI_SUM -> PMPI "
+        c.every_rank_logs(r"^MPI_Allreduce on comm world ranks? \S+ \(\d ranks?\) MPI_DOUBLE MPI_SUM -> PMPI "
                           r"\(intercommunicators are not served\)$")
         c.no_line(r"strata WARN .*strata-mpi:")
     elif mode == "spec-mpi":
@@ -221,7 +229,7 @@ def check_bench(mpirun, preload, np, bench, collective, args):
             c.require(False, "no JSON written")
     # The baseline's calls (on strata-bench's own duplicate of MPI_COMM_WORLD)
     # and the bench's result check (a u64 sum on MPI_COMM_WORLD) were routed.
-    c.every_rank_logs(rf"^{call} on comm #\d+ \({np} ranks\) .* -> strata \(")
+    c.every_rank_logs(rf"^{call} on comm world ranks 0-{np - 1} \({np} ranks\) .* -> strata \(")
     c.every_rank_logs(rf"^MPI_Allreduce on comm MPI_COMM_WORLD \({np} ranks\) \S+ MPI_SUM -> strata \(u64 sum, ")
     c.no_line(r"strata WARN .*strata-mpi:")
     c.done()
@@ -247,6 +255,41 @@ def check_linked(mpirun, np, program):
     c.done()
 
 
+def check_quiet(mpirun, preload, np, program):
+    status, out = run(mpirun, np, {"LD_PRELOAD": preload}, [program])  # default STRATA_DEBUG
+    c = Checks(out, np)
+    c.require(status == 0, f"many_comms exited {status}")
+    for r in range(np):
+        c.require(f"many_comms: rank {r}: ok" in out, f"rank {r} did not get the right results")
+    said = [line for line in out.splitlines() if line.startswith("strata ")]
+    c.require(len(said) <= 1, f"strata printed {len(said)} lines at the default log level, at most 1 expected: {said}")
+    c.no_line(r"^strata .* 1 of 1 ranks")
+
+    status, out = run(mpirun, np, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}, [program])
+    c.require(status == 0, f"many_comms at INFO exited {status}")
+    # Which world ranks hold the communicator each (datatype, op) ran on, by rank.
+    holds = {}
+    for rank, call, members in re.findall(r"^many_comms: rank (\d+): comm (\S+ \S+) holds (\S+)$", out, re.M):
+        holds.setdefault(call, {})[int(rank)] = members
+    labels = {}  # (datatype op) -> rank -> the labels its log lines gave
+    for r in range(np):
+        for label, call in re.findall(r"^MPI_Allreduce on comm (.+) (MPI_\w+ MPI_\w+) -> strata ",
+                                      "\n".join(info_lines(out, r)), re.M):
+            labels.setdefault(call, {}).setdefault(r, []).append(label)
+    c.require(len(holds) == 7, f"expected 7 communicators' reports, got {sorted(holds)}")
+    for call, by_rank in holds.items():
+        for r in by_rank:
+            got = labels.get(call, {}).get(r, [])
+            c.require(len(got) == 1, f"rank {r}: {len(got)} INFO lines for the communicator of {call}, expected 1 "
+                                     f"(once per process, also when it is made again): {got}")
+        for r in by_rank:
+            for s in by_rank:
+                if r < s and by_rank[r] == by_rank[s] and labels.get(call, {}).get(r) != labels.get(call, {}).get(s):
+                    c.require(False, f"ranks {r} and {s} share the communicator of {call} (world ranks "
+                                     f"{by_rank[r]}) but name it {labels[call].get(r)} and {labels[call].get(s)}")
+    c.done()
+
+
 def main():
     if len(sys.argv) < 5:
         fail([__doc__])
@@ -268,6 +311,8 @@ def main():
         check_hello(mpirun, preload, np, rest[0])
     elif mode == "linked":
         check_linked(mpirun, np, rest[0])
+    elif mode == "quiet":
+        check_quiet(mpirun, preload, np, rest[0])
     else:
         fail([f"unknown mode {mode}"])
 

@@ -12,11 +12,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 #include "strata/errors.hpp"
 
@@ -51,11 +53,41 @@ TimedOutcome run_expecting_deadline(const std::function<void()>& call) {
     outcome.deadline = true;
     outcome.message = e.what();
     outcome.waiting_for = e.waiting_for();
+    outcome.in_earlier_call = e.in_earlier_call();
   } catch (const std::exception& e) {
     outcome.message = std::string("wrong exception: ") + e.what();
   }
   outcome.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return outcome;
+}
+
+StopScene::StopScene() {
+  pids.resize(std::size_t(world_size()));
+  const int mine = getpid();
+  MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<char> hosts(256 * std::size_t(world_size()));
+  MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
+  usable = world_size() >= 3;
+  for (int r = 0; r < world_size(); ++r) usable &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
+  MPI_Comm_dup(MPI_COMM_WORLD, &side);
+  const bool stopped = world_rank() == world_size() - 1;
+  MPI_Comm_split(MPI_COMM_WORLD, stopped ? MPI_UNDEFINED : 0, 0, &survivors);
+}
+
+StopScene::~StopScene() {
+  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
+  MPI_Comm_free(&side);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(r);
+  }
+  return text;
 }
 
 bool all_ranks(MPI_Comm comm, bool local) {

@@ -39,9 +39,28 @@ struct TimedOutcome {
   bool deadline = false;
   std::string message;
   std::vector<int> waiting_for;
+  std::vector<int> in_earlier_call;
   double elapsed_seconds = 0;
 };
 TimedOutcome run_expecting_deadline(const std::function<void()>& call);
+
+// What a test that stops a rank needs; making and destroying it are
+// collective over MPI_COMM_WORLD. `pids`: every world rank's process;
+// `side`: all ranks, where they meet apart from strata's own traffic;
+// `survivors`: all but the last world rank, the one stopped (MPI_COMM_NULL
+// on it); `usable`: 3+ ranks, all on this host (signals go by pid).
+struct StopScene {
+  std::vector<int> pids;
+  MPI_Comm side = MPI_COMM_NULL, survivors = MPI_COMM_NULL;
+  bool usable = false;
+  StopScene();
+  ~StopScene();
+  StopScene(const StopScene&) = delete;
+  StopScene& operator=(const StopScene&) = delete;
+};
+
+// "0,2,3" (empty: "").
+std::string rank_list(const std::vector<int>& ranks);
 
 // Collects one output hash per call, then checks in one collective step
 // that every rank got the same bits for every call (DESIGN.md: identical

@@ -7,6 +7,7 @@
 // that nothing of the bad call was sent.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -200,7 +201,7 @@ const std::vector<Misuse>& invalid_cases() {
          std::vector<float> v(kCount, 1.0f);
          c.all_reduce(f32(v, kCount), f32(v, kCount), deviant ? ReduceOp(42) : ReduceOp::sum, o);
        }},
-      {"implementation nccl on host memory", "invalid",  // rejected by the plan stage, not validation
+      {"implementation nccl on host memory", "invalid",
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> v(kCount, 1.0f);
          CommunicationOptions mine = o;
@@ -319,4 +320,49 @@ TEST_CASE("with the check off (Config::check_calls = false), agreeing calls stil
   std::vector<float> v(kCount, 1.0f);
   comm.all_reduce(f32(v, kCount), f32(v, kCount), ReduceOp::sum);
   CHECK(v[0] == float(comm.size()));
+}
+
+TEST_CASE("a batch's Mismatch names the batch call (batch_all_reduce, batch_reduce), not all_reduce") {
+  if (world_size() < 2) return;
+  for (const std::string& spec : specs_under_test()) {
+    CAPTURE(spec);
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    const bool deviant = comm.rank() == comm.size() - 1;
+    // Runs `call` (call number `number` on this communicator) and checks the
+    // error names `expected` with that number.
+    auto check_names = [&](const char* what, std::uint64_t number, const std::string& expected,
+                           const std::function<void()>& call) {
+      std::string message = "no exception";
+      try {
+        call();
+      } catch (const Error& e) {
+        message = e.what();
+      }
+      CAPTURE(what);
+      const std::string named = expected + " #" + std::to_string(number) + " on rank " + std::to_string(comm.rank());
+      CHECK_MESSAGE(message.find(named) != std::string::npos, "expected '" << named << "' in: " << message);
+    };
+    std::vector<float> a(300, 1.0f), b(700, 1.0f), extra(5, 1.0f);
+    check_names("batch tensor list", 1, "batch_all_reduce", [&] {
+      std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+      if (deviant) tensors.push_back(f32(extra, extra.size()));
+      comm.batch_all_reduce(tensors, ReduceOp::sum);
+    });
+    // One rank's batch is invalid: the others' Mismatch names the batch.
+    if (!deviant)
+      check_names("batch with bad packing", 2, "batch_all_reduce", [&] {
+        std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+        comm.batch_all_reduce(tensors, ReduceOp::sum, PackingOptions{.num_packs = 1});
+      });
+    else
+      try {
+        std::vector<Tensor> tensors = {f32(a, a.size()), f32(b, b.size())};
+        comm.batch_all_reduce(tensors, ReduceOp::sum, PackingOptions{.num_packs = -3});
+      } catch (const Error&) {
+      }
+    check_names("facade reduce with another destination", 3, "batch_reduce", [&] {
+      ReductionToOneDevice facade(comm);
+      facade.reduce(ReduceOp::sum, {f32(a, a.size())}, Destination::rank(deviant ? 1 : 0));
+    });
+  }
 }

@@ -86,3 +86,17 @@ TEST_CASE("version macros agree with the version string") {
   CHECK(std::string(text) == strata::version);
   CHECK(bool(STRATA_HAVE_CUDA) == strata::have_cuda);
 }
+
+TEST_CASE("mpi_datatype: an MPI type of the element's size for every DataType, the one strata's mpi algorithm uses") {
+  for (int d = 0; d <= static_cast<int>(DataType::u64); ++d) {
+    const auto dtype = static_cast<DataType>(d);
+    CAPTURE(to_string(dtype));
+    const MPI_Datatype type = mpi_datatype(dtype);
+    CHECK(type != MPI_DATATYPE_NULL);
+    if (type == MPI_DATATYPE_NULL) continue;
+    int size = 0;
+    MPI_Type_size(type, &size);
+    CHECK(static_cast<std::size_t>(size) == dtype_size(dtype));
+  }
+  CHECK(mpi_datatype(static_cast<DataType>(99)) == MPI_DATATYPE_NULL);
+}

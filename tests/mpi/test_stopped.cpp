@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -43,40 +42,10 @@ std::vector<std::string> specs_under_test() {
   return specs;
 }
 
-// The pids of every world rank, and whether they all run on this host.
-struct Processes {
-  std::vector<int> pids;
-  bool one_host = true;
-};
-
-Processes processes() {
-  Processes p;
-  p.pids.resize(std::size_t(world_size()));
-  const int mine = getpid();
-  MPI_Allgather(&mine, 1, MPI_INT, p.pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::vector<char> hosts(256 * std::size_t(world_size()));
-  MPI_Allgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, MPI_COMM_WORLD);
-  for (int r = 0; r < world_size(); ++r) p.one_host &= std::strcmp(&hosts[256 * std::size_t(r)], host) == 0;
-  return p;
-}
-
-std::string fmt_ranks(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(r);
-  }
-  return text;
-}
-
-// `side`: all ranks, apart from strata's traffic; `survivors`: all but the
-// victim (MPI_COMM_NULL on the victim).
 // `check_calls`: with the call check on, the stopped rank holds everyone up
 // in the check itself; off, the survivors are inside the algorithm with its
 // receives posted when the timeout hits.
-void trial(const std::string& spec, bool check_calls, const Processes& procs, MPI_Comm side, MPI_Comm survivors) {
+void trial(const std::string& spec, bool check_calls, const StopScene& scene) {
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec, .check_calls = check_calls});
   const int victim = comm.size() - 1;
   // Out of place: receives into `out` are posted early (pscpu posts every
@@ -106,10 +75,11 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     const std::uint64_t after_error = hash_bytes(out.data(), o.bytes());
     CHECK_MESSAGE(deadline, "expected DeadlineExceeded, got " << message);
     CHECK_MESSAGE(waiting_for == std::vector<int>{victim}, "must name exactly rank " << victim << ": " << message);
+    CHECK_MESSAGE(got.in_earlier_call.empty(), "no rank is in an earlier call: " << message);
     CHECK_MESSAGE(elapsed <= kTimeout + 1.0, "raised after " << elapsed << " s, later than timeout + 1 s");
     MESSAGE("trial spec=" << spec << " planned=" << planned << " check=" << check_calls << " rank " << comm.rank()
                           << ": " << std::string(deadline ? "DeadlineExceeded" : "no DeadlineExceeded") << " after " << elapsed
-                          << " s naming [" << fmt_ranks(waiting_for) << "]");
+                          << " s naming [" << rank_list(waiting_for) << "]");
     for (const std::string& part : {std::string("all_reduce #1"), planned, "rank " + std::to_string(comm.rank()),
                                     "rank(s) " + std::to_string(victim) + " did not arrive"})
       CHECK_MESSAGE(message.find(part) != std::string::npos, "no '" << part << "' in: " << message);
@@ -123,36 +93,30 @@ void trial(const std::string& spec, bool check_calls, const Processes& procs, MP
     CHECK(peer_failure);
     // Continue the victim only once every survivor is done with its roll
     // call, so that none hears from it.
-    MPI_Barrier(survivors);
-    if (comm.rank() == 0) kill(procs.pids[std::size_t(victim)], SIGCONT);
+    MPI_Barrier(scene.survivors);
+    if (comm.rank() == 0) kill(scene.pids[std::size_t(victim)], SIGCONT);
     // The victim makes its late call (sending its data), then everyone meets.
-    MPI_Barrier(side);
+    MPI_Barrier(scene.side);
     CHECK_MESSAGE(hash_bytes(out.data(), o.bytes()) == after_error,
                   "the buffer changed after DeadlineExceeded was raised (a late receive wrote into it)");
     return;
   }
-  MPI_Barrier(side);
+  MPI_Barrier(scene.side);
 }
 
 }  // namespace
 
 TEST_CASE("a stopped rank is named exactly, within the timeout + 1 s, and nothing writes after the error") {
-  const Processes procs = processes();
-  if (world_size() < 3 || !procs.one_host) {
+  const StopScene scene;
+  if (!scene.usable) {
     MESSAGE("needs 3+ ranks on one host (signals go by pid); skipped");
     return;
   }
-  MPI_Comm side, survivors;  // where the ranks meet after a trial, apart from strata's own traffic
-  MPI_Comm_dup(MPI_COMM_WORLD, &side);
-  const bool victim = world_rank() == world_size() - 1;
-  MPI_Comm_split(MPI_COMM_WORLD, victim ? MPI_UNDEFINED : 0, 0, &survivors);
-  for (const std::string& spec : specs_under_test()) trial(spec, true, procs, side, survivors);
+  for (const std::string& spec : specs_under_test()) trial(spec, true, scene);
   // Point to point (one rank per node), with the check off: the timeout
   // leaves receives into `out` posted, and the stopped rank, continued,
   // sends into them.
   const char* per_node = std::getenv("STRATA_RANKS_PER_NODE");
   if (per_node && std::string(per_node) == "1")
-    for (const std::string& spec : algorithm_names()) trial(spec, false, procs, side, survivors);
-  if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
-  MPI_Comm_free(&side);
+    for (const std::string& spec : algorithm_names()) trial(spec, false, scene);
 }

@@ -68,6 +68,7 @@ TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") 
     std::vector<float> a(16, 1.0f), b(16);
     const Tensor in{a.data(), 8, DataType::f32}, out{b.data(), 8, DataType::f32};
     const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<float> c(16);  // a third buffer, for batches
 
     expect_invalid_everywhere(comm, "all_reduce null in.data", [&] {
       comm.all_reduce({nullptr, 5, DataType::f32}, out, ReduceOp::sum);
@@ -126,19 +127,34 @@ TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") 
       comm.all_reduce({a.data(), 8, DataType::f32}, {b.data(), 7, DataType::f32}, ReduceOp::sum);
     }, {"out.count = 7", "8"});
 
-    // Sizes that overflow: count x element size past any buffer, a buffer
-    // that wraps the address space, and a batch whose total does.
+    // Sizes that cannot be a buffer: count x element size past any buffer,
+    // PTRDIFF_MAX bytes on a real pointer (in place and not: it used to
+    // pass and crash inside the shared-memory reduce-scatter), a buffer
+    // that wraps the address space, and a batch whose total is too large.
     const std::size_t huge = (std::size_t{1} << 62) + 1;
     expect_invalid_everywhere(comm, "count x 8 bytes past any buffer", [&] {
       comm.all_reduce({a.data(), huge, DataType::f64}, {b.data(), huge, DataType::f64}, ReduceOp::sum);
     }, {"in.count", std::to_string(huge)});
+    const std::size_t ptrdiff_max_bytes = SIZE_MAX / 2;  // u8 elements: PTRDIFF_MAX bytes
+    expect_invalid_everywhere(comm, "PTRDIFF_MAX bytes in place", [&] {
+      comm.all_reduce({a.data(), ptrdiff_max_bytes, DataType::u8}, {a.data(), ptrdiff_max_bytes, DataType::u8},
+                      ReduceOp::sum);
+    }, {"in.", std::to_string(ptrdiff_max_bytes), "cannot be a buffer"});
+    expect_invalid_everywhere(comm, "PTRDIFF_MAX bytes reduced to a root", [&] {
+      comm.reduce({a.data(), ptrdiff_max_bytes, DataType::u8}, {b.data(), ptrdiff_max_bytes, DataType::u8},
+                  ReduceOp::sum, 0);
+    }, {"in.", "cannot be a buffer"});
+    expect_invalid_everywhere(comm, "PTRDIFF_MAX bytes broadcast", [&] {
+      comm.broadcast({a.data(), ptrdiff_max_bytes, DataType::u8}, 0);
+    }, {"buffer.", "cannot be a buffer"});
     expect_invalid_everywhere(comm, "buffer wrapping the address space", [&] {
       void* top = reinterpret_cast<void*>(UINTPTR_MAX - 63);
       comm.broadcast({top, 1024, DataType::u8}, 0);
-    }, {"buffer.data", "wraps"});
+    }, {"buffer.data", "cannot be a buffer"});
     expect_invalid_everywhere(comm, "batch total past any buffer", [&] {
-      const std::size_t half = std::size_t{1} << 60;  // 4 EiB each: fine alone, too large together
-      std::vector<Tensor> tensors = {{a.data(), half, DataType::f32}, {b.data(), half, DataType::f32}};
+      const std::size_t piece = std::size_t{1} << 54;  // 64 PiB of f32 each: fine alone, too large together
+      std::vector<Tensor> tensors = {
+          {a.data(), piece, DataType::f32}, {b.data(), piece, DataType::f32}, {c.data(), piece, DataType::f32}};
       comm.batch_all_reduce(tensors, ReduceOp::sum);
     }, {"tensors", "larger than any buffer"});
     // Element-misaligned pointers are refused (the kernels load whole elements).
@@ -225,13 +241,26 @@ TEST_CASE("an unknown algorithm in Config throws InvalidArgument from the constr
   CHECK(x == world_size());
 }
 
-TEST_CASE("implementation = nccl on host tensors is InvalidArgument before anything is sent") {
+TEST_CASE("implementation = nccl on host tensors is InvalidArgument before anything is sent, whatever the count") {
   Communicator comm(MPI_COMM_WORLD);
   std::vector<float> a(4, 1.0f), b(4);
-  expect_invalid_everywhere(comm, "nccl on host memory", [&] {
-    comm.all_reduce({a.data(), 4, DataType::f32}, {b.data(), 4, DataType::f32}, ReduceOp::sum,
-                    {.implementation = Implementation::nccl});
-  }, {"nccl", "host"});
+  const CommunicationOptions nccl{.implementation = Implementation::nccl};
+  for (const std::size_t count : {std::size_t{4}, std::size_t{0}}) {
+    CAPTURE(count);
+    expect_invalid_everywhere(comm, "nccl on host memory: all_reduce", [&] {
+      comm.all_reduce({a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}, ReduceOp::sum, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: reduce", [&] {
+      comm.reduce({a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}, ReduceOp::sum, 0, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: broadcast", [&] {
+      comm.broadcast({a.data(), count, DataType::f32}, 0, nccl);
+    }, {"implementation = nccl", "host"});
+    expect_invalid_everywhere(comm, "nccl on host memory: batch_all_reduce", [&] {
+      std::vector<Tensor> tensors = {{a.data(), count, DataType::f32}, {b.data(), count, DataType::f32}};
+      comm.batch_all_reduce(tensors, ReduceOp::sum, nccl);
+    }, {"implementation = nccl", "host"});
+  }
 }
 
 TEST_CASE("CUDA tensors without a usable GPU raise Unavailable on every rank; host calls still work") {

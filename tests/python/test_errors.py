@@ -50,6 +50,7 @@ def test_cpp_exceptions_are_translated(kind):
     assert str(info.value) == f"a {kind} message"
     if kind == "DeadlineExceeded":
         assert info.value.waiting_for == [1, 3]
+        assert info.value.in_earlier_call == [2]
     if kind == "BackendError":
         assert (info.value.backend, info.value.code, info.value.host, info.value.rank) == ("MPI", 15, "node7", 2)
 

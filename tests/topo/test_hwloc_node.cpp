@@ -77,13 +77,13 @@ TEST_CASE("binding advice") {
     CHECK(strata::topo::binding_advice(t).empty());
   }
   SUBCASE("unbound ranks are named, with the fix") {
-    const auto t = two_nodes({{0, 1}, {1}, {0, 1}}, {{0, 1}, {1}, {0, 1}});
+    const auto t = two_nodes({{0, 1}, {0, 1}, {1}}, {{0, 1}, {0, 1}, {1}});
     CHECK(strata::topo::unbound(t, t.ranks[0]));
-    CHECK_FALSE(strata::topo::unbound(t, t.ranks[1]));
+    CHECK_FALSE(strata::topo::unbound(t, t.ranks[2]));
     const auto advice = strata::topo::binding_advice(t);
     REQUIRE(advice.size() == 1);  // unbound ranks are not also reported as spanning NUMA
     CHECK(advice[0].find("2 of 3 ranks are not bound") != std::string::npos);
-    CHECK(advice[0].find("ranks 0,2") != std::string::npos);
+    CHECK(advice[0].find("ranks 0-1") != std::string::npos);
     CHECK(advice[0].find("mpirun --bind-to core --map-by numa") != std::string::npos);
     CHECK(advice[0].find("srun --cpu-bind=cores") != std::string::npos);
   }
@@ -94,6 +94,18 @@ TEST_CASE("binding advice") {
     const auto advice = strata::topo::binding_advice(t);
     REQUIRE(advice.size() == 1);
     CHECK(advice[0].find("more than one NUMA domain (ranks 1)") != std::string::npos);
+  }
+  SUBCASE("a rank alone on its host is not advised: it competes with nobody") {
+    const auto t = two_nodes({{0}, {1}, {0, 1}}, {{0}, {1}, {0, 1}});  // rank 2, alone on node b, is unbound
+    CHECK(strata::topo::unbound(t, t.ranks[2]));
+    CHECK(strata::topo::binding_advice(t).empty());
+  }
+  SUBCASE("a one-rank communicator gets no advice") {
+    strata::Topology t;
+    t.nodes = {{"a", {0}, 1, 1, 2, {}}};
+    t.ranks.push_back({0, 0, 0, "a", {0, 1}, {0}, {}});
+    CHECK(strata::topo::unbound(t, t.ranks[0]));
+    CHECK(strata::topo::binding_advice(t).empty());
   }
   SUBCASE("a one-core node is never 'unbound'") {
     auto t = two_nodes({{0}, {0}, {0}}, {{0}, {0}, {0}});

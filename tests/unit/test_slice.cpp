@@ -1,4 +1,4 @@
-// plan/slice.hpp: every algorithm that divides data relies on these slices
+// util/slice.hpp: every algorithm that divides data relies on these slices
 // covering the range exactly once, contiguously, with sizes differing by at
 // most one (larger ones first), so that all ranks agree on the split.
 #include <doctest/doctest.h>

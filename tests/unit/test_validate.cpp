@@ -83,6 +83,20 @@ TEST_CASE("validate_tensor: dtype, memory, null data and count overflow") {
   check_throws_naming<InvalidArgument>(
       [&] { api::validate_tensor({x, std::numeric_limits<std::size_t>::max() / 2, DataType::f64}, "in"); },
       {"in.count", std::to_string(std::numeric_limits<std::size_t>::max() / 2)});
+  // PTRDIFF_MAX bytes (fits size_t and ptrdiff_t) on a real pointer ends
+  // past any address a process can have: no such buffer exists, host or CUDA.
+  const std::size_t ptrdiff_max_bytes = std::numeric_limits<std::size_t>::max() / 2;
+  check_throws_naming<InvalidArgument>(
+      [&] { api::validate_tensor({x, ptrdiff_max_bytes, DataType::u8}, "in"); },
+      {"in.", std::to_string(ptrdiff_max_bytes), "cannot be a buffer"});
+  check_throws_naming<InvalidArgument>(
+      [&] { api::validate_tensor({x, ptrdiff_max_bytes, DataType::u8, strata::Memory::cuda, 0}, "in"); },
+      {"in.", "cannot be a buffer"});
+  // The largest buffer the address space allows is still a buffer.
+  CHECK_NOTHROW(api::validate_tensor({reinterpret_cast<void*>(4096), api::kMaxBufferBytes - 4096, DataType::u8}, "in"));
+  check_throws_naming<InvalidArgument>(
+      [&] { api::validate_tensor({reinterpret_cast<void*>(4096), api::kMaxBufferBytes - 4095, DataType::u8}, "in"); },
+      {"in.data", "cannot be a buffer"});
 }
 
 TEST_CASE("validate_tensor: CUDA tensors are checked for shape here; device availability is the backend's") {

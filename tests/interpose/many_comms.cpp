@@ -1,0 +1,80 @@
+// A plain MPI program (it knows nothing about strata) that makes the
+// communicators real applications make: MPI_COMM_WORLD, a duplicate, a
+// split by parity, a split without rank 0, MPI_COMM_SELF, a split into
+// single ranks, and a duplicate made, used and freed three times over. It
+// all-reduces on each with its own datatype and op, so that a log line
+// says which communicator it is about, checks the sums, and prints per
+// communicator which world ranks hold it:
+//   many_comms: rank R: comm MPI_FLOAT MPI_SUM holds 0,1,2
+//   many_comms: rank R: ok
+// check_interpose.py (mode "quiet") runs it with libstrata_mpi.so preloaded.
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+int world_rank = 0, failures = 0;
+
+// The world ranks `comm` holds, "0,2".
+std::string members(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  MPI_Allgather(&world_rank, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
+  std::string text;
+  for (int r : all) text += (text.empty() ? "" : ",") + std::to_string(r);
+  return text;
+}
+
+// All-reduces world_rank + 1 over `comm` as `type` with `op`, checks the
+// result against the members' own sum or max, and reports the members.
+template <typename T>
+void reduce_on(MPI_Comm comm, MPI_Datatype type, const char* type_name, MPI_Op op, const char* op_name) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> all(static_cast<std::size_t>(size));
+  MPI_Allgather(&world_rank, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
+  T want = 0;
+  for (int r : all) want = op == MPI_SUM ? want + T(r + 1) : (T(r + 1) > want ? T(r + 1) : want);
+  std::vector<T> data(64, T(world_rank + 1));
+  MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), type, op, comm);
+  for (const T& x : data) failures += x != want;
+  std::printf("many_comms: rank %d: comm %s %s holds %s\n", world_rank, type_name, op_name, members(comm).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  reduce_on<float>(MPI_COMM_WORLD, MPI_FLOAT, "MPI_FLOAT", MPI_SUM, "MPI_SUM");
+
+  MPI_Comm dup, parity, without_zero, single;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  reduce_on<double>(dup, MPI_DOUBLE, "MPI_DOUBLE", MPI_SUM, "MPI_SUM");
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &parity);
+  reduce_on<int>(parity, MPI_INT, "MPI_INT", MPI_SUM, "MPI_SUM");
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank == 0 ? MPI_UNDEFINED : 0, world_rank, &without_zero);
+  if (without_zero != MPI_COMM_NULL) reduce_on<long>(without_zero, MPI_LONG, "MPI_LONG", MPI_SUM, "MPI_SUM");
+  reduce_on<float>(MPI_COMM_SELF, MPI_FLOAT, "MPI_FLOAT", MPI_MAX, "MPI_MAX");
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &single);
+  reduce_on<double>(single, MPI_DOUBLE, "MPI_DOUBLE", MPI_MAX, "MPI_MAX");
+  for (int again = 0; again < 3; ++again) {  // as a solver making a work communicator per step
+    MPI_Comm step;
+    MPI_Comm_dup(MPI_COMM_WORLD, &step);
+    reduce_on<int>(step, MPI_INT, "MPI_INT", MPI_MAX, "MPI_MAX");
+    MPI_Comm_free(&step);
+  }
+
+  MPI_Comm_free(&single);
+  if (without_zero != MPI_COMM_NULL) MPI_Comm_free(&without_zero);
+  MPI_Comm_free(&parity);
+  MPI_Comm_free(&dup);
+  if (failures == 0) std::printf("many_comms: rank %d: ok\n", world_rank);
+  else std::printf("many_comms: rank %d: %d wrong values\n", world_rank, failures);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
