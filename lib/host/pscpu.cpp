@@ -20,7 +20,10 @@
 // On one node (Transport::shared_memory), all_reduce runs the same owners
 // over the node's shared-memory segment instead (shm_rounds.hpp), and
 // reduce and broadcast run shm_rooted.hpp's rounds (their shards are
-// ignored there: the shape follows the node's size).
+// ignored there: the shape follows the node's size). From a size on, where
+// the kernel lets ranks read each other's memory, all three read their
+// peers' buffers directly instead (shm_direct.hpp: one copy, not two;
+// reduce and broadcast only up to 512 KiB, where that wins).
 //
 // Contributions and results travel on different tags: between two ranks
 // that both own slices, both kinds flow in the same direction, and
@@ -31,6 +34,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/shm_direct.hpp"
 #include "host/shm_rooted.hpp"
 #include "host/shm_rounds.hpp"
 #include "util/slice.hpp"
@@ -44,7 +48,7 @@ constexpr int kContributionTag = 0;  // rank -> owner: its slice of the input (b
 constexpr int kResultTag = 1;        // owner -> rank: the finished slice
 
 // Scratch slots: the contributions an owner receives, and a reduce's result
-// on a non-root owner.
+// on a non-root owner (shm_direct.hpp uses slots 2 and 3).
 constexpr std::size_t kContributionSlot = 0;
 constexpr std::size_t kResultSlot = 1;
 
@@ -133,7 +137,10 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
   // One node: the same owners, over shared memory instead of messages.
   if (ShmSegment* segment = t.shared_memory()) {
-    shm::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
+    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kAllReduceBytes))
+      shm::direct::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
+    else
+      shm::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
     return;
   }
   const bool owner = rank < owners, in_place = job.in == job.out;
@@ -161,7 +168,10 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
 
 void pscpu_reduce(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
+    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kRootedUpToBytes))
+      shm::direct::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
+    else
+      shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
@@ -188,7 +198,10 @@ void pscpu_reduce(Transport& t, const Job& job) {
 
 void pscpu_broadcast(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    shm::broadcast(t, *segment, job.out, job.bytes(), job.root);
+    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kBroadcastBytes, shm::direct::kRootedUpToBytes))
+      shm::direct::broadcast(t, *segment, job.out, job.bytes(), job.root);
+    else
+      shm::broadcast(t, *segment, job.out, job.bytes(), job.root);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 
+#include "host/cma.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
@@ -80,14 +81,38 @@ ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
                                    error.empty() ? "another rank of this node could not map it" : error),
                        "shm", 0, util::hostname(), util::world_rank());
   }
+  detect_direct(node_comm);
+}
+
+void ShmSegment::detect_direct(MPI_Comm node_comm) {
+  // Publish who I am, let peers read me, and once everyone has, read each
+  // peer's identity line through its own address: the bytes must come back
+  // as the peer wrote them into the segment.
+  Identity& me = control(local_rank_).identity;
+  me.pid = getpid();
+  me.self = reinterpret_cast<std::uintptr_t>(&me);
+  me.left.store(0, std::memory_order_relaxed);
+  const bool wanted = cma::enabled_by_environment();
+  if (wanted) cma::allow_peers();
+  STRATA_CHECK_MPI(MPI_Barrier(node_comm));
+  int error = wanted ? 0 : cma::kTurnedOff, failed_peer = -1;
+  for (int r = 0; r < local_size_ && error == 0; ++r) {
+    if (r == local_rank_) continue;
+    const Identity& peer = control(r).identity;
+    struct {
+      std::int64_t pid;
+      std::uint64_t self;
+    } read_back{};
+    error = cma::try_read(static_cast<pid_t>(peer.pid), reinterpret_cast<const void*>(peer.self), &read_back,
+                          sizeof read_back);
+    if (error == 0 && (read_back.pid != peer.pid || read_back.self != peer.self)) error = cma::kWrongBytes;
+    if (error != 0) failed_peer = r;
+  }
+  direct_ = cma::agree(node_comm, error, failed_peer);
 }
 
 ShmSegment::~ShmSegment() {
   if (base_) munmap(base_, mapped_bytes_);
 }
-
-
-
-
 
 }  // namespace strata::host

@@ -6,11 +6,18 @@
 //
 // Layout: per local rank, a control block (per set a cache line with its
 // `staged` counter, digest and room for a small message; a `consumed`
-// counter on its own line; two fingerprint slots) and two data "sets" used
-// alternately by successive rounds (double buffering, see shm_rounds.hpp).
+// counter on its own line; two fingerprint slots; a line with the rank's
+// identity for cross-memory reads) and two data "sets" used alternately by
+// successive rounds (double buffering, see shm_rounds.hpp).
+//
+// At creation the ranks also find out, together, whether each can read the
+// others' memory directly (cross-memory attach, host/cma.hpp): direct()
+// says so, the same on every rank, and the collectives' direct path
+// (shm_direct.hpp) uses it.
 #pragma once
 
 #include <mpi.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -24,7 +31,11 @@ class ShmSegment {
  public:
   // Collective over `node_comm`, whose ranks must share memory. Each set
   // holds `set_bytes`. Throws BackendError (on every rank) if any rank could
-  // not create or map it.
+  // not create or map it. Also detects, collectively, whether every rank
+  // can read every other's memory with process_vm_readv (each reads a
+  // peer's identity line through the peer's own address for it); when not
+  // (or STRATA_CMA=0), direct() is false on every rank and the reason is
+  // logged once per process at INFO.
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -33,6 +44,16 @@ class ShmSegment {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   std::size_t set_bytes() const { return set_bytes_; }
+
+  // Whether the collectives may read peers' buffers directly (the same
+  // answer on every local rank), and the process to read `rank`'s from.
+  bool direct() const { return direct_; }
+  pid_t pid(int rank) const { return static_cast<pid_t>(control(rank).identity.pid); }
+  // The first round of the last direct call `rank` left by an exception (a
+  // timeout, a failed read, a mismatch), published before it returned:
+  // a peer that read its buffers during that call cannot trust what it
+  // read (shm_direct.cpp). 0: none.
+  std::atomic<std::uint64_t>& left(int rank) const { return control(rank).identity.left; }
 
   // Inline: the shared-memory rounds call these in their polling loops.
   // The set `round` uses.
@@ -75,6 +96,8 @@ class ShmSegment {
   }
 
  private:
+  void detect_direct(MPI_Comm node_comm);
+
   // Per set (round parity), one cache line: `staged`, the call's digest and
   // a small message's data, so that a peer polling `staged` brings all
   // three over at once. `consumed` has a line of its own: its writer never
@@ -87,11 +110,22 @@ class ShmSegment {
     std::byte data[kLineBytes];
   };
   static_assert(sizeof(RoundLine) == 64);
+  // Who the rank is, for cross-memory reads: its pid and this line's own
+  // address in its own address space (what a peer reads back through
+  // process_vm_readv to prove it can), written once at creation; and
+  // `left`, written only when a direct call ends by an exception. Read by
+  // peers, almost never written: the line stays shared in their caches.
+  struct alignas(64) Identity {
+    std::int64_t pid;
+    std::uint64_t self;
+    std::atomic<std::uint64_t> left;
+  };
   struct Control {
     RoundLine round[2];
     alignas(64) std::atomic<std::uint64_t> consumed;
     // The whole fingerprint, read only when digests differ (to say who differs).
     alignas(64) plan::Fingerprint fingerprint[2];
+    Identity identity;
   };
   static constexpr std::size_t kControlBytes = 4096;  // a page: the data sets start page-aligned
   static_assert(sizeof(Control) <= kControlBytes);
@@ -104,6 +138,7 @@ class ShmSegment {
   std::byte* base_ = nullptr;
   std::uint64_t round_ = 0;
   std::uint64_t all_staged_seen_ = 0;
+  bool direct_ = false;
 };
 
 }  // namespace strata::host

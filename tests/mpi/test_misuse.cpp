@@ -1,6 +1,8 @@
 // Misuse: ranks that disagree on a call. The last rank deviates (count+1,
-// count/2, dtype, op, root, collective kind, count 0, a batch with another
-// tensor list, the implementation hint, the communicator's chunk_bytes); every rank must raise Mismatch naming the differing field,
+// count/2, dtype, op, root, collective kind, count 0, a count that takes
+// the shared-memory direct path against one that does not, roots of large
+// direct reduces and broadcasts, a batch with another tensor list, the
+// implementation hint, the communicator's chunk_bytes); every rank must raise Mismatch naming the differing field,
 // with and without a timeout, for every host algorithm (and, registered
 // with STRATA_RANKS_PER_NODE, a hierarchical spec); then a correct call on
 // the same communicator must succeed with the right result, which shows
@@ -50,6 +52,22 @@ const std::vector<Misuse>& cases() {
          std::vector<float> v((1 << 20) + 1, 1.0f);
          const std::size_t n = (1 << 20) + deviant;
          c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"direct vs rounds", "count",  // one side above the direct path's threshold, one in a single round
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(1 << 18, 1.0f);
+         const std::size_t n = deviant ? kCount : v.size();
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"large root", "root",  // the direct reduce
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(1 << 18, 1.0f), out(1 << 18);
+         c.reduce(f32(v, v.size()), f32(out, out.size()), ReduceOp::sum, deviant ? 1 : 0, o);
+       }},
+      {"large broadcast root", "root",  // the direct broadcast
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(1 << 18, 1.0f);
+         c.broadcast(f32(v, v.size()), deviant ? 1 : 0, o);
        }},
       {"count 0", "count",
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
@@ -194,6 +212,12 @@ const std::vector<Misuse>& invalid_cases() {
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> v(kCount, 1.0f);
          const Tensor t{deviant ? nullptr : v.data(), kCount, DataType::f32};
+         c.all_reduce(t, t, ReduceOp::sum, o);
+       }},
+      {"large null data", "invalid",  // the others on the direct path
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(1 << 18, 1.0f);
+         const Tensor t{deviant ? nullptr : v.data(), v.size(), DataType::f32};
          c.all_reduce(t, t, ReduceOp::sum, o);
        }},
       {"op out of range", "invalid",

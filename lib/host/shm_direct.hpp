@@ -1,0 +1,111 @@
+// The direct (single-copy) path of the shared-memory collectives: ranks
+// read each other's user buffers with cross-memory attach (host/cma.hpp,
+// process_vm_readv) instead of passing every byte through a shared set
+// (shm_rounds.hpp: one copy into the sender's set, one out of it). Used
+// from a size on (k*Bytes below) when the segment says every rank can
+// (ShmSegment::direct()); the rounds stay for small messages and wherever
+// the kernel forbids the reads.
+//
+// Pull only: a rank reads its peers' memory and writes only its own, so a
+// peer that is late can never write into a rank that already returned.
+// Peers read my `in`, `out` and scratch, so no rank returns before every
+// peer said it finished reading (its `consumed`), except broadcast's
+// non-roots, whose buffers nobody reads.
+//
+// Rounds (the segment's numbering, counters and deadlines, as in
+// shm_rounds.hpp):
+//   A: each rank publishes, in its staged line of round A, the addresses it
+//      exposes for this call (and the call check's digest when the call
+//      carries one), then waits for every rank's staged(A) (a broadcast
+//      without a check: non-roots wait for the root only) and compares the
+//      digests: Mismatch on every rank before any data moves.
+//   all_reduce: owner s (s < owners) reduces util::owner_slice s: its own
+//      input first, then every other rank's in rank order (the order of
+//      shm::reduce_scatter, so the bits equal the rounds'), pulling each
+//      peer's input block by block (kPullBytes, cache-sized) into scratch
+//      and reducing straight into its own out. B = A + 1: staged(B) says
+//      "my slice of out is final". After every owner's staged(B), each rank
+//      pulls every other owner's slice straight into its out, publishes
+//      consumed(B) and waits for every rank's consumed(B).
+//      In place (in == out) is safe: a rank writes out[slice s] for s other
+//      than its own only after owner s's staged(B), i.e. after s finished
+//      reading that slice of its input; its own slice only it reads.
+//   reduce: the same owners (every local rank owns a slice); the root's
+//      slice goes straight into the root's out, another owner's into a
+//      scratch of its own, which the root pulls after that owner's
+//      staged(B). Non-roots never write `out`.
+//   broadcast: each non-root pulls the root's buffer in one read and
+//      publishes consumed(A); the root waits for every consumed(A).
+//
+// A rank that leaves a direct call by an exception after exposing its
+// buffers (its deadline passed, a read failed) marks that in its control
+// block (ShmSegment::left) before returning; a peer that read its memory
+// checks the marks after its last read and raises DeadlineExceeded instead
+// of returning what it read (the buffers may have changed under the read).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "host/shm_segment.hpp"
+#include "host/transport.hpp"
+#include "strata/types.hpp"
+
+namespace strata::host::shm::direct {
+
+// Which message sizes (bytes, inclusive) each collective reads directly
+// when it can. Measured on the 2-core development machine, 2 ranks, f32
+// sum, medians of 3 alternating runs of both paths (STRATA_CMA=0 against
+// the default) with
+//   mpirun -np 2 build/apps/bench/strata-bench -b 4K -e 4M -f 2 -n 200
+//     -w 20 -a pscpu --collective C
+// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): direct wins
+// 1.6-3.8x from 16 KiB (reduce, broadcast) or 64 KiB (all_reduce) to
+// 512 KiB; from 1 MiB on, a rooted call's single large read runs at about
+// 7 GB/s while the rounds' cache-sized blocks pipeline, and the rounds win
+// (direct 0.58-0.90x), so reduce and broadcast go back to them there.
+constexpr std::size_t kAllReduceBytes = 64 * 1024;
+constexpr std::size_t kReduceBytes = 16 * 1024;
+constexpr std::size_t kBroadcastBytes = 16 * 1024;
+constexpr std::size_t kRootedUpToBytes = 512 * 1024;
+// From which size all_reduce runs as owners (reduce-scatter + all-gather)
+// rather than replicated, and reduce (on three or more ranks) as owners
+// rather than gathered.
+constexpr std::size_t kAllReduceOwnersBytes = 512 * 1024;
+constexpr std::size_t kReduceOwnersBytes = 512 * 1024;
+
+// Bytes per read of a peer's input before reducing it (the block stays in
+// L2 between the read and the reduction).
+constexpr std::size_t kPullBytes = 64 * 1024;
+
+// Workspace slots of the direct path (Transport::scratch): the pulled
+// blocks, and memory of mine that peers read (a reduce's slice on a
+// non-root owner; an in-place all-reduce's copy of its input).
+constexpr std::size_t kPullSlot = 2;
+constexpr std::size_t kOwnSlot = 3;
+
+// Whether a message of `bytes` bytes takes the direct path, given the
+// collective's range [from, up_to] (the constants above). The same on
+// every local rank for the same call.
+inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, std::size_t up_to = SIZE_MAX) {
+  return seg.direct() && bytes >= from && bytes <= up_to;
+}
+
+// After it, every local rank's out holds op over every local rank's in
+// (owner s reduced slice s; owners <= local size). in == out is allowed.
+void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+                ReduceOp op, int owners);
+
+// After it, `out` on local rank `root` holds op over every local rank's
+// `in`; `out` is ignored (may be null) elsewhere. in == out is allowed.
+void reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
+            ReduceOp op, int root);
+
+// After it, every local rank's `data` holds what local rank `root`'s held.
+void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int root);
+
+// How many collectives took the direct path in this process (for tests:
+// whether it really runs where it can).
+std::uint64_t calls();
+
+}  // namespace strata::host::shm::direct

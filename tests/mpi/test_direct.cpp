@@ -1,0 +1,297 @@
+// The direct (single-copy) path of the shared-memory collectives
+// (lib/host/shm_direct.hpp), white-box: that it runs exactly where it
+// should (from each collective's threshold on, where this machine lets a
+// process read its peers' memory, never with STRATA_CMA=0), that it is
+// exact around the thresholds in place and out of place for every root,
+// op and several dtypes, with the same bits on every rank, that a rank
+// that never arrives is named by DeadlineExceeded, and that a failed
+// cross-memory read is a typed error naming the peer and errno.
+// Runs on one node (the tests' mpirun); meson runs it with and without
+// STRATA_CMA=0.
+#include <doctest/doctest.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../unit/check_throws.hpp"
+#include "buffers.hpp"
+#include "harness.hpp"
+#include "host/cma.hpp"
+#include "host/shm_direct.hpp"
+#include "reference.hpp"
+#include "strata/strata.hpp"
+
+using namespace strata;
+using namespace strata::test;
+namespace direct = strata::host::shm::direct;
+
+namespace {
+
+bool turned_off() {
+  const char* env = std::getenv("STRATA_CMA");
+  return env && std::strcmp(env, "0") == 0;
+}
+
+// Whether this machine lets every rank read every other rank's memory,
+// found out here without strata: each rank publishes a word's address and
+// its pid, then reads every peer's word with process_vm_readv.
+bool machine_allows_cross_memory_reads() {
+  const int size = world_size();
+  const std::uint64_t word = 0x5157a7a0ull + static_cast<std::uint64_t>(world_rank());
+  const std::uint64_t mine[2] = {static_cast<std::uint64_t>(getpid()), reinterpret_cast<std::uintptr_t>(&word)};
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD);
+  bool ok = true;
+  for (int r = 0; r < size; ++r) {
+    if (r == world_rank()) continue;
+    std::uint64_t got = 0;
+    iovec local{&got, sizeof got};
+    iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(all[2 * static_cast<std::size_t>(r) + 1])),
+                 sizeof got};
+    const pid_t pid = static_cast<pid_t>(all[2 * static_cast<std::size_t>(r)]);
+    ok = ok && process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof got) &&
+         got == 0x5157a7a0ull + static_cast<std::uint64_t>(r);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // nobody's `word` goes out of scope before every peer read it
+  return all_ranks(MPI_COMM_WORLD, ok);
+}
+
+// Whether a collective of `bytes` bytes should take the direct path here.
+bool expect_direct(std::size_t bytes, std::size_t threshold, std::size_t up_to = SIZE_MAX) {
+  static const bool possible = world_size() > 1 && !turned_off() && machine_allows_cross_memory_reads();
+  return possible && bytes >= threshold && bytes <= up_to;
+}
+
+// Runs `call` and reports whether it took the direct path (the process's
+// count of direct calls moved).
+template <typename Call>
+bool took_direct(Call&& call) {
+  const std::uint64_t before = direct::calls();
+  call();
+  return direct::calls() != before;
+}
+
+// Element counts around a threshold: one element short, exactly on it, and
+// a count above it that no rank count divides (slices of unequal sizes).
+std::vector<std::size_t> counts_around(std::size_t threshold, DataType dtype) {
+  const std::size_t element = dtype_size(dtype), at = threshold / element;
+  return {at - 1, at, 3 * at + 7};
+}
+
+constexpr DataType kDtypes[] = {DataType::f32, DataType::f64, DataType::bf16, DataType::i8, DataType::u64};
+
+}  // namespace
+
+TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0") {
+  const bool possible = expect_direct(SIZE_MAX, 0);
+  MESSAGE("cross-memory reads " << (possible ? "possible" : "not possible (or STRATA_CMA=0, or one rank)")
+                                << " here: direct path expected " << (possible ? "from the thresholds" : "never"));
+  if (turned_off()) CHECK_FALSE(possible);
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  for (const std::size_t threshold : {direct::kAllReduceBytes, direct::kReduceBytes, direct::kBroadcastBytes}) {
+    for (const std::size_t bytes : {threshold - 4, threshold}) {
+      const std::size_t count = bytes / 4;
+      std::vector<float> in(count, 1.0f), out(count, 0.0f);
+      const Tensor i{in.data(), count, DataType::f32}, o{out.data(), count, DataType::f32};
+      CAPTURE(bytes);
+      if (threshold == direct::kAllReduceBytes)
+        CHECK(took_direct([&] { comm.all_reduce(i, o, ReduceOp::sum); }) == expect_direct(bytes, threshold));
+      if (threshold == direct::kReduceBytes)
+        CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) == expect_direct(bytes, threshold));
+      if (threshold == direct::kBroadcastBytes)
+        CHECK(took_direct([&] { comm.broadcast(o, world_size() - 1); }) == expect_direct(bytes, threshold));
+    }
+  }
+  // Reduce and broadcast go back to the rounds above kRootedUpToBytes.
+  for (const std::size_t bytes : {direct::kRootedUpToBytes, direct::kRootedUpToBytes + 4}) {
+    const std::size_t count = bytes / 4;
+    std::vector<float> in(count, 1.0f), out(count, 0.0f);
+    const Tensor i{in.data(), count, DataType::f32}, o{out.data(), count, DataType::f32};
+    CAPTURE(bytes);
+    CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) ==
+          expect_direct(bytes, direct::kReduceBytes, direct::kRootedUpToBytes));
+    CHECK(took_direct([&] { comm.broadcast(o, 0); }) ==
+          expect_direct(bytes, direct::kBroadcastBytes, direct::kRootedUpToBytes));
+  }
+}
+
+TEST_CASE("all_reduce around the direct threshold: exact, in place and out of place, same bits everywhere") {
+  const int nranks = world_size(), rank = world_rank();
+  SameBitsLog log;
+  for (const std::string spec : {"pscpu", "pscpu#2", "auto"}) {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    for (const ReduceOp op : kAllOps)
+      for (const DataType dtype : kDtypes)
+        for (const std::size_t count : counts_around(direct::kAllReduceBytes, dtype))
+          for (const bool in_place : {false, true}) {
+            Buffer input(count, dtype), expected(count, dtype), in(count, dtype), out(count, dtype);
+            fill_input(input.data(), count, dtype, op, rank);
+            fill_expected(expected.data(), count, dtype, op, nranks);
+            in.copy_from(input);
+            Buffer& result = in_place ? in : out;
+            const std::string label = "all_reduce spec=" + spec + " op=" + std::string(to_string(op)) + " dtype=" +
+                                      std::string(to_string(dtype)) + " count=" + std::to_string(count) +
+                                      (in_place ? " in-place" : " out-of-place");
+            bool direct_taken = false;
+            try {
+              direct_taken = took_direct([&] { comm.all_reduce(in.tensor(), result.tensor(), op); });
+            } catch (const Error& e) {
+              FAIL_CHECK(label << ": threw " << e.what());
+              continue;
+            }
+            // pscpu#2 and auto run pscpu on one node too.
+            CHECK_MESSAGE(direct_taken == expect_direct(count * dtype_size(dtype), direct::kAllReduceBytes), label);
+            const std::string diff = describe_difference(result.data(), expected.data(), count, dtype);
+            CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+            if (!in_place)
+              CHECK_MESSAGE(first_difference(in.data(), input.data(), count, dtype) == count,
+                            label << ": modified its input");
+            log.add(label, result.data(), result.size_bytes());
+          }
+  }
+  log.check_same_on_all_ranks(MPI_COMM_WORLD);
+}
+
+TEST_CASE("reduce and broadcast around the direct thresholds: every root, in place and out of place, exact") {
+  const int nranks = world_size(), rank = world_rank();
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  for (int root = 0; root < nranks; ++root)
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::prod})
+      for (const DataType dtype : kDtypes)
+        for (const std::size_t count : counts_around(direct::kReduceBytes, dtype))
+          for (const bool in_place : {false, true}) {
+            const std::string label = "reduce root=" + std::to_string(root) + " op=" + std::string(to_string(op)) +
+                                      " dtype=" + std::string(to_string(dtype)) + " count=" + std::to_string(count) +
+                                      (in_place ? " in-place" : " out-of-place");
+            Buffer input(count, dtype), expected(count, dtype), in(count, dtype), out(count, dtype);
+            fill_input(input.data(), count, dtype, op, rank);
+            fill_expected(expected.data(), count, dtype, op, nranks);
+            in.copy_from(input);
+            Buffer& result = in_place ? in : out;
+            try {
+              comm.reduce(in.tensor(), result.tensor(), op, root);
+            } catch (const Error& e) {
+              FAIL_CHECK(label << ": threw " << e.what());
+              continue;
+            }
+            if (rank == root) {
+              const std::string diff = describe_difference(result.data(), expected.data(), count, dtype);
+              CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+            } else if (!in_place) {
+              Buffer untouched(count, dtype);
+              CHECK_MESSAGE(first_difference(out.data(), untouched.data(), count, dtype) == count,
+                            label << ": wrote into a non-root's out");
+            }
+            if (!in_place || rank != root)
+              CHECK_MESSAGE(first_difference(in.data(), input.data(), count, dtype) == count,
+                            label << ": modified an input it does not own");
+          }
+  SameBitsLog log;
+  for (int root = 0; root < nranks; ++root)
+    for (const std::size_t count : counts_around(direct::kBroadcastBytes, DataType::u8)) {
+      Buffer want(count, DataType::u8), buffer(count, DataType::u8);
+      fill_input(want.data(), count, DataType::u8, ReduceOp::max, root);
+      if (rank == root) buffer.copy_from(want);
+      const std::string label = "broadcast root=" + std::to_string(root) + " count=" + std::to_string(count);
+      try {
+        comm.broadcast(buffer.tensor(), root);
+      } catch (const Error& e) {
+        FAIL_CHECK(label << ": threw " << e.what());
+        continue;
+      }
+      const std::string diff = describe_difference(buffer.data(), want.data(), count, DataType::u8);
+      CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+      log.add(label, buffer.data(), buffer.size_bytes());
+    }
+  log.check_same_on_all_ranks(MPI_COMM_WORLD);
+}
+
+TEST_CASE("direct calls whose buffers are overwritten as soon as they return stay exact (the final wait)") {
+  // Every rank scribbles over its buffers the moment a call returns: a rank
+  // that returned while a peer still read its buffers would hand that peer
+  // the scribbles.
+  const int nranks = world_size(), rank = world_rank();
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  const std::size_t count = 4 * std::max(direct::kAllReduceBytes, direct::kBroadcastBytes) / sizeof(float) + 5;
+  std::vector<float> in(count), out(count);
+  const Tensor in_tensor{in.data(), count, DataType::f32}, out_tensor{out.data(), count, DataType::f32};
+  int wrong = 0;
+  auto expect = [&](const std::vector<float>& v, float want) {
+    for (std::size_t i = 0; i < count; i += 509) wrong += v[i] != want;
+    wrong += v[count - 1] != want;
+  };
+  for (int call = 0; call < 100; ++call) {
+    const float base = static_cast<float>(call % 64);
+    const float want = base * static_cast<float>(nranks) + static_cast<float>(nranks * (nranks - 1) / 2);
+    std::fill(in.begin(), in.end(), base + static_cast<float>(rank));
+    comm.all_reduce(in_tensor, out_tensor, ReduceOp::sum);
+    std::fill(in.begin(), in.end(), -1e6f);
+    expect(out, want);
+    std::fill(out.begin(), out.end(), -1e6f);
+
+    std::fill(in.begin(), in.end(), base + static_cast<float>(rank));
+    comm.all_reduce(in_tensor, in_tensor, ReduceOp::sum);
+    expect(in, want);
+    std::fill(in.begin(), in.end(), -1e6f);
+
+    const int root = call % nranks;
+    std::fill(in.begin(), in.end(), rank == root ? base : -1.0f);
+    comm.broadcast(in_tensor, root);
+    expect(in, base);
+    std::fill(in.begin(), in.end(), -1e6f);
+
+    std::fill(in.begin(), in.end(), base + static_cast<float>(rank));
+    comm.reduce(in_tensor, out_tensor, ReduceOp::sum, root);
+    std::fill(in.begin(), in.end(), -1e6f);
+    if (rank == root) expect(out, want);
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a rank that never arrives at a direct call is named by DeadlineExceeded") {
+  if (world_size() < 2) return;
+  const int absent = world_size() - 1;
+  const std::size_t count = 4 * direct::kAllReduceBytes / sizeof(float);
+  {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+    std::vector<float> data(count, 1.0f);
+    if (world_rank() != absent) {
+      const TimedOutcome outcome = run_expecting_deadline([&] {
+        comm.all_reduce({data.data(), count, DataType::f32}, {data.data(), count, DataType::f32}, ReduceOp::sum,
+                        {.timeout_seconds = 1});
+      });
+      CHECK_MESSAGE(outcome.deadline, outcome.message);
+      CHECK_MESSAGE(std::find(outcome.waiting_for.begin(), outcome.waiting_for.end(), absent) !=
+                        outcome.waiting_for.end(),
+                    outcome.message);
+      CHECK(comm.broken());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  // The job goes on: a fresh communicator works.
+  Communicator fresh(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  std::vector<float> data(count, 1.0f);
+  fresh.all_reduce({data.data(), count, DataType::f32}, {data.data(), count, DataType::f32}, ReduceOp::sum);
+  CHECK(data[count - 1] == static_cast<float>(world_size()));
+}
+
+TEST_CASE("a failed cross-memory read is a BackendError naming the peer, its pid and errno") {
+  // Our own process, at an address nobody maps: EFAULT.
+  std::vector<std::byte> into(64);
+  check_throws_naming<BackendError>(
+      [&] { host::cma::read(getpid(), reinterpret_cast<const void*>(std::uintptr_t{16}), into.data(), 64, 7); },
+      {"local rank 7", std::to_string(getpid()), "errno " + std::to_string(EFAULT), "STRATA_CMA=0"});
+  try {
+    host::cma::read(getpid(), reinterpret_cast<const void*>(std::uintptr_t{16}), into.data(), 64, 7);
+  } catch (const BackendError& e) {
+    CHECK(e.backend() == "cma");
+    CHECK(e.code() == EFAULT);
+  }
+}
