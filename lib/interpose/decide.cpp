@@ -18,17 +18,21 @@ Decision refuse(Why why, const char* detail = nullptr) {
 }
 
 // Checks shared by the three calls: the process, the communicator, count.
-// Returns Why::none when they pass; `size` receives the communicator's size
-// (from its cached strata Communicator when it has one: the routed call then
-// finds that entry again in comm_cache's one-slot cache).
-Decision check_common(int count, MPI_Comm comm, int& size) {
+// Returns Why::none when they pass; `size` and `rank` receive the
+// communicator's size and this rank (from its cached strata Communicator
+// when it has one, without asking MPI: the routed call then finds that
+// entry again in comm_cache's one-slot cache; else rank is -1, asked for
+// only where a call needs it).
+Decision check_common(int count, MPI_Comm comm, int& size, int& rank) {
   if (const char* refusal = process_refusal()) return refuse(Why::process, refusal);
   if (comm == MPI_COMM_NULL) return refuse(Why::comm_null);
   CommEntry* entry = find_entry_fast(comm);
   if (entry && !entry->strata) entry = nullptr;
   if (entry) {
     size = entry->strata->size();  // cached entries are intracommunicators
+    rank = entry->strata->rank();
   } else {
+    rank = -1;
     int inter = 0;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return refuse(Why::comm_invalid);
     if (inter) return refuse(Why::intercomm);
@@ -48,8 +52,8 @@ bool overlap(const void* a, const void* b, std::size_t bytes) {
 
 Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                           MPI_Comm comm) noexcept {
-  int size = 0;
-  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
+  int size = 0, rank = -1;
+  if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
   const auto dtype = reduction_dtype(type);
   if (!dtype) return refuse(Why::datatype);
   const auto rop = reduction_op(op);
@@ -57,8 +61,7 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
   if (root != kAllRanks && (root < 0 || root >= size)) return refuse(Why::root);
 
   // Buffers, as MPI defines them. Only erroneous calls fail these checks.
-  int rank = 0;
-  if (root != kAllRanks && PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return refuse(Why::comm_invalid);
+  if (root != kAllRanks && rank < 0 && PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return refuse(Why::comm_invalid);
   const bool receives = root == kAllRanks || rank == root;
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(*dtype);
   if (receives) {
@@ -81,8 +84,8 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
 }
 
 Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept {
-  int size = 0;
-  if (Decision d = check_common(count, comm, size); !d.to_strata()) return d;
+  int size = 0, rank = -1;
+  if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
   if (type == MPI_DATATYPE_NULL) return refuse(Why::datatype);
   // The message size: count x the type's size, identical on every rank
   // because MPI requires matching type signatures.
