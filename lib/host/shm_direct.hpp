@@ -59,14 +59,15 @@ namespace strata::host::shm::direct {
 // the default) with
 //   mpirun -np 2 build/apps/bench/strata-bench -b 4K -e 4M -f 2 -n 200
 //     -w 20 -a pscpu --collective C
-// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): direct wins
-// 1.6-3.8x from 16 KiB (reduce, broadcast) or 64 KiB (all_reduce) to
-// 512 KiB; from 1 MiB on, a rooted call's single large read runs at about
-// 7 GB/s while the rounds' cache-sized blocks pipeline, and the rounds win
-// (direct 0.58-0.90x), so reduce and broadcast go back to them there.
+// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): reduce and
+// broadcast win from 4 KiB (1.3-1.4x there, 1.9-2.0x at 8 KiB, up to 3.8x
+// at 64 KiB-256 KiB), all_reduce from 64 KiB (1.4-2.3x at 64-256 KiB);
+// from 1 MiB on, a rooted call's large reads run at about 7 GB/s
+// while the rounds' cache-sized blocks pipeline, and the rounds win (direct
+// 0.58-0.90x), so reduce and broadcast go back to them there.
 constexpr std::size_t kAllReduceBytes = 64 * 1024;
-constexpr std::size_t kReduceBytes = 16 * 1024;
-constexpr std::size_t kBroadcastBytes = 16 * 1024;
+constexpr std::size_t kReduceBytes = 4 * 1024;
+constexpr std::size_t kBroadcastBytes = 4 * 1024;
 constexpr std::size_t kRootedUpToBytes = 512 * 1024;
 // From which size all_reduce runs as owners (reduce-scatter + all-gather)
 // rather than replicated, and reduce (on three or more ranks) as owners
