@@ -116,18 +116,23 @@ for doc in DOCS + sorted(ROOT.glob("include/strata/*.hpp")):
         right = re.search(r"ranks (x|×) replicas|contributors \(ranks (x|×) replicas\)", divisor)
         (ok if right else fail)(f"{doc.relative_to(ROOT)}: mean divides by \"{divisor.strip()[:60]}\" (ranks x replicas)")
 choose_cpp = (ROOT / "lib/plan/choose.cpp").read_text()
-rooted = re.search(r'const Spec kRootedNodes\{\{\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};', choose_cpp)
-if rooted:
-    want = f"`{rooted.group(1)}:64k:{rooted.group(2)}`"
-    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast on several nodes is {want}")
-else:
-    fail("lib/plan/choose.cpp: kRootedNodes not found")
-one_node = re.search(r'const Spec kRootedOneNode\{\{\{"(\w+)", 1, -1\}\}\};', choose_cpp)
-if one_node:
-    want = f"| one node | `{one_node.group(1)}` at every size (shared memory) | `{one_node.group(1)}` at every size"
-    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast on one node is {want}")
-else:
-    fail("lib/plan/choose.cpp: kRootedOneNode not found")
+
+
+def documented_rooted_default(constant, pattern, render, where):
+    """ALGORITHMS.md states choose.cpp's default table `constant` for reduce and broadcast."""
+    found = re.search(pattern, choose_cpp)
+    if not found:
+        fail(f"lib/plan/choose.cpp: {constant} not found")
+        return
+    want = render(found)
+    (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast {where} is {want}")
+
+
+documented_rooted_default("kRootedNodes", r'const Spec kRootedNodes\{\{\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};',
+                          lambda m: f"`{m.group(1)}:64k:{m.group(2)}`", "on several nodes")
+documented_rooted_default("kRootedOneNode", r'const Spec kRootedOneNode\{\{\{"(\w+)", 1, -1\}\}\};',
+                          lambda m: f"| one node | `{m.group(1)}` at every size (shared memory) | `{m.group(1)}` at every size",
+                          "on one node")
 
 # 3. The registry is documented.
 registry = re.findall(r"^STRATA_ALGORITHM\(\w+, (\w+)\)", (ROOT / "lib/exec/algorithms.def").read_text(), re.M)
