@@ -26,6 +26,7 @@ with BENCH_BUILD=BUILD_DIR. Cases:
 Exit 1 with a line saying what differed.
 """
 import os
+import re
 import pathlib
 import signal
 import subprocess
@@ -61,17 +62,22 @@ def bench_sh(work, *args):
                           capture_output=True, text=True, timeout=300)
 
 
-def started(process, path, what):
-    """Waits until `path` holds `what` (the sweep is under way), at most 120 s."""
+# A row of strata-bench's table: size, count, ...
+ROW = re.compile(r"^\s+\d+\s+\d+\s", re.M)
+
+
+def started(process, path):
+    """Waits until `path` holds the table's first row (strata-bench has
+    measured a size, so every rank is inside the sweep and its output files
+    are open), at most 120 s."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
             fail(f"finished (exit {process.returncode}) before it could be interrupted")
-        if path.exists() and what in path.read_text(errors="replace"):
-            time.sleep(0.5)
+        if path.exists() and ROW.search(path.read_text(errors="replace")):
             return
         time.sleep(0.2)
-    fail(f"no '{what}' in {path.name} within 120 s")
+    fail(f"no row of the table in {path.name} within 120 s")
 
 
 def interrupted(process, out_path, err_path, line):
@@ -101,7 +107,7 @@ def interrupt_bench_sh(work, target):
     with open(out_path, "w") as out, open(err_path, "w") as err:
         process = subprocess.Popen(["bash", str(work / "scripts" / "bench.sh"), *LONG], cwd=work, env=env(),
                                    stdout=out, stderr=err, start_new_session=True)
-    started(process, out_path, "# ")  # the table's header: strata-bench is measuring
+    started(process, out_path)
     if target == "group":
         os.killpg(process.pid, signal.SIGINT)
     else:
@@ -124,7 +130,7 @@ def interrupt_strata_bench(work, with_mpirun):
         command = ["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none"] + command
     with open(out_path, "w") as out, open(err_path, "w") as err:
         process = subprocess.Popen(command, cwd=work, env=env(), stdout=out, stderr=err, start_new_session=True)
-    started(process, out_path, "# ")
+    started(process, out_path)
     os.kill(process.pid, signal.SIGINT)
     status = interrupted(process, out_path, err_path, "strata-bench: interrupted (SIG")
     left = sorted(p.name for p in work.iterdir() if p.name.startswith("out."))

@@ -189,7 +189,12 @@ void Clique::fail(const std::string& why) {
 }
 
 std::string Clique::failure() {
-  while (header_->failed.load() == 2) ::usleep(100);
+  // The rank that claimed the report writes a bounded text and publishes
+  // it at once; one that died in between must not hang its peers.
+  for (int waited_ms = 0; header_->failed.load() == 2; ++waited_ms) {
+    if (waited_ms >= 5000) return "a rank began reporting a failure and never finished (did it die?)";
+    ::usleep(1000);
+  }
   return header_->failure;
 }
 
