@@ -43,22 +43,9 @@ bool Engine::shut_down() noexcept {
   // that cannot finalize because of it, must not hang the destructor, nor
   // cost the bound once per communicator.
   const util::Deadline bound(kTeardownSeconds);
-  bool idle = broken_.empty();
-  if (idle) {
-    util::Backoff backoff;
-    try {
-      while (!(stream_->done() && replicas_->idle())) {
-        if (bound.expired()) {
-          idle = false;
-          break;
-        }
-        backoff.pause();
-      }
-    } catch (const std::exception&) {
-      idle = false;
-    }
-    if (!idle) mark_broken("the GPU work of the last call did not finish within 10 s of the communicator's end");
-  }
+  const bool idle = broken_.empty() && drained(bound);
+  if (broken_.empty() && !idle)
+    abort_all("the GPU work of the last call did not finish within 10 s of the communicator's end");
   if (!idle) {
     // Aborted work may still reference these buffers: leak them on purpose.
     retired_.abandon();
@@ -171,21 +158,32 @@ void Engine::ensure_usable() const {
                                   util::where(), broken_));
 }
 
-void Engine::mark_broken(const std::string& reason) noexcept {
+void Engine::abort_all(const std::string& reason) noexcept {
   if (broken_.empty()) broken_ = reason;
   for (auto& c : comms_)
     if (c) c->abort();
-  if (!replicas_) return;  // shut down already
-  replicas_->abort();
+  if (replicas_) replicas_->abort();  // gone once shut down
+}
+
+void Engine::mark_broken(const std::string& reason) noexcept {
+  abort_all(reason);
   // What this call queued before the failure (pack kernels, copies; the
   // aborted NCCL operations end) may still read or write the caller's
   // tensors: let it finish, within a bound, before the error reaches a
   // caller who may free them. A stream that errs or never drains is left.
-  const util::Deadline bound(kDrainSeconds);
+  if (replicas_) drained(util::Deadline(kDrainSeconds));
+}
+
+bool Engine::drained(const util::Deadline& bound) noexcept {
   util::Backoff backoff;
   try {
-    while (!(stream_->done() && replicas_->idle()) && !bound.expired()) backoff.pause();
+    while (!(stream_->done() && replicas_->idle())) {
+      if (bound.expired()) return false;
+      backoff.pause();
+    }
+    return true;
   } catch (const std::exception&) {
+    return false;  // a stream in error never drains
   }
 }
 

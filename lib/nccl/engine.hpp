@@ -115,6 +115,12 @@ class Engine {
   void mark_broken(const std::string& reason) noexcept;
 
  private:
+  // Marks the engine broken with `reason` (the first one stays) and aborts
+  // its communicators; their queued operations end.
+  void abort_all(const std::string& reason) noexcept;
+  // Waits until the engine's and the replicas' streams are idle: false when
+  // `bound` expired first or a stream reported an error.
+  bool drained(const util::Deadline& bound) noexcept;
   [[noreturn]] void expire();
   void check_async();
 
