@@ -98,10 +98,20 @@ class Call {
   // publish consumed of the last round, then wait until the ranks that read
   // my memory ([wait_from, wait_to)) finished reading it.
   void finish(int read_from, int read_to, int wait_from, int wait_to) {
-    const std::uint64_t last = second_ ? second_ : first_;
+    done_reading(read_from, read_to);
+    wait_readers(wait_from, wait_to);
+  }
+  // finish in two steps, for a rank with work left after its last read
+  // (the root of a reduce): the ranks waiting for my consumed go on while I
+  // reduce what I already read. done_reading once, then wait_readers.
+  void done_reading(int read_from, int read_to) {
+    if (released_) return;
     check_nobody_left(read_from, read_to);
-    publish_consumed(seg_, last);
-    if (wait_from < wait_to) wait_consumed(t_, seg_, wait_from, wait_to, last);
+    publish_consumed(seg_, last_round());
+    released_ = true;
+  }
+  void wait_readers(int wait_from, int wait_to) {
+    if (wait_from < wait_to) wait_consumed(t_, seg_, wait_from, wait_to, last_round());
   }
 
  private:
@@ -125,19 +135,26 @@ class Call {
   ShmSegment& seg_;
   int me_, n_;
   int exceptions_;
+  std::uint64_t last_round() const { return second_ ? second_ : first_; }
+
   std::uint64_t first_ = 0, second_ = 0;
+  bool released_ = false;
 };
 
 // The operands of the reductions of one call: my input, and every peer's
 // input read through cross-memory reads into two cache-sized blocks.
 struct Operands {
-  const Call& call;
+  Call& call;
   int me, n;
   const std::byte* in;  // my input
   DataType dtype;
   ReduceOp op;
   std::size_t element;
   std::byte* pull[2];  // kPullBytes each (Transport::scratch, kPullSlot)
+  // When true, the call's reads end with this range: right after the last
+  // block's last read, Call::done_reading releases the ranks read (every
+  // rank), before that block is reduced.
+  bool release_after_reads = false;
 };
 
 // acc[0..k) = in_first op in_r op ... over every rank r other than `first`
@@ -145,11 +162,17 @@ struct Operands {
 // input: peers' blocks read, mine used in place. `acc` may be my input
 // block (in place) only when first == me: that block is then read by the
 // first reduction, before anything overwrites it.
-void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, std::byte* acc) {
+// `last_block`: with o.release_after_reads, the read of the last peer
+// operand releases the ranks read (Call::done_reading) before reducing it.
+void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, std::byte* acc, bool last_block) {
   const std::size_t bytes = k * o.element, offset = at * o.element;
+  int last_read = first == o.me ? -1 : first;
+  for (int r = 0; r < o.n; ++r)
+    if (r != first && r != o.me) last_read = r;
   auto operand = [&](int r, std::byte* into) -> const std::byte* {
     if (r == o.me) return o.in + offset;
     cma::read(o.call.pid(r), static_cast<const std::byte*>(pointer(o.call.of(r).in)) + offset, into, bytes, r);
+    if (last_block && o.release_after_reads && r == last_read) o.call.done_reading(0, o.n);
     return into;
   };
   const std::byte* a = operand(first, o.pull[0]);
@@ -168,7 +191,7 @@ void reduce_range(const Operands& o, int first, util::Slice slice, std::byte* ac
   const std::size_t per_block = kPullBytes / o.element;
   for (std::size_t done = 0; done < slice.count; done += per_block) {
     const std::size_t k = std::min(per_block, slice.count - done);
-    reduce_block(o, first, slice.offset + done, k, acc + done * o.element);
+    reduce_block(o, first, slice.offset + done, k, acc + done * o.element, done + k == slice.count);
   }
 }
 
@@ -241,11 +264,12 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
     return;
   }
   std::byte* pull = t.scratch(kPullSlot, 2 * kPullBytes);
+  // The others wait only for my reads, not for my last block's reduction.
   const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, util::element_bytes(dtype),
-                   {pull, pull + kPullBytes}};
+                   {pull, pull + kPullBytes}, true};
   call.expose({}, 0, n);
   reduce_range(o, me, {0, count}, static_cast<std::byte*>(out));
-  call.finish(0, n, 0, 0);
+  call.finish(0, n, 0, 0);  // releases here only when nothing was read (count 0, or a node of one)
 }
 
 // reduce, owners: every rank reduces its slice (the root's straight into its

@@ -30,7 +30,11 @@
 //      In place (in == out) is safe: a rank writes out[slice s] for s other
 //      than its own only after owner s's staged(B), i.e. after s finished
 //      reading that slice of its input; its own slice only it reads.
-//   reduce: the same owners (every local rank owns a slice); the root's
+//   reduce, gathered (two ranks, or below kReduceOwnersBytes): the root
+//      pulls every peer's input block by block and reduces it into its out;
+//      it publishes consumed(A) right after its last read, so the others
+//      return while it reduces the last block.
+//   reduce, owners: the same owners (every local rank owns a slice); the root's
 //      slice goes straight into the root's out, another owner's into a
 //      scratch of its own, which the root pulls after that owner's
 //      staged(B). Non-roots never write `out`.
