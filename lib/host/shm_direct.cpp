@@ -9,6 +9,8 @@
 #include <exception>
 #include <vector>
 
+#include <unistd.h>
+
 #include "host/cma.hpp"
 #include "host/reduce_kernel.hpp"
 #include "host/shm_steps.hpp"
@@ -299,11 +301,19 @@ void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std
   call.finish(0, n, 0, n);
 }
 
+// More local ranks than the host has processors: the ranks take turns on
+// the cores, so the replicated shape's n-fold arithmetic is paid n / cores
+// times over. The same answer on every local rank (one host, one count).
+bool crowded(const ShmSegment& seg) {
+  static const long processors = sysconf(_SC_NPROCESSORS_ONLN);
+  return processors > 0 && seg.local_size() > processors;
+}
+
 }  // namespace
 
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                 ReduceOp op, int owners) {
-  const bool replicated = count * util::element_bytes(dtype) < kAllReduceOwnersBytes;
+  const bool replicated = count * util::element_bytes(dtype) < kAllReduceOwnersBytes && !crowded(seg);
   if (replicated)
     replicated_all_reduce(t, seg, in, out, count, dtype, op, owners);
   else
