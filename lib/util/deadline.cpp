@@ -129,7 +129,7 @@ void Backoff::end_traced_wait() {
     args.add("peers", "unknown (inside an MPI collective)");
   }
   args.add("polls", std::uint64_t(idle_polls_));
-  trace::record("wait", waiting_since_ns_, end, args.json());
+  trace::record("wait", waiting_since_ns_, end, std::move(args).take());
 }
 
 }  // namespace strata::util

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -33,7 +34,7 @@ std::int64_t now_ns() {
 namespace {
 
 struct Event {
-  std::string name;
+  std::string_view name;  // static storage (record's contract): no copy per event
   std::int64_t start_ns;
   std::int64_t dur_ns;
   int tid;
@@ -142,7 +143,7 @@ constexpr int kAlignRounds = 16;
 
 }  // namespace
 
-void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, std::string_view args_json) {
+void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, std::string args_json) {
   Buffer& b = buffer();
   const int tid = thread_id();
   std::lock_guard lock(b.mutex);
@@ -150,7 +151,8 @@ void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, s
     ++b.dropped;
     return;
   }
-  b.events.push_back({std::string(name), start_ns, end_ns - start_ns, tid, std::string(args_json)});
+  if (b.events.capacity() == 0) b.events.reserve(4096);
+  b.events.push_back({name, start_ns, end_ns - start_ns, tid, std::move(args_json)});
   b.dirty = true;
 }
 
@@ -232,34 +234,44 @@ void write_file() noexcept {
   }
 }
 
-Args& Args::add(std::string_view key, std::string_view value) {
-  json_ += json_.empty() ? "\"" : ",\"";
-  escape_into(json_, key);
-  json_ += "\":\"";
+void Args::key(std::string_view name) {
+  if (json_.empty()) json_.reserve(256);  // one allocation for a call's args
+  else json_ += ',';
+  json_ += '"';
+  escape_into(json_, name);
+  json_ += "\":";
+}
+
+Args& Args::add(std::string_view name, std::string_view value) {
+  key(name);
+  json_ += '"';
   escape_into(json_, value);
   json_ += '"';
   return *this;
 }
 
-Args& Args::add(std::string_view key, std::int64_t value) {
-  json_ += fmt::format("{}\"{}\":{}", json_.empty() ? "" : ",", key, value);
+Args& Args::add(std::string_view name, std::int64_t value) {
+  key(name);
+  fmt::format_to(std::back_inserter(json_), "{}", value);
   return *this;
 }
 
-Args& Args::add(std::string_view key, std::uint64_t value) {
-  json_ += fmt::format("{}\"{}\":{}", json_.empty() ? "" : ",", key, value);
+Args& Args::add(std::string_view name, std::uint64_t value) {
+  key(name);
+  fmt::format_to(std::back_inserter(json_), "{}", value);
   return *this;
 }
 
-Args& Args::add(std::string_view key, std::span<const int> values) {
-  json_ += fmt::format("{}\"{}\":[", json_.empty() ? "" : ",", key);
-  for (std::size_t i = 0; i < values.size(); ++i) json_ += fmt::format("{}{}", i ? "," : "", values[i]);
+Args& Args::add(std::string_view name, std::span<const int> values) {
+  key(name);
+  json_ += '[';
+  for (std::size_t i = 0; i < values.size(); ++i) fmt::format_to(std::back_inserter(json_), "{}{}", i ? "," : "", values[i]);
   json_ += ']';
   return *this;
 }
 
 void Span::end() {
-  record(name_, start_, now_ns(), args_.json());
+  record(name_, start_, now_ns(), std::move(args_).take());
   start_ = 0;
 }
 

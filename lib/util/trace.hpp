@@ -39,9 +39,11 @@ inline constexpr std::size_t kMaxEvents = 1'000'000;
 inline constexpr std::int64_t kWaitThresholdNs = 20'000;
 
 // Records a complete event [start_ns, end_ns) on the calling thread.
-// `args_json` is the body of the args object ("\"k\":v,..." without braces,
-// may be empty). Thread-safe; never writes a file.
-void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, std::string_view args_json);
+// `name` must be of static storage (a literal, a to_string name): events
+// keep it uncopied. `args_json` is the body of the args object
+// ("\"k\":v,..." without braces, may be empty). Thread-safe; never writes a
+// file.
+void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, std::string args_json);
 
 // Starts this process's trace (when tracing is on; once, later calls do
 // nothing): caches the world rank and host (the file's pid and process
@@ -65,15 +67,17 @@ void write_file() noexcept;
 // Appends `"key":value,` pairs to a span's args (JSON-escaped).
 class Args {
  public:
-  Args& add(std::string_view key, std::string_view value);
-  Args& add(std::string_view key, const char* value) { return add(key, std::string_view(value)); }
-  Args& add(std::string_view key, std::int64_t value);
-  Args& add(std::string_view key, std::uint64_t value);
-  Args& add(std::string_view key, int value) { return add(key, std::int64_t(value)); }
-  Args& add(std::string_view key, std::span<const int> values);
+  Args& add(std::string_view name, std::string_view value);
+  Args& add(std::string_view name, const char* value) { return add(name, std::string_view(value)); }
+  Args& add(std::string_view name, std::int64_t value);
+  Args& add(std::string_view name, std::uint64_t value);
+  Args& add(std::string_view name, int value) { return add(name, std::int64_t(value)); }
+  Args& add(std::string_view name, std::span<const int> values);
   const std::string& json() const { return json_; }
+  std::string take() && { return std::move(json_); }
 
  private:
+  void key(std::string_view name);  // appends `"name":` (and the comma before it)
   std::string json_;
 };
 
@@ -81,7 +85,7 @@ class Args {
 // nothing; `args()` may then only be used behind `active()`.
 class Span {
  public:
-  // `name` must outlive the span (a literal, or a name of static storage).
+  // `name` must be of static storage (see record).
   explicit Span(std::string_view name) : name_(name), start_(enabled() ? now_ns() : 0) {}
   ~Span() {
     if (start_ != 0) [[unlikely]] end();
