@@ -235,7 +235,7 @@ void write_file() noexcept {
 }
 
 void Args::key(std::string_view name) {
-  if (json_.empty()) json_.reserve(256);  // one allocation for a call's args
+  if (json_.empty()) json_.reserve(128);  // one allocation for a call's args (about 110 characters)
   else json_ += ',';
   json_ += '"';
   escape_into(json_, name);
