@@ -7,6 +7,29 @@
 #include "api/session.hpp"
 
 namespace strata::api {
+namespace {
+
+// An enum's name, or "invalid (N)": a refused call's span describes the
+// arguments as passed, and to_string throws on a value out of range.
+template <typename Enum>
+std::string name_of(Enum value) {
+  try {
+    return std::string(to_string(value));
+  } catch (const std::exception&) {
+    return fmt::format("invalid ({})", static_cast<long long>(value));
+  }
+}
+
+// The bytes of `count` elements, 0 for an invalid dtype.
+std::uint64_t bytes_of(std::size_t count, DataType dtype) {
+  try {
+    return std::uint64_t(count) * dtype_size(dtype);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
 
 void Session::end_span_common(util::trace::Span& span, std::uint64_t before, std::string_view outcome,
                               std::string_view error) {
@@ -23,9 +46,9 @@ void Session::end_span_common(util::trace::Span& span, std::uint64_t before, std
 void Session::end_call_span(util::trace::Span& span, const Call& call, std::uint64_t before,
                             std::string_view outcome, std::string_view error) {
   util::trace::Args& args = span.args();
-  args.add("bytes", std::uint64_t(call.job.bytes())).add("count", std::uint64_t(call.job.count));
-  args.add("dtype", to_string(call.job.dtype)).add("memory", to_string(call.memory));
-  if (call.collective != Collective::broadcast) args.add("op", to_string(call.job.op));
+  args.add("bytes", bytes_of(call.job.count, call.job.dtype)).add("count", std::uint64_t(call.job.count));
+  args.add("dtype", name_of(call.job.dtype)).add("memory", name_of(call.memory));
+  if (call.collective != Collective::broadcast) args.add("op", name_of(call.job.op));
   if (call.collective != Collective::all_reduce) args.add("root", call.job.root);
   // The plan that ran: what the call recorded for timeout messages, when it
   // got as far as planning this call.
@@ -37,18 +60,19 @@ void Session::end_call_span(util::trace::Span& span, const Call& call, std::uint
 void Session::end_call_span(util::trace::Span& span, const BatchCall& call, std::uint64_t before,
                             std::string_view outcome, std::string_view error) {
   util::trace::Args& args = span.args();
-  std::size_t bytes = 0;
-  std::string_view dtype;
+  std::uint64_t bytes = 0;
+  std::string dtype;
   for (const auto& replicas : *call.batch) {
     if (replicas.empty()) continue;
     const Tensor& t = replicas.front();
-    bytes += t.count * dtype_size(t.dtype);
-    dtype = dtype.empty() || dtype == to_string(t.dtype) ? to_string(t.dtype) : std::string_view("mixed");
+    bytes += bytes_of(t.count, t.dtype);
+    const std::string name = name_of(t.dtype);
+    dtype = dtype.empty() || dtype == name ? name : "mixed";
   }
-  args.add("bytes", std::uint64_t(bytes)).add("tensors", std::uint64_t(call.batch->size()));
+  args.add("bytes", bytes).add("tensors", std::uint64_t(call.batch->size()));
   args.add("replicas", std::uint64_t(call.batch->empty() ? 0 : call.batch->front().size()));
-  args.add("dtype", dtype.empty() ? std::string_view("none") : dtype);
-  if (call.collective != Collective::broadcast) args.add("op", to_string(call.op));
+  args.add("dtype", dtype.empty() ? std::string_view("none") : std::string_view(dtype));
+  if (call.collective != Collective::broadcast) args.add("op", name_of(call.op));
   if (call.collective != Collective::all_reduce) args.add("root", call.root);
   args.add("algorithm", "per pack (the pack spans)");
   end_span_common(span, before, outcome, error);
