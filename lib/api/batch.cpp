@@ -11,6 +11,7 @@
 #include "host/reduce_kernel.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
+#include "util/trace.hpp"
 #include "util/where.hpp"
 
 namespace strata::api {
@@ -18,6 +19,26 @@ namespace {
 
 std::byte* element_at(const Tensor& t, std::size_t offset) {
   return static_cast<std::byte*>(t.data) + offset * dtype_size(t.dtype);
+}
+
+// Ends a pack's span with what it was and what ran it (tracing on only).
+void end_pack_span(util::trace::Span& span, std::size_t index, const plan::Pack& pack, std::string_view algorithm) {
+  if (!span.active()) return;
+  span.args()
+      .add("pack", std::uint64_t(index))
+      .add("bytes", std::uint64_t(pack.bytes()))
+      .add("dtype", to_string(pack.dtype))
+      .add("pieces", std::uint64_t(pack.pieces.size()))
+      .add("algorithm", algorithm);
+  span.end();
+}
+
+// Calls the caller's on_pack_done(index) inside its own span.
+void pack_done(const std::function<void(std::size_t)>* on_pack_done, std::size_t index) {
+  if (!on_pack_done || !*on_pack_done) return;
+  util::trace::Span span("on_pack_done");
+  if (span.active()) span.args().add("pack", std::uint64_t(index));
+  (*on_pack_done)(index);
 }
 
 std::vector<plan::TensorShape> shapes_of(const std::vector<std::vector<Tensor>>& batch) {
@@ -75,6 +96,14 @@ plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
 }
 
 void Session::run_batch(const BatchCall& call) {
+  if (util::trace::enabled()) [[unlikely]] {
+    traced(call, [&] { run_batch_call(call); });
+    return;
+  }
+  run_batch_call(call);
+}
+
+void Session::run_batch_call(const BatchCall& call) {
   ensure_usable();
   log_batch_plan(call);
   const util::Deadline deadline(call.options->timeout_seconds);
@@ -110,6 +139,7 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
 
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
+    util::trace::Span pack_span("pack");
     const std::size_t element = dtype_size(pack.dtype);
     Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec, call.name()};
     one.job.count = pack.count;
@@ -144,7 +174,8 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
         }
       }
     }
-    if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);
+    end_pack_span(pack_span, p, pack, last_.described);
+    pack_done(call.on_pack_done, p);
   }
 }
 
@@ -191,9 +222,11 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
     proto.chunk_bytes = config_.chunk_bytes;
     current_ = {collective_name, sequence_, pack.bytes(), last_.described};
     const gpu::CallContext context{&deadline, current_, call.options->stream, devices, /*packed=*/true};
+    util::trace::Span pack_span("pack");
     breaking_on_failure(
         [&] { exec::run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
-    if (call.on_pack_done && *call.on_pack_done) (*call.on_pack_done)(p);
+    end_pack_span(pack_span, p, pack, last_.described);
+    pack_done(call.on_pack_done, p);
   }
 }
 

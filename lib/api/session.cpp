@@ -28,6 +28,7 @@
 #include "util/check.hpp"
 #include "util/log.hpp"
 #include "util/ranges.hpp"
+#include "util/trace.hpp"
 #include "util/where.hpp"
 
 namespace strata::api {
@@ -49,14 +50,20 @@ bool call_check_disabled_by_environment() {
 // fingerprint (or carries one inside the shared-memory round) that an
 // unchecking rank never sends, which would misread data or hang. Every rank
 // raises the same InvalidArgument when they differ (STRATA_CHECK set on some
-// ranks only, or Config::check_calls differing).
-void agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
+// ranks only, or Config::check_calls differing). The same exchange says
+// whether every rank traces (STRATA_TRACE), the condition for aligning
+// trace clocks, which is collective: the answer.
+bool agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
   std::vector<int> all(static_cast<std::size_t>(size));
-  const int mine = check_calls ? 1 : 0;
+  const int mine = (check_calls ? 1 : 0) | (util::trace::enabled() ? 2 : 0);
   STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
   std::vector<int> on, off;
-  for (int r = 0; r < size; ++r) (all[static_cast<std::size_t>(r)] ? on : off).push_back(r);
-  if (on.empty() || off.empty()) return;
+  bool every_rank_traces = true;
+  for (int r = 0; r < size; ++r) {
+    (all[static_cast<std::size_t>(r)] & 1 ? on : off).push_back(r);
+    every_rank_traces &= (all[static_cast<std::size_t>(r)] & 2) != 0;
+  }
+  if (on.empty() || off.empty()) return every_rank_traces;
   throw InvalidArgument(fmt::format(
       "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
       "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
@@ -86,7 +93,13 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
-    agree_on_call_check(comm_, size_, check_calls_);
+    const bool every_rank_traces = agree_on_call_check(comm_, size_, check_calls_);
+    if (util::trace::enabled()) [[unlikely]] {
+      util::trace::start();
+      if (every_rank_traces) util::trace::align_clocks(comm_, rank_, size_);
+      else if (rank_ == 0)
+        util::log(util::LogLevel::warn, "STRATA_TRACE is set on some ranks only: trace clocks stay unaligned");
+    }
     check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
     split_ = topo::split_nodes(comm_);
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
@@ -117,6 +130,7 @@ Session::Session(MPI_Comm comm, Config config) {
 }
 
 Session::~Session() {
+  util::trace::write_file();  // (a no-op unless tracing)
   gpu_levels_.reset();  // the levels refer to the backend
   gpu_.reset();
   roll_call_.reset();
@@ -221,12 +235,22 @@ double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds
 }  // namespace
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {
-  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
-                  to_string(call.collective));
+  auto refuse_it = [&] {
+    refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
+                    to_string(call.collective));
+  };
+  if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
+  refuse_it();
+  throw error;  // (not reached: refuse_it always throws)
 }
 
 void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
-  refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds, call.name());
+  auto refuse_it = [&] {
+    refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds, call.name());
+  };
+  if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
+  refuse_it();
+  throw error;  // (not reached: refuse_it always throws)
 }
 
 void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
@@ -261,6 +285,14 @@ void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadli
 }
 
 void Session::run(const Call& call) {
+  if (util::trace::enabled()) [[unlikely]] {
+    traced(call, [&] { run_call(call); });
+    return;
+  }
+  run_call(call);
+}
+
+void Session::run_call(const Call& call) {
   ensure_usable();
   const util::Deadline deadline(call.options->timeout_seconds);
   util::IdleWorkScope answering(roll_call_.get());

@@ -35,6 +35,7 @@
 #include "util/breaking.hpp"
 #include "util/arena.hpp"
 #include "util/deadline.hpp"
+#include "util/trace.hpp"
 #include "util/workspace.hpp"
 
 namespace strata::api {
@@ -118,6 +119,38 @@ class Session {
                   Collective collective = Collective::all_reduce) const;
 
  private:
+  void run_call(const Call& call);             // run() without its trace span
+  void run_batch_call(const BatchCall& call);  // run_batch() without its trace span
+
+  // With STRATA_TRACE on: runs `work` (one public call) inside its span,
+  // whose args say what ran and how it ended (api/call_trace.cpp). A call
+  // that leaves the communicator broken writes the trace file at once: the
+  // process may not live to write it at the end.
+  template <typename AnyCall, typename Work>
+  void traced(const AnyCall& call, Work&& work) {
+    util::trace::Span span(span_name(call));
+    const std::uint64_t before = sequence_;
+    try {
+      work();
+    } catch (...) {
+      end_call_span(span, call, before, util::trace::current_error_name(), util::trace::current_error_message());
+      throw;
+    }
+    end_call_span(span, call, before, "ok", {});
+  }
+  static std::string_view span_name(const Call& call) {
+    return call.name.empty() ? to_string(call.collective) : call.name;
+  }
+  static std::string_view span_name(const BatchCall& call) { return call.name(); }
+  void end_call_span(util::trace::Span& span, const Call& call, std::uint64_t before, std::string_view outcome,
+                     std::string_view error);
+  void end_call_span(util::trace::Span& span, const BatchCall& call, std::uint64_t before,
+                     std::string_view outcome, std::string_view error);
+  // The args every call span has (its number, outcome, error), then ends
+  // it, and writes the file when the communicator is broken.
+  void end_span_common(util::trace::Span& span, std::uint64_t before, std::string_view outcome,
+                       std::string_view error);
+
   void ensure_usable() const;  // throws PeerFailure once broken
   void mark_broken(const char* reason);
   // Runs `work`; a timeout or a backend failure marks the communicator

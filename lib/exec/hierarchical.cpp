@@ -1,6 +1,7 @@
 #include "exec/hierarchical.hpp"
 
 #include "util/slice.hpp"
+#include "util/trace.hpp"
 
 namespace strata::exec {
 namespace {
@@ -40,17 +41,24 @@ void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split,
   const int owners = split.min_local_size;
 
   // 1. Reduce-scatter inside the node.
-  if (split.local_size == 1) intra.copy(job);
-  else intra.reduce_scatter(job, owners);
+  {
+    util::trace::Span level("inside node: reduce-scatter");
+    if (split.local_size == 1) intra.copy(job);
+    else intra.reduce_scatter(job, owners);
+  }
 
   // 2. Across nodes, on my slice.
   if (owns_a_slice(split, cross)) {
     const util::Slice mine = my_slice(job, split);
+    util::trace::Span level("across nodes: all-reduce");
     if (mine.count > 0) cross->all_reduce(on_slice(job, job.out, mine));
   }
 
   // 3. All-gather inside the node.
-  if (split.local_size > 1) intra.all_gather(job, owners);
+  if (split.local_size > 1) {
+    util::trace::Span level("inside node: all-gather");
+    intra.all_gather(job, owners);
+  }
 }
 
 void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, plan::Level& intra, plan::Level* cross,
@@ -62,13 +70,17 @@ void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, pla
   node_job.out = split.local_rank == root.local && on_root_node ? job.out : partial;
 
   // 1. Reduce-scatter inside the node.
-  if (split.local_size == 1) intra.copy(node_job);
-  else intra.reduce_scatter(node_job, owners);
+  {
+    util::trace::Span level("inside node: reduce-scatter");
+    if (split.local_size == 1) intra.copy(node_job);
+    else intra.reduce_scatter(node_job, owners);
+  }
 
   // 2. Each owner's slice, reduced across nodes to its peer on the root's node.
   if (owns_a_slice(split, cross)) {
     const util::Slice mine = my_slice(job, split);
     if (mine.count > 0) {
+      util::trace::Span level("across nodes: reduce");
       plan::Job slice = on_slice(job, node_job.out, mine);
       slice.root = root.node;  // cross-node groups are ordered by node index
       cross->reduce(slice);
@@ -77,7 +89,10 @@ void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, pla
 
   // 3. The root's node gathers the slices (every rank of it, in `partial`
   //    where it is not the root's `out`).
-  if (on_root_node && split.local_size > 1) intra.all_gather(node_job, owners);
+  if (on_root_node && split.local_size > 1) {
+    util::trace::Span level("inside node: all-gather");
+    intra.all_gather(node_job, owners);
+  }
 }
 
 void hierarchical_broadcast(const plan::Job& job, const topo::NodeSplit& split, plan::Level& intra,
@@ -88,6 +103,7 @@ void hierarchical_broadcast(const plan::Job& job, const topo::NodeSplit& split, 
 
   // 1. Inside the root's node: everyone there has everything.
   if (on_root_node && split.local_size > 1) {
+    util::trace::Span level("inside node: broadcast");
     plan::Job node_job = job;
     node_job.root = root.local;
     intra.broadcast(node_job);
@@ -97,6 +113,7 @@ void hierarchical_broadcast(const plan::Job& job, const topo::NodeSplit& split, 
   if (owns_a_slice(split, cross)) {
     const util::Slice mine = my_slice(job, split);
     if (mine.count > 0) {
+      util::trace::Span level("across nodes: broadcast");
       plan::Job slice = on_slice(job, job.out, mine);
       slice.root = root.node;
       cross->broadcast(slice);
@@ -104,7 +121,10 @@ void hierarchical_broadcast(const plan::Job& job, const topo::NodeSplit& split, 
   }
 
   // 3. Every other node gathers the slices.
-  if (!on_root_node && split.local_size > 1) intra.all_gather(job, owners);
+  if (!on_root_node && split.local_size > 1) {
+    util::trace::Span level("inside node: all-gather");
+    intra.all_gather(job, owners);
+  }
 }
 
 }  // namespace strata::exec

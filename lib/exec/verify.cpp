@@ -7,6 +7,7 @@
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "util/check.hpp"
+#include "util/trace.hpp"
 
 namespace strata::exec {
 namespace {
@@ -51,6 +52,7 @@ void verify_over_mpi(host::Transport& t, util::Arena& arena, const plan::Fingerp
 void verify_call(const HostContext& context, const plan::Fingerprint& mine, const util::Deadline& deadline,
                  const plan::CallInfo& info) {
   if (context.size == 1) return;
+  util::trace::Span span("verify");  // (a check riding in a shared-memory round has none)
   host::Transport t(context.comm, context.rank, context.size, deadline, info, *context.workspace);
   if (context.segment && context.split->node_count == 1)
     host::shm::verify(t, *context.segment, mine);

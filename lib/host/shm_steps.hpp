@@ -39,6 +39,12 @@ void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uin
       t.idle(backoff, lagging);  // throws DeadlineExceeded naming them
     }
     backoff.pause();
+    if (backoff.wants_peers()) [[unlikely]] {  // a traced wait (STRATA_TRACE): name them for its span
+      std::vector<int> lagging;
+      for (int r = first; r < last; ++r)
+        if (behind(r)) lagging.push_back(r);
+      backoff.note_peers(lagging, t.comm());
+    }
   }
 }
 

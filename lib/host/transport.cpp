@@ -90,6 +90,8 @@ void Transport::wait(Requests& requests) {
       throw_deadline(pending);
     }
     backoff.pause();
+    if (backoff.wants_peers()) [[unlikely]]
+      backoff.note_peers(requests.peers_, comm_);
   }
 }
 
@@ -107,6 +109,8 @@ void Transport::wait_collective(MPI_Request& request) {
 void Transport::idle(util::Backoff& backoff, std::span<const int> waiting_for) {
   if (deadline_.expired()) throw_deadline({waiting_for.begin(), waiting_for.end()});
   backoff.pause();
+  if (backoff.wants_peers()) [[unlikely]]
+    backoff.note_peers(waiting_for, comm_);
 }
 
 void Transport::throw_deadline(std::vector<int> waiting_for) const {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "util/trace.hpp"
+
 namespace strata::util {
 
 namespace {
@@ -78,6 +80,8 @@ void Backoff::pause() {
   const bool shared = shared_cores.load(std::memory_order_relaxed);
   const unsigned spins = shared ? kSharedSpins : kSpins, yields = shared ? kSharedYields : kYields;
   ++idle_polls_;
+  if (idle_polls_ == 1 && trace::enabled() && waiting_since_ns_ == 0) [[unlikely]]
+    begin_traced_wait();
   if (idle_polls_ <= spins) {
     cpu_relax();
     return;
@@ -90,6 +94,42 @@ void Backoff::pause() {
   const long ns = std::min<long>(50'000, 1'000L * (idle_polls_ - spins - yields));
   const timespec ts{0, ns};
   nanosleep(&ts, nullptr);
+}
+
+void Backoff::begin_traced_wait() { waiting_since_ns_ = trace::now_ns(); }
+
+void Backoff::note_peers(std::span<const int> peers, MPI_Comm comm) {
+  peers_noted_ = true;
+  comm_ = comm;
+  peers_total_ = peers.size();
+  peer_count_ = 0;
+  for (const int p : peers)
+    if (peer_count_ < kMaxPeers && std::find(peers_, peers_ + peer_count_, p) == peers_ + peer_count_)
+      peers_[peer_count_++] = p;
+  std::sort(peers_, peers_ + peer_count_);
+}
+
+void Backoff::end_traced_wait() {
+  const std::int64_t end = trace::now_ns();
+  if (end - waiting_since_ns_ < trace::kWaitThresholdNs) return;
+  trace::Args args;
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (peers_noted_ && !finalized && comm_ != MPI_COMM_NULL) {
+    // Only now, for a wait worth a span: the world ranks of the peers.
+    int world[kMaxPeers];
+    MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
+    MPI_Comm_group(comm_, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_translate_ranks(group, peer_count_, peers_, world_group, world);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    args.add("peers", std::span<const int>(world, peer_count_));
+  } else {
+    args.add("peers", "unknown (inside an MPI collective)");
+  }
+  args.add("polls", std::uint64_t(idle_polls_));
+  trace::record("wait", waiting_since_ns_, end, std::move(args).take());
 }
 
 }  // namespace strata::util

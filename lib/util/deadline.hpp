@@ -3,7 +3,11 @@
 // oversubscribed runs (8 ranks on 2 cores) are not starved by spinning peers.
 #pragma once
 
+#include <mpi.h>
+
 #include <chrono>
+#include <cstdint>
+#include <span>
 
 namespace strata::util {
 
@@ -64,13 +68,43 @@ class IdleWorkScope {
 void set_cores_shared(bool shared);
 bool cores_shared();
 
+//
+// With STRATA_TRACE on, a wait that paused (a poll found nothing) and lasted
+// longer than trace::kWaitThresholdNs becomes a "wait" span, ending when the
+// Backoff is destroyed, naming the peers its owner noted (note_peers). Off,
+// that costs the destructor one branch on a member that stays zero.
 class Backoff {
  public:
+  Backoff() = default;
+  ~Backoff() {
+    if (waiting_since_ns_ != 0) [[unlikely]] end_traced_wait();
+  }
+  Backoff(const Backoff&) = delete;
+  Backoff& operator=(const Backoff&) = delete;
+
   void pause();
   void reset() { idle_polls_ = 0; }
 
+  // True once, right after the first pause of a traced wait: then the owner
+  // may name whom it waits for (note_peers), off the latency path.
+  bool wants_peers() const { return waiting_since_ns_ != 0 && !peers_noted_; }
+  // `peers`: ranks of `comm` (the span names them as MPI_COMM_WORLD ranks;
+  // at most kMaxPeers distinct ones are kept).
+  void note_peers(std::span<const int> peers, MPI_Comm comm);
+
+  static constexpr std::size_t kMaxPeers = 16;
+
  private:
+  [[gnu::cold]] void begin_traced_wait();
+  [[gnu::cold]] void end_traced_wait();
+
   unsigned idle_polls_ = 0;
+  std::int64_t waiting_since_ns_ = 0;  // traced waits only
+  bool peers_noted_ = false;
+  unsigned char peer_count_ = 0;
+  std::size_t peers_total_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int peers_[kMaxPeers];  // left uninitialised: only traced waits write it
 };
 
 }  // namespace strata::util

@@ -1,0 +1,312 @@
+#include "util/trace.hpp"
+
+#include <fmt/format.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "strata/errors.hpp"
+#include "util/check.hpp"
+#include "util/log.hpp"
+#include "util/where.hpp"
+
+namespace strata::util::trace {
+
+namespace detail {
+const bool enabled_flag = [] {
+  const char* env = std::getenv("STRATA_TRACE");
+  return env != nullptr && *env != '\0';
+}();
+}  // namespace detail
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+struct Event {
+  std::string_view name;  // static storage (record's contract): no copy per event
+  std::int64_t start_ns;
+  std::int64_t dur_ns;
+  int tid;
+  std::string args;
+};
+
+// The process's trace: one buffer for every communicator and thread.
+struct Buffer {
+  std::mutex mutex;
+  std::vector<Event> events;
+  std::uint64_t dropped = 0;
+  bool dirty = false;       // events (or a new clock estimate) since the last write
+  bool started = false;     // align_clocks ran once: rank, host and exit hooks are set
+  int world_rank = 0;
+  int world_size = 1;
+  std::string host;
+  // The clock estimate against world rank 0: offset added to this rank's
+  // clock, half the smallest round trip as its uncertainty. Rank 0 itself
+  // and a run that never aligned have offset 0; uncertainty < 0 = unknown.
+  std::int64_t offset_ns = 0;
+  std::int64_t uncertainty_ns = -1;
+  int alignment_samples = 0;
+};
+
+Buffer& buffer() {
+  static Buffer* b = new Buffer;  // never destroyed: the exit hook writes from it
+  return *b;
+}
+
+int thread_id() {
+  static thread_local const int id = static_cast<int>(::syscall(SYS_gettid));
+  return id;
+}
+
+void escape_into(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else out += c;
+    }
+  }
+}
+
+// "%r" replaced by the rank; without it, `path` on a one-rank job and
+// `path.<rank>` otherwise (ranks must not overwrite each other's file).
+std::string file_name(std::string_view path, int rank, int size) {
+  const std::size_t at = path.find("%r");
+  if (at != std::string_view::npos)
+    return fmt::format("{}{}{}", path.substr(0, at), rank, path.substr(at + 2));
+  return size == 1 ? std::string(path) : fmt::format("{}.{}", path, rank);
+}
+
+std::string render(const Buffer& b) {
+  std::string out;
+  out.reserve(256 + b.events.size() * 160);
+  std::string host;
+  escape_into(host, b.host);
+  out += "{\"traceEvents\":[\n";
+  out += fmt::format(
+      "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"rank {0} ({1})\"}}}}",
+      b.world_rank, host);
+  out += fmt::format(",\n{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"ts\":0,\"pid\":{0},\"tid\":0,"
+                     "\"args\":{{\"sort_index\":{0}}}}}",
+                     b.world_rank);
+  for (const Event& e : b.events) {
+    out += ",\n{\"name\":\"";
+    escape_into(out, e.name);
+    // Microseconds with nanosecond digits: the format's unit is the us.
+    const std::int64_t ts = e.start_ns + b.offset_ns;
+    out += fmt::format("\",\"ph\":\"X\",\"ts\":{}.{:03},\"dur\":{}.{:03},\"pid\":{},\"tid\":{},\"args\":{{{}}}}}",
+                       ts / 1000, ts % 1000, e.dur_ns / 1000, e.dur_ns % 1000, b.world_rank, e.tid, e.args);
+  }
+  out += "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{";
+  out += fmt::format(
+      "\"rank\":{},\"ranks\":{},\"host\":\"{}\",\"clock\":\"steady_clock, aligned to world rank 0\","
+      "\"clock_offset_us\":{:.3f},\"clock_uncertainty_us\":{},\"clock_samples\":{},"
+      "\"events\":{},\"dropped_events\":{},\"max_events\":{}",
+      b.world_rank, b.world_size, host, double(b.offset_ns) / 1000,
+      b.uncertainty_ns < 0 ? std::string("null") : fmt::format("{:.3f}", double(b.uncertainty_ns) / 1000),
+      b.alignment_samples, b.events.size(), b.dropped, kMaxEvents);
+  out += "}}\n";
+  return out;
+}
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: the last write
+// while MPI (and the world rank) is still there.
+int write_at_finalize(MPI_Comm, int, void*, void*) {
+  write_file();
+  return MPI_SUCCESS;
+}
+
+void arrange_final_writes() {
+  std::atexit([] { write_file(); });
+  int key = MPI_KEYVAL_INVALID;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, write_at_finalize, &key, nullptr) == MPI_SUCCESS)
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
+}
+
+constexpr int kAlignTag = 0x7ace;
+constexpr int kAlignRounds = 16;
+
+}  // namespace
+
+void record(std::string_view name, std::int64_t start_ns, std::int64_t end_ns, std::string args_json) {
+  Buffer& b = buffer();
+  const int tid = thread_id();
+  std::lock_guard lock(b.mutex);
+  if (b.events.size() >= kMaxEvents) {
+    ++b.dropped;
+    return;
+  }
+  if (b.events.capacity() == 0) b.events.reserve(4096);
+  b.events.push_back({name, start_ns, end_ns - start_ns, tid, std::move(args_json)});
+  b.dirty = true;
+}
+
+void start() {
+  if (!enabled()) return;
+  Buffer& b = buffer();
+  std::lock_guard lock(b.mutex);
+  if (b.started) return;
+  b.started = true;
+  b.world_rank = std::max(0, util::world_rank());
+  STRATA_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &b.world_size));
+  b.host = util::hostname();
+  arrange_final_writes();
+  b.dirty = true;
+}
+
+void align_clocks(MPI_Comm comm, int rank, int size) {
+  start();
+  Buffer& b = buffer();
+  // Rank 0 answers each rank's pings in turn with its clock and its world
+  // rank; the other ranks keep the sample with the smallest round trip
+  // (queueing and descheduling only ever lengthen one).
+  if (rank == 0) {
+    for (int peer = 1; peer < size; ++peer)
+      for (int k = 0; k < kAlignRounds; ++k) {
+        std::int64_t ping = 0;
+        STRATA_CHECK_MPI(MPI_Recv(&ping, 1, MPI_INT64_T, peer, kAlignTag, comm, MPI_STATUS_IGNORE));
+        const std::int64_t pong[2] = {now_ns(), b.world_rank};
+        STRATA_CHECK_MPI(MPI_Send(pong, 2, MPI_INT64_T, peer, kAlignTag, comm));
+      }
+    std::lock_guard lock(b.mutex);
+    if (b.world_rank == 0) b.uncertainty_ns = 0;  // the reference itself
+    return;
+  }
+  std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max(), best_offset = 0, reference = -1;
+  for (int k = 0; k < kAlignRounds; ++k) {
+    const std::int64_t sent = now_ns();
+    std::int64_t pong[2] = {0, 0};
+    STRATA_CHECK_MPI(MPI_Send(&sent, 1, MPI_INT64_T, 0, kAlignTag, comm));
+    STRATA_CHECK_MPI(MPI_Recv(pong, 2, MPI_INT64_T, 0, kAlignTag, comm, MPI_STATUS_IGNORE));
+    const std::int64_t received = now_ns();
+    if (received - sent < best_rtt) {
+      best_rtt = received - sent;
+      best_offset = pong[0] - (sent + received) / 2;  // rank 0's clock at our midpoint
+    }
+    reference = pong[1];
+  }
+  if (reference != 0) return;  // only an estimate against world rank 0 aligns the file
+  std::lock_guard lock(b.mutex);
+  if (b.uncertainty_ns >= 0 && b.uncertainty_ns <= best_rtt / 2) return;
+  b.offset_ns = best_offset;
+  b.uncertainty_ns = best_rtt / 2;
+  b.alignment_samples = kAlignRounds;
+  b.dirty = true;
+}
+
+void write_file() noexcept {
+  if (!enabled()) return;
+  try {
+    Buffer& b = buffer();
+    std::lock_guard lock(b.mutex);
+    if (!b.started || !b.dirty) return;
+    const std::string path = file_name(std::getenv("STRATA_TRACE"), b.world_rank, b.world_size);
+    const std::string text = render(b);
+    // Written beside and renamed: a reader (or a crash mid-write) never sees half a file.
+    const std::string temporary = path + ".tmp";
+    std::FILE* f = std::fopen(temporary.c_str(), "w");
+    bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f) ok = std::fclose(f) == 0 && ok;
+    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
+    if (!ok) {
+      std::remove(temporary.c_str());
+      log(LogLevel::warn, "STRATA_TRACE: cannot write the trace file '{}'", path);
+      return;
+    }
+    b.dirty = false;
+  } catch (...) {
+    // Out of memory while rendering: nothing better to do at exit.
+  }
+}
+
+void Args::key(std::string_view name) {
+  if (json_.empty()) json_.reserve(128);  // one allocation for a call's args (about 110 characters)
+  else json_ += ',';
+  json_ += '"';
+  escape_into(json_, name);
+  json_ += "\":";
+}
+
+Args& Args::add(std::string_view name, std::string_view value) {
+  key(name);
+  json_ += '"';
+  escape_into(json_, value);
+  json_ += '"';
+  return *this;
+}
+
+Args& Args::add(std::string_view name, std::int64_t value) {
+  key(name);
+  fmt::format_to(std::back_inserter(json_), "{}", value);
+  return *this;
+}
+
+Args& Args::add(std::string_view name, std::uint64_t value) {
+  key(name);
+  fmt::format_to(std::back_inserter(json_), "{}", value);
+  return *this;
+}
+
+Args& Args::add(std::string_view name, std::span<const int> values) {
+  key(name);
+  json_ += '[';
+  for (std::size_t i = 0; i < values.size(); ++i) fmt::format_to(std::back_inserter(json_), "{}{}", i ? "," : "", values[i]);
+  json_ += ']';
+  return *this;
+}
+
+void Span::end() {
+  record(name_, start_, now_ns(), std::move(args_).take());
+  start_ = 0;
+}
+
+std::string_view current_error_name() noexcept {
+  try {
+    throw;
+  } catch (const DeadlineExceeded&) {
+    return "DeadlineExceeded";
+  } catch (const PeerFailure&) {
+    return "PeerFailure";
+  } catch (const Mismatch&) {
+    return "Mismatch";
+  } catch (const InvalidArgument&) {
+    return "InvalidArgument";
+  } catch (const Unavailable&) {
+    return "Unavailable";
+  } catch (const BackendError&) {
+    return "BackendError";
+  } catch (const Error&) {
+    return "Error";
+  } catch (const std::exception&) {
+    return "std::exception";
+  } catch (...) {
+    return "unknown";
+  }
+}
+
+std::string current_error_message() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace strata::util::trace

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Run a program under mpirun with STRATA_TRACE on, then check its traces.
+
+  run_trace.py MPIRUN NP PROGRAM [ARGS...] [-- CHECK_TRACE_OPTIONS...]
+
+STRATA_TRACE points into a fresh temporary folder as trace.%r.json (one file
+per rank); every trace file (and the .after-failure snapshots trace_calls
+leaves) goes to check_trace.py with --ranks NP and the options after `--`.
+The environment passes through (STRATA_RANKS_PER_NODE and the like).
+"""
+import glob
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def main():
+    args = sys.argv[1:]
+    check_options = []
+    if "--" in args:
+        at = args.index("--")
+        args, check_options = args[:at], args[at + 1:]
+    mpirun, np, program = args[0], args[1], args[2:]
+    with tempfile.TemporaryDirectory(prefix="strata-trace-") as folder:
+        env = dict(os.environ, STRATA_TRACE=os.path.join(folder, "trace.%r.json"))
+        run = subprocess.run([mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", "-x", "STRATA_TRACE"]
+                             + program, env=env, timeout=120)
+        if run.returncode != 0:
+            print(f"run_trace: the program exited {run.returncode}")
+            return 1
+        files = sorted(glob.glob(os.path.join(folder, "trace.*.json")))
+        files += sorted(glob.glob(os.path.join(folder, "trace.*.json.after-failure")))
+        leftovers = glob.glob(os.path.join(folder, "*.tmp"))
+        if leftovers:
+            print(f"run_trace: temporary files left behind: {leftovers}")
+            return 1
+        check = subprocess.run([sys.executable, str(HERE / "check_trace.py"), "--ranks", np] + check_options + files)
+        return check.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
