@@ -57,6 +57,9 @@ struct Buffer {
   std::int64_t offset_ns = 0;
   std::int64_t uncertainty_ns = -1;
   int alignment_samples = 0;
+  // A communicator over every world rank agreed that every rank traces:
+  // then MPI_Finalize may merge the ranks' traces (merge_at_finalize).
+  bool whole_world_traces = false;
 };
 
 Buffer& buffer() {
@@ -92,12 +95,13 @@ std::string file_name(std::string_view path, int rank, int size) {
   return size == 1 ? std::string(path) : fmt::format("{}.{}", path, rank);
 }
 
-std::string render(const Buffer& b) {
+// This rank's events as comma-separated JSON objects (its two metadata
+// events first): the body of a traceEvents list, alone or merged.
+std::string render_events(const Buffer& b) {
   std::string out;
   out.reserve(256 + b.events.size() * 160);
   std::string host;
   escape_into(host, b.host);
-  out += "{\"traceEvents\":[\n";
   out += fmt::format(
       "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"rank {0} ({1})\"}}}}",
       b.world_rank, host);
@@ -112,22 +116,130 @@ std::string render(const Buffer& b) {
     out += fmt::format("\",\"ph\":\"X\",\"ts\":{}.{:03},\"dur\":{}.{:03},\"pid\":{},\"tid\":{},\"args\":{{{}}}}}",
                        ts / 1000, ts % 1000, e.dur_ns / 1000, e.dur_ns % 1000, b.world_rank, e.tid, e.args);
   }
-  out += "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{";
-  out += fmt::format(
+  return out;
+}
+
+// What otherData says of this rank: "key":value pairs without braces.
+std::string render_rank_data(const Buffer& b) {
+  std::string host;
+  escape_into(host, b.host);
+  return fmt::format(
       "\"rank\":{},\"ranks\":{},\"host\":\"{}\",\"clock\":\"steady_clock, aligned to world rank 0\","
       "\"clock_offset_us\":{:.3f},\"clock_uncertainty_us\":{},\"clock_samples\":{},"
       "\"events\":{},\"dropped_events\":{},\"max_events\":{}",
       b.world_rank, b.world_size, host, double(b.offset_ns) / 1000,
       b.uncertainty_ns < 0 ? std::string("null") : fmt::format("{:.3f}", double(b.uncertainty_ns) / 1000),
       b.alignment_samples, b.events.size(), b.dropped, kMaxEvents);
-  out += "}}\n";
-  return out;
+}
+
+std::string render(const Buffer& b) {
+  return "{\"traceEvents\":[\n" + render_events(b) + "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{" +
+         render_rank_data(b) + "}}\n";
+}
+
+// Writes `text` to `path` beside and renamed: a reader (or a crash
+// mid-write) never sees half a file. False (and nothing left) on failure.
+bool write_whole(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  std::FILE* f = std::fopen(temporary.c_str(), "w");
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f) ok = std::fclose(f) == 0 && ok;
+  if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
+  if (!ok) std::remove(temporary.c_str());
+  return ok;
+}
+
+// Above this many bytes of rendered events over all ranks, the ranks keep
+// their own files instead of rank 0 holding them all at once.
+constexpr long long kMaxMergedBytes = 512LL << 20;
+
+// Gathers every rank's `mine` on rank 0 of MPI_COMM_WORLD (empty elsewhere).
+// Collective; false when MPI fails or the total exceeds `limit` (then no
+// rank gathers anything: the sizes are agreed first).
+bool gather_texts(const std::string& mine, long long limit, std::vector<std::string>& all, int rank, int size) {
+  const long long length = static_cast<long long>(mine.size());
+  std::vector<long long> lengths(static_cast<std::size_t>(size));
+  if (MPI_Allgather(&length, 1, MPI_LONG_LONG, lengths.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return false;
+  long long total = 0;
+  for (const long long l : lengths) total += l;
+  if (total > limit || total > std::numeric_limits<int>::max()) return false;
+  std::vector<int> counts(static_cast<std::size_t>(size)), displacements(static_cast<std::size_t>(size));
+  for (int r = 0, at = 0; r < size; ++r) {
+    counts[static_cast<std::size_t>(r)] = static_cast<int>(lengths[static_cast<std::size_t>(r)]);
+    displacements[static_cast<std::size_t>(r)] = at;
+    at += counts[static_cast<std::size_t>(r)];
+  }
+  std::string joined(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
+  if (MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, joined.data(), counts.data(),
+                  displacements.data(), MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return false;
+  all.clear();
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      all.push_back(joined.substr(static_cast<std::size_t>(displacements[static_cast<std::size_t>(r)]),
+                                  static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
+  return true;
+}
+
+// At MPI_Finalize, when STRATA_TRACE names one file (no %r) of a job whose
+// every rank traces: rank 0 writes that file with every rank's events
+// (one pid per rank) and, once it is there, every rank removes its own
+// path.<rank>, written before as the copy that survives a crash. Every
+// rank of MPI_COMM_WORLD gets here (MPI_Finalize is collective) and takes
+// the same branches: whole_world_traces and the sizes are agreed.
+void merge_at_finalize() {
+  Buffer& b = buffer();
+  const char* path = std::getenv("STRATA_TRACE");
+  if (!b.whole_world_traces || b.world_size < 2 || std::string_view(path).find("%r") != std::string_view::npos)
+    return;
+  std::string events, data;
+  {
+    std::lock_guard lock(b.mutex);
+    events = render_events(b);
+    data = render_rank_data(b);
+    data.insert(data.begin(), '{');
+    data += '}';
+  }
+  std::vector<std::string> all_events, all_data;
+  if (!gather_texts(events, kMaxMergedBytes, all_events, b.world_rank, b.world_size) ||
+      !gather_texts(data, kMaxMergedBytes, all_data, b.world_rank, b.world_size)) {
+    if (b.world_rank == 0)
+      log(LogLevel::warn, "STRATA_TRACE: the ranks' traces were not merged into '{}' (too large, or MPI failed); "
+                          "each rank's is in '{}.<rank>'", path, path);
+    return;
+  }
+  int merged = 0;
+  if (b.world_rank == 0) {
+    std::string text = "{\"traceEvents\":[\n";
+    for (std::size_t r = 0; r < all_events.size(); ++r) {
+      if (r) text += ",\n";
+      text += all_events[r];
+    }
+    text += fmt::format("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"merged\":true,\"ranks\":{},"
+                        "\"clock\":\"steady_clock, each rank aligned to world rank 0\",\"per_rank\":[",
+                        b.world_size);
+    for (std::size_t r = 0; r < all_data.size(); ++r) {
+      if (r) text += ',';
+      text += all_data[r];
+    }
+    text += "]}}\n";
+    merged = write_whole(path, text) ? 1 : 0;
+    if (!merged) log(LogLevel::warn, "STRATA_TRACE: cannot write the merged trace file '{}'; each rank's is in '{}.<rank>'", path, path);
+  }
+  if (MPI_Bcast(&merged, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS || !merged) return;
+  std::remove(file_name(path, b.world_rank, b.world_size).c_str());
 }
 
 // MPI_Finalize deletes MPI_COMM_SELF's attributes first: the last write
 // while MPI (and the world rank) is still there.
 int write_at_finalize(MPI_Comm, int, void*, void*) {
   write_file();
+  try {
+    merge_at_finalize();
+  } catch (...) {
+    // Out of memory while merging: each rank's own file stays.
+  }
   return MPI_SUCCESS;
 }
 
@@ -172,6 +284,10 @@ void start() {
 void align_clocks(MPI_Comm comm, int rank, int size) {
   start();
   Buffer& b = buffer();
+  if (size == b.world_size) {
+    std::lock_guard lock(b.mutex);
+    b.whole_world_traces = true;
+  }
   // Rank 0 answers each rank's pings in turn with its clock and its world
   // rank; the other ranks keep the sample with the smallest round trip
   // (queueing and descheduling only ever lengthen one).
@@ -216,15 +332,7 @@ void write_file() noexcept {
     std::lock_guard lock(b.mutex);
     if (!b.started || !b.dirty) return;
     const std::string path = file_name(std::getenv("STRATA_TRACE"), b.world_rank, b.world_size);
-    const std::string text = render(b);
-    // Written beside and renamed: a reader (or a crash mid-write) never sees half a file.
-    const std::string temporary = path + ".tmp";
-    std::FILE* f = std::fopen(temporary.c_str(), "w");
-    bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (f) ok = std::fclose(f) == 0 && ok;
-    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
-    if (!ok) {
-      std::remove(temporary.c_str());
+    if (!write_whole(path, render(b))) {
       log(LogLevel::warn, "STRATA_TRACE: cannot write the trace file '{}'", path);
       return;
     }

@@ -1,7 +1,8 @@
 // The trace timeline (STRATA_TRACE=path): spans of strata's calls kept in a
 // bounded in-memory buffer and written as a Chrome trace-event JSON file
-// (Perfetto, chrome://tracing), one file per MPI_COMM_WORLD rank.
-// docs/TRACING.md says what is traced and how the file is named.
+// (Perfetto, chrome://tracing): a file per MPI_COMM_WORLD rank while the
+// job runs, merged into the one file STRATA_TRACE names at MPI_Finalize.
+// docs/TRACING.md says what is traced and how the files are named.
 //
 // Off (STRATA_TRACE unset or empty), a call pays one well-predicted branch
 // on a flag read once at load; on, a span costs two clock reads and one
@@ -61,7 +62,8 @@ void align_clocks(MPI_Comm comm, int rank, int size);
 // Writes the whole buffer so far to this rank's file (path rules in
 // docs/TRACING.md), replacing the previous write: a valid file after every
 // call. Never throws; a failure prints one warning. No-op when tracing is
-// off or nothing was recorded since the last write.
+// off or nothing was recorded since the last write. (The merge into one
+// file happens at MPI_Finalize only, where every rank takes part.)
 void write_file() noexcept;
 
 // Appends `"key":value,` pairs to a span's args (JSON-escaped).

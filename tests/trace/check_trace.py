@@ -3,7 +3,10 @@
 
   check_trace.py [--ranks N] [--expect-span NAME]... FILE...
 
-Each FILE is one rank's trace. Checked, per file: valid JSON with a
+Each FILE is one rank's trace, or a merged file (otherData.merged: the
+ranks' events together, otherData.per_rank giving each rank's data; every
+check below then holds per rank, and every rank made the same calls in
+the same order). Checked, per file: valid JSON with a
 traceEvents list, displayTimeUnit and otherData (clock offset and its
 uncertainty, dropped_events); every event has name, ph, ts, pid and tid;
 complete events ("X") have dur >= 0 and args; spans on one tid nest
@@ -40,13 +43,34 @@ def check_file(path, failures):
     if trace.get("displayTimeUnit") not in ("ns", "ms"):
         fail(f"displayTimeUnit = {trace.get('displayTimeUnit')!r}")
     other = trace.get("otherData", {})
+    if not other.get("merged"):
+        return [check_rank(path, trace["traceEvents"], other, fail)]
+    per_rank = other.get("per_rank")
+    if not isinstance(per_rank, list) or len(per_rank) != other.get("ranks"):
+        fail(f"merged: per_rank {per_rank!r} does not list otherData.ranks = {other.get('ranks')} ranks")
+        return None
+    results = []
+    for data in per_rank:
+        events = [e for e in trace["traceEvents"] if e.get("pid") == data.get("rank")]
+        results.append(check_rank(path, events, data, lambda m, r=data.get("rank"): fail(f"rank {r}: {m}")))
+    stray = [e for e in trace["traceEvents"] if e.get("pid") not in {d.get("rank") for d in per_rank}]
+    if stray:
+        fail(f"merged: {len(stray)} event(s) of no listed rank, e.g. {stray[0]}")
+    calls = [r[2] for r in results if r]
+    if any(c != calls[0] for c in calls):
+        fail(f"merged: the ranks' call spans differ: {calls}")
+    return results
+
+
+def check_rank(path, events, other, fail):
+    """One rank's events and otherData; returns (rank, span names, call names)."""
     for key in ("rank", "clock_offset_us", "clock_uncertainty_us", "dropped_events", "events"):
         if key not in other:
             fail(f"otherData has no {key}")
     rank = other.get("rank")
     spans = []
     named = False
-    for i, e in enumerate(trace["traceEvents"]):
+    for i, e in enumerate(events):
         missing = [k for k in ("name", "ph", "ts", "pid", "tid") if k not in e]
         if missing:
             fail(f"event {i} lacks {missing}: {e}")
@@ -116,7 +140,7 @@ def check_file(path, failures):
             expected = expected[:cut or 0]
         if got != expected:
             fail(f"call spans {got}, the program made {expected}")
-    return rank, [e["name"] for e in spans]
+    return rank, [e["name"] for e in spans], [e["name"] for e in top_level]
 
 
 def main():
@@ -128,10 +152,10 @@ def main():
     failures = []
     ranks, names = [], set()
     for path in options.files:
-        result = check_file(path, failures)
-        if result:
-            ranks.append(result[0])
-            names.update(result[1])
+        for result in check_file(path, failures) or []:
+            if result:
+                ranks.append(result[0])
+                names.update(result[1])
     if options.ranks is not None and sorted(set(ranks)) != list(range(options.ranks)):
         failures.append(f"ranks {sorted(ranks)}, expected 0..{options.ranks - 1}")
     for name in options.expect_span:
