@@ -174,7 +174,7 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
         }
       }
     }
-    end_pack_span(pack_span, p, pack, last_.described);
+    end_pack_span(pack_span, p, pack, plans_.described());
     pack_done(call.on_pack_done, p);
   }
 }
@@ -213,19 +213,19 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
         job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
     }
     const plan::Choice& choice =
-        cached_choice(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
+        plans_.cached(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
     plan::Job proto;
     proto.dtype = pack.dtype;
     proto.op = call.op;  // mean stays: exec runs sum and finishes
     proto.root = call.root;
     proto.shards = choice.shards;
     proto.chunk_bytes = config_.chunk_bytes;
-    current_ = {collective_name, sequence_, pack.bytes(), last_.described};
+    current_ = {collective_name, sequence_, pack.bytes(), plans_.described()};
     const gpu::CallContext context{&deadline, current_, call.options->stream, devices, /*packed=*/true};
     util::trace::Span pack_span("pack");
     breaking_on_failure(
         [&] { exec::run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
-    end_pack_span(pack_span, p, pack, last_.described);
+    end_pack_span(pack_span, p, pack, plans_.described());
     pack_done(call.on_pack_done, p);
   }
 }

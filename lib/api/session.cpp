@@ -82,8 +82,7 @@ Session::Session(MPI_Comm comm, Config config) {
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
   validate_config(config);
-  spec_ = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
-  spec_hash_ = plan::spec_hash(spec_);
+  plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
   check_calls_ = config.check_calls && !call_check_disabled_by_environment();
   config_ = std::move(config);
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
@@ -102,8 +101,12 @@ Session::Session(MPI_Comm comm, Config config) {
     }
     check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
     split_ = topo::split_nodes(comm_);
-    topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows_);
-    gpu_plane_ = topo::decide(gpu_rows_, split_.min_local_size);
+    std::vector<topo::GpuRow> gpu_rows;
+    topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows);
+    gpu_ = GpuRuntime(std::move(gpu_rows), split_.min_local_size);
+    plan::Layout layout{split_.node_count, split_.local_size};
+    gpu_.plane().apply_to(layout);
+    plans_ = PlanCache(std::move(spec), layout);  // (nothing cached yet: moving it is safe)
     if (topo::cores_shared(topology_, rank_) && !util::cores_shared()) {
       util::set_cores_shared(true);
       if (split_.local_rank == 0)  // once per node
@@ -124,15 +127,14 @@ Session::Session(MPI_Comm comm, Config config) {
   static bool printed = false;
   if (rank_ == 0 && !printed) {
     printed = true;
-    util::log(util::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", spec_.to_string(), size_,
-              plan::describe_map(spec_, split_.node_count));
+    util::log(util::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", plans_.spec().to_string(), size_,
+              spec_map());
   }
 }
 
 Session::~Session() {
   util::trace::write_file();  // (a no-op unless tracing)
-  gpu_levels_.reset();  // the levels refer to the backend
-  gpu_.reset();
+  gpu_.reset();  // the levels, then the backend
   roll_call_.reset();
   segment_.reset();  // unmap only: the name was unlinked at creation
   int finalized = 0;
@@ -181,26 +183,6 @@ void Session::blame_missing_ranks(const util::Deadline& deadline) {
   throw DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
 }
 
-plan::Choice Session::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
-                             const plan::Spec* spec) const {
-  plan::Layout layout{split_.node_count, split_.local_size};
-  gpu_plane_.apply_to(layout);
-  return plan::choose(exec::catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory, layout);
-}
-
-const plan::Choice& Session::cached_choice(Collective collective, std::size_t bytes, Memory memory,
-                                           Implementation implementation, const plan::Spec* spec) {
-  const plan::Spec* effective = spec ? spec : &spec_;
-  LastChoice& last = last_;
-  if (!last.choice.algorithm || last.spec != effective || last.collective != collective || last.bytes != bytes ||
-      last.memory != memory || last.implementation != implementation) {
-    last = {effective, collective, bytes, memory, implementation,
-            choose(collective, bytes, memory, implementation, effective), {}};
-    last.described = last.choice.describe();
-  }
-  return last.choice;
-}
-
 plan::Fingerprint Session::fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
                                               const CommunicationOptions& options, const plan::Spec* spec) const {
   plan::Fingerprint f;
@@ -210,7 +192,7 @@ plan::Fingerprint Session::fingerprint_common(Collective collective, ReduceOp op
   f.memory = static_cast<std::int8_t>(memory);
   f.implementation = static_cast<std::int16_t>(options.implementation);
   f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
-  f.spec = spec ? plan::spec_hash(*spec) : spec_hash_;
+  f.spec = plans_.spec_hash(spec);
   return f;
 }
 
@@ -320,15 +302,14 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
     return;
   }
   const std::size_t bytes = call.job.bytes();
-  const plan::Choice& choice =
-      cached_choice(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
+  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
   plan::Job job = call.job;
   if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
   job.shards = choice.shards;
   job.chunk_bytes = host_chunk_bytes();
-  const plan::CallInfo info{collective_name, sequence_, bytes, last_.described};
+  const plan::CallInfo info{collective_name, sequence_, bytes, plans_.described()};
   current_ = info;
-  util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, last_.described);
+  util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, plans_.described());
   breaking_on_failure([&] { exec::run_host(call.collective, choice, job, host_context_, deadline, info, mine); });
   const bool has_result = call.collective == Collective::all_reduce || rank_ == job.root;
   exec::finish_host(call.job.op, job, has_result, call.contributors);
@@ -338,14 +319,13 @@ void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
   if (call.job.count == 0) return;
   const std::size_t bytes = call.job.bytes();
-  const plan::Choice& choice =
-      cached_choice(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
-  current_ = {to_string(call.collective), sequence_, bytes, last_.described};
+  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
+  current_ = {to_string(call.collective), sequence_, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = config_.chunk_bytes;
   util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", current_.collective, sequence_, bytes,
-            last_.described);
+            plans_.described());
   const gpu::CallContext context{&deadline, current_, call.options->stream, {call.device}};
   breaking_on_failure(
       [&] { exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
@@ -353,26 +333,7 @@ void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
 
 gpu::Backend& Session::gpu_backend() {
   ensure_usable();
-  if (gpu_) return *gpu_;
-  if (!gpu_plane_.unavailable.empty())
-    throw Unavailable(util::located(fmt::format(
-        "CUDA tensors are unavailable on this communicator: {}; pass host memory", gpu_plane_.unavailable)));
-  // Local creation (device, stream), then every rank learns every rank's outcome.
-  util::Agreement step(comm_, "creating the GPU backend", util::Deadline(topo::setup_seconds()));
-  std::unique_ptr<gpu::Backend> made;
-  try {
-    made = gpu::make_backend(comm_, split_, gpu_rows_[static_cast<std::size_t>(rank_)].device, gpu_rows_);
-  } catch (const Unavailable& e) {
-    step.fail(util::Agreement::Kind::unavailable, e.what());
-  } catch (const Error& e) {
-    step.fail(util::Agreement::Kind::backend, e.what());
-  }
-  step.throw_if_failed();
-  gpu_ = std::move(made);
-  gpu_levels_ = std::make_unique<gpu::Levels>(*gpu_);
-  return *gpu_;
+  return gpu_.backend(comm_, split_, rank_);
 }
-
-exec::GpuContext Session::gpu_context() { return {gpu_.get(), gpu_levels_.get(), &split_, &gpu_plane_, rank_}; }
 
 }  // namespace strata::api

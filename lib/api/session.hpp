@@ -18,10 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "api/gpu_runtime.hpp"
+#include "api/plan_cache.hpp"
 #include "exec/execute.hpp"
 #include "exec/roll_call.hpp"
 #include "gpu/backend.hpp"
-#include "gpu/levels.hpp"
 #include "host/shm_segment.hpp"
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
@@ -86,8 +87,8 @@ class Session {
   int size() const { return size_; }
   const Topology& topology() const { return topology_; }
   bool broken() const { return !broken_reason_.empty(); }
-  const plan::Spec& spec() const { return spec_; }
-  std::string spec_map() const { return plan::describe_map(spec_, split_.node_count); }
+  const plan::Spec& spec() const { return plans_.spec(); }
+  std::string spec_map() const { return plan::describe_map(plans_.spec(), split_.node_count); }
 
   // Runs one collective; throws as the public calls say. Before any data
   // moves, every rank checks that all make the same call (unless
@@ -111,7 +112,9 @@ class Session {
 
   // The plan for one call of `bytes` bytes (no communication).
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
-                      const plan::Spec* spec = nullptr) const;
+                      const plan::Spec* spec = nullptr) const {
+    return plans_.choose(collective, bytes, memory, implementation, spec);
+  }
 
   // The plan a batch of `tensors` would run as `collective` (no communication).
   Plan plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,
@@ -160,10 +163,6 @@ class Session {
     util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
   }
 
-  // The cached choice for a call (the common case in training loops repeats
-  // the same shape: a spec walk and name lookups are worth skipping).
-  const plan::Choice& cached_choice(Collective collective, std::size_t bytes, Memory memory,
-                                    Implementation implementation, const plan::Spec* spec);
   plan::Fingerprint fingerprint(const Call& call) const;  // of call number sequence_
   // The fields single calls and batches fill alike.
   plan::Fingerprint fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
@@ -197,22 +196,16 @@ class Session {
   std::size_t bytes_per_pack(const BatchCall& call) const;
   void log_batch_plan(const BatchCall& call);
 
-  // The GPU backend, created on first use on the rank's assigned device.
-  // Whether CUDA tensors can run at all was decided at construction from
-  // the gathered table (gpu_plane_), so every rank raises the same
-  // Unavailable without a message. Creation is collective the first time
-  // (every rank makes the same call on CUDA tensors): the ranks agree on
-  // its outcome within topo::setup_seconds() (not the call's deadline), so
-  // a rank whose device fails makes every rank raise the same error.
+  // The GPU backend (GpuRuntime::backend), once the communicator is usable.
   gpu::Backend& gpu_backend();
   // What a CUDA call's execution needs (the backend must exist).
-  exec::GpuContext gpu_context();
+  exec::GpuContext gpu_context() { return gpu_.context(split_, rank_); }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   Config config_;
-  plan::Spec spec_;
+  PlanCache plans_;            // the spec, the layout, the last shape's choice (from construction)
   util::Workspace workspace_;  // algorithm scratch
   util::Workspace staging_;    // pack staging (batches and per-replica calls)
   std::uint64_t sequence_ = 0;
@@ -223,29 +216,13 @@ class Session {
   // creation is collective and unbounded, so it must not happen inside a
   // call that has a deadline.
   std::unique_ptr<host::ShmSegment> segment_;
-  // The GPU control plane: the table gathered with the topology and the
-  // decisions made from it, identical on every rank (topo/gpu_plane.hpp).
-  std::vector<topo::GpuRow> gpu_rows_;
-  topo::GpuPlane gpu_plane_;
-  std::unique_ptr<gpu::Backend> gpu_;  // created by the first call on CUDA tensors
-  std::unique_ptr<gpu::Levels> gpu_levels_;  // made over gpu_, with it
+  GpuRuntime gpu_;             // devices, the control plane, the backend made by the first CUDA call
   std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
   util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
   bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK, and more than one rank
-  std::uint64_t spec_hash_ = 0;  // of spec_
   plan::CallInfo current_;      // the call in progress, for timeout messages
   exec::HostContext host_context_;  // what host collectives run over (fixed at construction)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
-
-  struct LastChoice {
-    const plan::Spec* spec = nullptr;
-    Collective collective = Collective::all_reduce;
-    std::size_t bytes = 0;
-    Memory memory = Memory::host;
-    Implementation implementation = Implementation::automatic;
-    plan::Choice choice;
-    std::string described;  // choice.describe(), kept for CallInfo
-  } last_;
 };
 
 // The Session of a Communicator: the one door for lib/api's facades.

@@ -1,0 +1,48 @@
+#include "api/gpu_runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "gpu/plugin.hpp"
+#include "util/agree.hpp"
+#include "util/deadline.hpp"
+#include "util/where.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::api {
+
+GpuRuntime::GpuRuntime(std::vector<topo::GpuRow> rows, int min_local_size)
+    : rows_(std::move(rows)), plane_(topo::decide(rows_, min_local_size)) {}
+
+gpu::Backend& GpuRuntime::backend(MPI_Comm comm, const topo::NodeSplit& split, int rank) {
+  if (backend_) return *backend_;
+  if (!plane_.unavailable.empty())
+    throw Unavailable(util::located(fmt::format(
+        "CUDA tensors are unavailable on this communicator: {}; pass host memory", plane_.unavailable)));
+  // Local creation (device, stream), then every rank learns every rank's outcome.
+  util::Agreement step(comm, "creating the GPU backend", util::Deadline(topo::setup_seconds()));
+  std::unique_ptr<gpu::Backend> made;
+  try {
+    made = gpu::make_backend(comm, split, rows_[static_cast<std::size_t>(rank)].device, rows_);
+  } catch (const Unavailable& e) {
+    step.fail(util::Agreement::Kind::unavailable, e.what());
+  } catch (const Error& e) {
+    step.fail(util::Agreement::Kind::backend, e.what());
+  }
+  step.throw_if_failed();
+  backend_ = std::move(made);
+  levels_ = std::make_unique<gpu::Levels>(*backend_);
+  return *backend_;
+}
+
+exec::GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank) {
+  return {backend_.get(), levels_.get(), &split, &plane_, rank};
+}
+
+void GpuRuntime::reset() noexcept {
+  levels_.reset();
+  backend_.reset();
+}
+
+}  // namespace strata::api

@@ -1,0 +1,55 @@
+// The GPU side of one communicator: every rank's device row (gathered with
+// the topology), the control plane's verdicts made from them (identical on
+// every rank, topo/gpu_plane.hpp), and the GPU backend with its levels,
+// created by the first call on CUDA tensors. Internal header.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "exec/execute.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/levels.hpp"
+#include "topo/gpu_plane.hpp"
+#include "topo/node_split.hpp"
+
+namespace strata::api {
+
+class GpuRuntime {
+ public:
+  GpuRuntime() = default;
+  // Decides the control plane from `rows` (one per rank of the
+  // communicator) for nodes of at least `min_local_size` ranks.
+  GpuRuntime(std::vector<topo::GpuRow> rows, int min_local_size);
+  GpuRuntime(const GpuRuntime&) = delete;
+  GpuRuntime& operator=(const GpuRuntime&) = delete;
+  GpuRuntime(GpuRuntime&&) = default;
+  GpuRuntime& operator=(GpuRuntime&&) = default;
+
+  const topo::GpuPlane& plane() const { return plane_; }
+
+  // The backend on this rank's assigned device, created the first time.
+  // Creation is collective over `comm` (every rank makes the same call on
+  // CUDA tensors): the ranks agree on its outcome within
+  // topo::setup_seconds(), so a rank whose device fails makes every rank
+  // raise the same error. Throws Unavailable (every rank, no message
+  // exchanged) where the control plane ruled CUDA tensors out.
+  gpu::Backend& backend(MPI_Comm comm, const topo::NodeSplit& split, int rank);
+
+  // What a CUDA call's execution needs; backend() must have succeeded.
+  exec::GpuContext context(const topo::NodeSplit& split, int rank);
+
+  // Destroys the levels, then the backend (before the communicator they
+  // were made over goes). Never throws.
+  void reset() noexcept;
+
+ private:
+  std::vector<topo::GpuRow> rows_;
+  topo::GpuPlane plane_;
+  std::unique_ptr<gpu::Backend> backend_;
+  std::unique_ptr<gpu::Levels> levels_;  // over backend_: declared after it, destroyed before it
+};
+
+}  // namespace strata::api
