@@ -8,7 +8,7 @@
 
 #include "api/session.hpp"
 #include "exec/execute.hpp"
-#include "host/reduce_kernel.hpp"
+#include "exec/host_pack.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
@@ -16,10 +16,6 @@
 
 namespace strata::api {
 namespace {
-
-std::byte* element_at(const Tensor& t, std::size_t offset) {
-  return static_cast<std::byte*>(t.data) + offset * dtype_size(t.dtype);
-}
 
 // Ends a pack's span with what it was and what ran it (tracing on only).
 void end_pack_span(util::trace::Span& span, std::size_t index, const plan::Pack& pack, std::string_view algorithm) {
@@ -140,7 +136,6 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
     util::trace::Span pack_span("pack");
-    const std::size_t element = dtype_size(pack.dtype);
     Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec, call.name()};
     one.job.count = pack.count;
     one.job.dtype = pack.dtype;
@@ -149,30 +144,14 @@ void Session::run_batch_host(const BatchCall& call, const util::Deadline& deadli
     if (in_callers_memory && pack.pieces.size() == 1) {
       // One contiguous piece of one tensor: run it where it lies.
       const plan::PackPiece& piece = pack.pieces.front();
-      one.job.in = one.job.out = element_at(batch[piece.tensor][0], piece.offset);
+      one.job.in = one.job.out = exec::element_at(batch[piece.tensor][0], piece.offset);
       run_host(one, deadline, /*check=*/false);
     } else {
       std::byte* stage = staging_.get(0, pack.bytes());
-      std::byte* cursor = stage;
-      for (const plan::PackPiece& piece : pack.pieces) {
-        const auto& copies = batch[piece.tensor];
-        std::memcpy(cursor, element_at(copies[0], piece.offset), piece.count * element);
-        // Replicas in a fixed order, so the result is deterministic.
-        if (!broadcast)
-          for (std::size_t r = 1; r < copies.size(); ++r)
-            host::reduce_into(cursor, cursor, element_at(copies[r], piece.offset), piece.count, pack.dtype, local_op);
-        cursor += piece.count * element;
-      }
+      exec::gather_pack(pack, batch, /*combine=*/!broadcast, local_op, stage);
       one.job.in = one.job.out = stage;
       run_host(one, deadline, /*check=*/false);
-      if (call.lands_here) {
-        cursor = stage;
-        for (const plan::PackPiece& piece : pack.pieces) {
-          for (const Tensor& copy : batch[piece.tensor])
-            std::memcpy(element_at(copy, piece.offset), cursor, piece.count * element);
-          cursor += piece.count * element;
-        }
-      }
+      if (call.lands_here) exec::spread_pack(pack, batch, stage);
     }
     end_pack_span(pack_span, p, pack, plans_.described());
     pack_done(call.on_pack_done, p);
@@ -210,7 +189,7 @@ void Session::run_batch_gpu(const BatchCall& call, const util::Deadline& deadlin
     for (std::size_t r = 0; r < replicas; ++r) {
       job.replicas[r].device = devices[r];
       for (const plan::PackPiece& piece : pack.pieces)
-        job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
+        job.replicas[r].pieces.push_back({exec::element_at(batch[piece.tensor][r], piece.offset), piece.count});
     }
     const plan::Choice& choice =
         plans_.cached(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);

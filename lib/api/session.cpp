@@ -15,11 +15,10 @@
 
 #include "api/validate.hpp"
 #include "exec/execute.hpp"
-#include "exec/finish.hpp"
+#include "exec/node_segment.hpp"
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
-#include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "topo/discover.hpp"
 #include "topo/placement.hpp"
@@ -113,8 +112,7 @@ Session::Session(MPI_Comm comm, Config config) {
         util::log(util::LogLevel::info,
                   "ranks outnumber the cores they may run on: waiting ranks yield their core after a few polls");
     }
-    if (split_.local_size > 1)
-      segment_ = std::make_unique<host::ShmSegment>(split_.node, host::shm::set_bytes_for(split_.local_size));
+    segment_ = exec::make_node_segment(split_);
     if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);
     host_context_ = {comm_, rank_, size_, &split_, segment_.get(), &workspace_, &landing_};
   } catch (...) {
@@ -303,16 +301,14 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   }
   const std::size_t bytes = call.job.bytes();
   const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
-  plan::Job job = call.job;
-  if (job.op == ReduceOp::mean) job.op = ReduceOp::sum;
+  plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = host_chunk_bytes();
   const plan::CallInfo info{collective_name, sequence_, bytes, plans_.described()};
   current_ = info;
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, sequence_, bytes, plans_.described());
-  breaking_on_failure([&] { exec::run_host(call.collective, choice, job, host_context_, deadline, info, mine); });
-  const bool has_result = call.collective == Collective::all_reduce || rank_ == job.root;
-  exec::finish_host(call.job.op, job, has_result, call.contributors);
+  breaking_on_failure(
+      [&] { exec::run_host(call.collective, choice, job, call.contributors, host_context_, deadline, info, mine); });
 }
 
 void Session::run_gpu(const Call& call, const util::Deadline& deadline) {

@@ -79,8 +79,12 @@ void breaking_backend(gpu::Backend& backend, Work&& work) {
 
 }  // namespace
 
-void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
-              const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
+namespace {
+
+// run_host's plan, with job.op a level op (mean already made sum).
+void run_host_plan(Collective collective, const plan::Choice& choice, const plan::Job& job,
+                   const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+                   const plan::Fingerprint* check) {
   const host::Algorithm& algorithm = *entry_of(*choice.algorithm).host;
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
   // Every collective over shared memory carries the check in its first round.
@@ -115,6 +119,18 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
   HostLevel flat(transport, algorithm, segment);
   if (check_rides_along) transport.set_check(check);
   run_flat(collective, flat, job);
+}
+
+}  // namespace
+
+void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+              const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+              const plan::Fingerprint* check) {
+  plan::Job level_job = job;
+  if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
+  run_host_plan(collective, choice, level_job, context, deadline, info, check);
+  const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
+  finish_host(job.op, level_job, has_result, contributors);
 }
 
 namespace {

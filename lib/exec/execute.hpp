@@ -37,13 +37,16 @@ struct HostContext {
   util::Arena* landing = nullptr;
 };
 
-// Runs `job` (count > 0, op != mean) with `choice` (a host choice from
-// plan::choose). With `check`, first makes sure every rank makes the same
-// call (exec/verify.hpp) — inside the first shared-memory round when the
-// plan is the flat shared-memory all-reduce, so it costs nothing extra.
-// Throws Mismatch (every rank, nothing sent), DeadlineExceeded, BackendError.
-void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, const HostContext& context,
-              const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check = nullptr);
+// Runs `job` (count > 0) with `choice` (a host choice from plan::choose),
+// start to finish: mean runs as sum and is divided by `contributors` where
+// the result lands (exec/finish.hpp). With `check`, first makes sure every
+// rank makes the same call (exec/verify.hpp) — inside the first
+// shared-memory round when the plan is flat over shared memory, so it
+// costs nothing extra. Throws Mismatch (every rank, nothing sent),
+// DeadlineExceeded, BackendError.
+void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+              const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+              const plan::Fingerprint* check = nullptr);
 
 // What a call on CUDA tensors runs over.
 struct GpuContext {
