@@ -75,22 +75,6 @@ void Session::log_batch_plan(const BatchCall& call) {
             plan_batch(tensors, call.packing, *call.options, call.spec, call.collective).to_string());
 }
 
-plan::Fingerprint Session::fingerprint(const BatchCall& call) const {
-  std::vector<Tensor> firsts;  // (a refused call may hold a tensor without replicas)
-  for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
-  // The batch's number is sequence_ (its packs run under it).
-  plan::Fingerprint f = fingerprint_common(call.collective, call.op, call.root,
-                                           firsts.empty() ? Memory::host : firsts.front().memory, *call.options,
-                                           call.spec);
-  f.operation = plan::batch_operation(call.collective);
-  for (const Tensor& t : firsts) f.count += t.count;
-  f.layout = plan::batch_layout(firsts, call.packing, call.options->bytes_per_pack);
-  f.dtype = -1;
-  f.tensors = static_cast<std::int32_t>(firsts.size());
-  f.replicas = call.batch->empty() ? 0 : static_cast<std::int32_t>(call.batch->front().size());
-  return f;
-}
-
 void Session::run_batch(const BatchCall& call) {
   if (util::trace::enabled()) [[unlikely]] {
     traced(call, [&] { run_batch_call(call); });
@@ -108,7 +92,7 @@ void Session::run_batch_call(const BatchCall& call) {
   try {
     // A batch is checked once, as a whole, before its first pack.
     current_ = {call.name(), sequence_, 0, "call check"};
-    if (check_calls_) verify(fingerprint(call), deadline, current_.collective);
+    if (check_calls_) verify(fingerprints_.of(call, sequence_), deadline, current_.collective);
     if (!call.batch->empty() && call.batch->front().front().memory == Memory::cuda)
       run_batch_gpu(call, deadline);
     else

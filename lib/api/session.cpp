@@ -1,17 +1,13 @@
-// Session: construction (duplicate, nodes, topology, shared memory), one
-// collective through plan -> execute -> finish, the GPU backend's creation,
-// and the broken state.
+// Session: construction (duplicate, nodes, topology, shared memory, its
+// parts), one collective through plan -> execute -> finish, the call
+// numbering and refusal protocol, and the broken state.
 #include "api/session.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <optional>
 
 #include "api/validate.hpp"
 #include "exec/execute.hpp"
@@ -19,14 +15,11 @@
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
-#include "host/transport.hpp"
 #include "topo/discover.hpp"
 #include "topo/placement.hpp"
-#include "util/agree.hpp"
 #include "util/breaking.hpp"
 #include "util/check.hpp"
 #include "util/log.hpp"
-#include "util/ranges.hpp"
 #include "util/trace.hpp"
 #include "util/where.hpp"
 
@@ -35,39 +28,6 @@ namespace {
 
 // Pipeline granularity of the chunked algorithms when Config leaves it 0.
 constexpr std::size_t kDefaultChunkBytes = 256 * 1024;
-
-// STRATA_CHECK=off (or 0, false, no) turns the call check off, for
-// measurements; anything else leaves Config::check_calls in charge.
-bool call_check_disabled_by_environment() {
-  const char* env = std::getenv("STRATA_CHECK");
-  if (!env) return false;
-  const std::string_view value(env);
-  return value == "off" || value == "0" || value == "false" || value == "no" || value == "OFF";
-}
-
-// Ranks must agree on whether calls are checked: a checking rank exchanges a
-// fingerprint (or carries one inside the shared-memory round) that an
-// unchecking rank never sends, which would misread data or hang. Every rank
-// raises the same InvalidArgument when they differ (STRATA_CHECK set on some
-// ranks only, or Config::check_calls differing). The same exchange says
-// whether every rank traces (STRATA_TRACE), the condition for aligning
-// trace clocks, which is collective: the answer.
-bool agree_on_call_check(MPI_Comm comm, int size, bool check_calls) {
-  std::vector<int> all(static_cast<std::size_t>(size));
-  const int mine = (check_calls ? 1 : 0) | (util::trace::enabled() ? 2 : 0);
-  STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
-  std::vector<int> on, off;
-  bool every_rank_traces = true;
-  for (int r = 0; r < size; ++r) {
-    (all[static_cast<std::size_t>(r)] & 1 ? on : off).push_back(r);
-    every_rank_traces &= (all[static_cast<std::size_t>(r)] & 2) != 0;
-  }
-  if (on.empty() || off.empty()) return every_rank_traces;
-  throw InvalidArgument(fmt::format(
-      "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
-      "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
-      util::where(), util::ranges(on), util::ranges(off)));
-}
 
 }  // namespace
 
@@ -82,7 +42,7 @@ Session::Session(MPI_Comm comm, Config config) {
   // practice, so all of them throw.)
   validate_config(config);
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
-  check_calls_ = config.check_calls && !call_check_disabled_by_environment();
+  check_calls_ = call_check_wanted(config);
   config_ = std::move(config);
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   // From here on a failure must free what was made: the destructor does not
@@ -91,10 +51,10 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
-    const bool every_rank_traces = agree_on_call_check(comm_, size_, check_calls_);
+    const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_);
     if (util::trace::enabled()) [[unlikely]] {
       util::trace::start();
-      if (every_rank_traces) util::trace::align_clocks(comm_, rank_, size_);
+      if (agreed.every_rank_traces) util::trace::align_clocks(comm_, rank_, size_);
       else if (rank_ == 0)
         util::log(util::LogLevel::warn, "STRATA_TRACE is set on some ranks only: trace clocks stay unaligned");
     }
@@ -106,6 +66,7 @@ Session::Session(MPI_Comm comm, Config config) {
     plan::Layout layout{split_.node_count, split_.local_size};
     gpu_.plane().apply_to(layout);
     plans_ = PlanCache(std::move(spec), layout);  // (nothing cached yet: moving it is safe)
+    fingerprints_ = Fingerprints(&plans_, host_chunk_bytes());
     if (topo::cores_shared(topology_, rank_) && !util::cores_shared()) {
       util::set_cores_shared(true);
       if (split_.local_rank == 0)  // once per node
@@ -181,28 +142,6 @@ void Session::blame_missing_ranks(const util::Deadline& deadline) {
   throw DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
 }
 
-plan::Fingerprint Session::fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
-                                              const CommunicationOptions& options, const plan::Spec* spec) const {
-  plan::Fingerprint f;
-  f.sequence = sequence_;
-  f.op = collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(op);
-  f.root = collective == Collective::all_reduce ? -1 : root;
-  f.memory = static_cast<std::int8_t>(memory);
-  f.implementation = static_cast<std::int16_t>(options.implementation);
-  f.chunk_bytes = static_cast<std::int32_t>(host_chunk_bytes());
-  f.spec = plans_.spec_hash(spec);
-  return f;
-}
-
-plan::Fingerprint Session::fingerprint(const Call& call) const {
-  plan::Fingerprint f =
-      fingerprint_common(call.collective, call.job.op, call.job.root, call.memory, *call.options, call.spec);
-  f.operation = static_cast<plan::Operation>(call.collective);
-  f.count = call.job.count;
-  f.dtype = static_cast<std::int32_t>(call.job.dtype);
-  return f;
-}
-
 std::size_t Session::host_chunk_bytes() const {
   return config_.chunk_bytes ? config_.chunk_bytes : kDefaultChunkBytes;
 }
@@ -216,7 +155,7 @@ double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {
   auto refuse_it = [&] {
-    refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds,
+    refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds,
                     to_string(call.collective));
   };
   if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
@@ -226,7 +165,7 @@ void Session::refuse(const InvalidArgument& error, const Call& call) {
 
 void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
   auto refuse_it = [&] {
-    refuse_numbered(error, [&] { return fingerprint(call); }, call.options->timeout_seconds, call.name());
+    refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds, call.name());
   };
   if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
   refuse_it();
@@ -279,7 +218,7 @@ void Session::run_call(const Call& call) {
   ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
   try {
     if (call.memory == Memory::cuda) {
-      if (check_calls_) verify(fingerprint(call), deadline, to_string(call.collective));
+      if (check_calls_) verify(fingerprints_.of(call, sequence_), deadline, to_string(call.collective));
       run_gpu(call, deadline);
     } else {
       run_host(call, deadline, check_calls_);
@@ -294,7 +233,7 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
   const std::string_view collective_name = call.name.empty() ? to_string(call.collective) : call.name;
   plan::Fingerprint fingerprint_storage;
   const plan::Fingerprint* mine = nullptr;
-  if (check) fingerprint_storage = fingerprint(call), mine = &fingerprint_storage;
+  if (check) fingerprint_storage = fingerprints_.of(call, sequence_), mine = &fingerprint_storage;
   if (call.job.count == 0) {  // still collective: the ranks must agree that it is
     if (mine) verify(*mine, deadline, collective_name);
     return;

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/call.hpp"
+#include "api/call_check.hpp"
 #include "api/gpu_runtime.hpp"
 #include "api/plan_cache.hpp"
 #include "exec/execute.hpp"
@@ -40,39 +42,6 @@
 #include "util/workspace.hpp"
 
 namespace strata::api {
-
-// One validated collective on one tensor.
-struct Call {
-  Collective collective = Collective::all_reduce;
-  plan::Job job;                // op may be mean; shards and chunk_bytes are filled in by the plan
-  Memory memory = Memory::host;
-  int device = -1;              // CUDA tensors: the tensor's device (-1 = the rank's)
-  std::size_t contributors = 1; // mean's divisor: ranks x replicas
-  const CommunicationOptions* options = nullptr;
-  const plan::Spec* spec = nullptr;  // null: the communicator's spec
-  std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
-};
-
-// A validated batch: batch[k][r] is logical tensor k on local replica r
-// (the same replica count on every rank). all_reduce: every replica of
-// every rank gets op over all replicas of all ranks; reduce: only `root`'s
-// replicas do; broadcast: root's replica 0 goes to every replica of every
-// rank. Ranks with lands_here = false take part without their tensors
-// changing (a facade's destination that is not them).
-struct BatchCall {
-  Collective collective = Collective::all_reduce;
-  const std::vector<std::vector<Tensor>>* batch = nullptr;
-  ReduceOp op = ReduceOp::sum;
-  int root = 0;
-  bool lands_here = true;
-  PackingOptions packing;
-  const CommunicationOptions* options = nullptr;
-  const plan::Spec* spec = nullptr;  // null: the communicator's spec
-  const std::function<void(std::size_t)>* on_pack_done = nullptr;
-
-  // What messages call it: "batch_all_reduce", "batch_reduce", "batch_broadcast".
-  std::string_view name() const { return plan::operation_name(plan::batch_operation(collective)); }
-};
 
 class Session {
  public:
@@ -163,11 +132,6 @@ class Session {
     util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
   }
 
-  plan::Fingerprint fingerprint(const Call& call) const;  // of call number sequence_
-  // The fields single calls and batches fill alike.
-  plan::Fingerprint fingerprint_common(Collective collective, ReduceOp op, int root, Memory memory,
-                                       const CommunicationOptions& options, const plan::Spec* spec) const;
-  plan::Fingerprint fingerprint(const BatchCall& call) const;
   // The ring pipeline's chunk for host calls: Config::chunk_bytes, or the
   // default when it is 0. Part of every fingerprint (ranks cutting a ring
   // differently would mismatch messages).
@@ -220,6 +184,7 @@ class Session {
   std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
   util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
   bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK, and more than one rank
+  Fingerprints fingerprints_;   // what the call check compares (over plans_, from construction)
   plan::CallInfo current_;      // the call in progress, for timeout messages
   exec::HostContext host_context_;  // what host collectives run over (fixed at construction)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last

@@ -1,0 +1,52 @@
+// A validated call, as the facades hand it to the Session: one collective
+// on one tensor (Call) or on a batch of tensors across local replicas
+// (BatchCall). Internal header.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "plan/fingerprint.hpp"
+#include "plan/job.hpp"
+#include "plan/spec.hpp"
+#include "strata/options.hpp"
+#include "strata/types.hpp"
+
+namespace strata::api {
+
+// One validated collective on one tensor.
+struct Call {
+  Collective collective = Collective::all_reduce;
+  plan::Job job;                // op may be mean; shards and chunk_bytes are filled in by the plan
+  Memory memory = Memory::host;
+  int device = -1;              // CUDA tensors: the tensor's device (-1 = the rank's)
+  std::size_t contributors = 1; // mean's divisor: ranks x replicas
+  const CommunicationOptions* options = nullptr;
+  const plan::Spec* spec = nullptr;  // null: the communicator's spec
+  std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
+};
+
+// A validated batch: batch[k][r] is logical tensor k on local replica r
+// (the same replica count on every rank). all_reduce: every replica of
+// every rank gets op over all replicas of all ranks; reduce: only `root`'s
+// replicas do; broadcast: root's replica 0 goes to every replica of every
+// rank. Ranks with lands_here = false take part without their tensors
+// changing (a facade's destination that is not them).
+struct BatchCall {
+  Collective collective = Collective::all_reduce;
+  const std::vector<std::vector<Tensor>>* batch = nullptr;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  bool lands_here = true;
+  PackingOptions packing;
+  const CommunicationOptions* options = nullptr;
+  const plan::Spec* spec = nullptr;  // null: the communicator's spec
+  const std::function<void(std::size_t)>* on_pack_done = nullptr;
+
+  // What messages call it: "batch_all_reduce", "batch_reduce", "batch_broadcast".
+  std::string_view name() const { return plan::operation_name(plan::batch_operation(collective)); }
+};
+
+}  // namespace strata::api

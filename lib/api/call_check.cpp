@@ -1,0 +1,83 @@
+#include "api/call_check.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "plan/packing.hpp"
+#include "util/check.hpp"
+#include "util/ranges.hpp"
+#include "util/trace.hpp"
+#include "util/where.hpp"
+#include "strata/errors.hpp"
+
+namespace strata::api {
+
+bool call_check_wanted(const Config& config) {
+  const char* env = std::getenv("STRATA_CHECK");
+  if (!env) return config.check_calls;
+  const std::string_view value(env);
+  const bool off = value == "off" || value == "0" || value == "false" || value == "no" || value == "OFF";
+  return config.check_calls && !off;
+}
+
+// The same exchange says whether every rank traces (STRATA_TRACE), the
+// condition for aligning trace clocks, which is collective.
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted) {
+  std::vector<int> all(static_cast<std::size_t>(size));
+  const int mine = (wanted ? 1 : 0) | (util::trace::enabled() ? 2 : 0);
+  STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
+  std::vector<int> on, off;
+  Agreed agreed{.every_rank_traces = true};
+  for (int r = 0; r < size; ++r) {
+    (all[static_cast<std::size_t>(r)] & 1 ? on : off).push_back(r);
+    agreed.every_rank_traces &= (all[static_cast<std::size_t>(r)] & 2) != 0;
+  }
+  if (on.empty() || off.empty()) return agreed;
+  throw InvalidArgument(fmt::format(
+      "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
+      "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
+      util::where(), util::ranges(on), util::ranges(off)));
+}
+
+plan::Fingerprint Fingerprints::common(Collective collective, ReduceOp op, int root, Memory memory,
+                                       const CommunicationOptions& options, const plan::Spec* spec,
+                                       std::uint64_t sequence) const {
+  plan::Fingerprint f;
+  f.sequence = sequence;
+  f.op = collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(op);
+  f.root = collective == Collective::all_reduce ? -1 : root;
+  f.memory = static_cast<std::int8_t>(memory);
+  f.implementation = static_cast<std::int16_t>(options.implementation);
+  f.chunk_bytes = static_cast<std::int32_t>(chunk_bytes_);
+  f.spec = plans_->spec_hash(spec);
+  return f;
+}
+
+plan::Fingerprint Fingerprints::of(const Call& call, std::uint64_t sequence) const {
+  plan::Fingerprint f =
+      common(call.collective, call.job.op, call.job.root, call.memory, *call.options, call.spec, sequence);
+  f.operation = static_cast<plan::Operation>(call.collective);
+  f.count = call.job.count;
+  f.dtype = static_cast<std::int32_t>(call.job.dtype);
+  return f;
+}
+
+plan::Fingerprint Fingerprints::of(const BatchCall& call, std::uint64_t sequence) const {
+  std::vector<Tensor> firsts;
+  for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
+  plan::Fingerprint f = common(call.collective, call.op, call.root,
+                               firsts.empty() ? Memory::host : firsts.front().memory, *call.options, call.spec,
+                               sequence);
+  f.operation = plan::batch_operation(call.collective);
+  for (const Tensor& t : firsts) f.count += t.count;
+  f.layout = plan::batch_layout(firsts, call.packing, call.options->bytes_per_pack);
+  f.dtype = -1;
+  f.tensors = static_cast<std::int32_t>(firsts.size());
+  f.replicas = call.batch->empty() ? 0 : static_cast<std::int32_t>(call.batch->front().size());
+  return f;
+}
+
+}  // namespace strata::api

@@ -1,0 +1,62 @@
+// The call check's inputs: whether a communicator checks calls (agreed by
+// every rank when it is made) and what a call looks like to the check, its
+// fingerprint (the fields every rank must pass alike). The comparison
+// itself runs in exec (exec/verify.hpp, or inside the first shared-memory
+// round); the Session numbers calls and refuses invalid ones. Internal
+// header.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "api/call.hpp"
+#include "api/plan_cache.hpp"
+#include "plan/fingerprint.hpp"
+#include "strata/options.hpp"
+
+namespace strata::api {
+
+// Whether this rank wants calls checked: Config::check_calls, unless
+// STRATA_CHECK=off (or 0, false, no) turns it off for measurements.
+bool call_check_wanted(const Config& config);
+
+// What the ranks agree on when a communicator is made.
+struct Agreed {
+  bool every_rank_traces = false;  // STRATA_TRACE on every rank: trace clocks may be aligned (collective)
+};
+
+// Collective over `comm` (`size` ranks). Ranks must agree on whether calls
+// are checked: a checking rank exchanges a fingerprint (or carries one in
+// the shared-memory round) that an unchecking rank never sends, which would
+// misread data or hang. Throws InvalidArgument on every rank when `wanted`
+// differs between ranks (STRATA_CHECK set on some ranks only, or
+// Config::check_calls differing).
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted);
+
+// Fingerprints of one communicator's calls.
+class Fingerprints {
+ public:
+  Fingerprints() = default;
+  // `plans` (the communicator's, outliving this) gives the spec hashes;
+  // `chunk_bytes` is the host ring's pipeline chunk (ranks cutting a ring
+  // differently would mismatch messages).
+  Fingerprints(const PlanCache* plans, std::size_t chunk_bytes) : plans_(plans), chunk_bytes_(chunk_bytes) {}
+
+  // The fingerprint of `call`, numbered `sequence`.
+  plan::Fingerprint of(const Call& call, std::uint64_t sequence) const;
+  // The fingerprint of a batch, numbered `sequence` (its packs run under
+  // that number). A refused batch may hold a tensor without replicas.
+  plan::Fingerprint of(const BatchCall& call, std::uint64_t sequence) const;
+
+ private:
+  // The fields single calls and batches fill alike.
+  plan::Fingerprint common(Collective collective, ReduceOp op, int root, Memory memory,
+                           const CommunicationOptions& options, const plan::Spec* spec, std::uint64_t sequence) const;
+
+  const PlanCache* plans_ = nullptr;
+  std::size_t chunk_bytes_ = 0;
+};
+
+}  // namespace strata::api
