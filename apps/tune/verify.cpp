@@ -1,0 +1,51 @@
+#include "verify.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "options.hpp"
+#include "timing.hpp"
+
+namespace tune {
+
+std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
+                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters) {
+  strata::Communicator tuned(comm, strata::Config{.all_reduce_spec = spec});
+  std::vector<VerifyRow> rows;
+  for (const SizeResult& size : result.sizes) {
+    const Winner w = pick(size);
+    Candidate& best = candidates[std::size_t(w.best)];
+    const auto t = bench::time_alternating(comm, warmup, iters,
+                                           {[&] { workload.run(tuned, size.bytes); },
+                                            [&] { workload.run(*best.comm, size.bytes); }});
+    rows.push_back({size.bytes, tuned.algorithm_for(size.bytes), best.plan, t[0].median_us, t[1].median_us});
+  }
+  return rows;
+}
+
+bool verify_met(const std::vector<VerifyRow>& rows) {
+  return std::all_of(rows.begin(), rows.end(), [](const VerifyRow& r) { return r.ratio() <= kVerifyTarget; });
+}
+
+std::string verify_report(const std::vector<VerifyRow>& rows) {
+  std::string t = "# verification: the tuned spec (through the library) against the best fixed plan, alternating\n";
+  t += fmt::format("# {:>10} {:>16} {:>16} {:>12} {:>12} {:>7}\n", "size", "tuned runs", "best fixed", "tuned us",
+                   "best us", "ratio");
+  const VerifyRow* worst = nullptr;
+  int missed = 0;
+  for (const VerifyRow& r : rows) {
+    t += fmt::format("  {:>10} {:>16} {:>16} {:>12.2f} {:>12.2f} {:>7.3f}{}\n", human_bytes(double(r.bytes)),
+                     r.tuned_runs, r.best_plan, r.tuned_us, r.best_us, r.ratio(),
+                     r.ratio() > kVerifyTarget ? "  > 1.05" : "");
+    if (!worst || r.ratio() > worst->ratio()) worst = &r;
+    missed += r.ratio() > kVerifyTarget;
+  }
+  if (!worst) return t + "verify: nothing measured\n";
+  t += fmt::format("verify: tuned/best within {:.0f}% at {} of {} sizes (worst {:.3f} at {}): {}\n",
+                   100 * (kVerifyTarget - 1), rows.size() - std::size_t(missed), rows.size(), worst->ratio(),
+                   human_bytes(double(worst->bytes)), missed ? "target missed" : "target met");
+  return t;
+}
+
+}  // namespace tune
