@@ -1,16 +1,19 @@
 // --calibrate: the cost model's parameters from short runs on this layout
-// (docs/SCALING.md, "Calibration"). While two ranks measure, the others
-// wait without spinning (so that oversubscribed layouts still measure one
-// pair alone on its cores):
-//   gamma: rank 0 sums two 8 MiB f32 arrays (beyond the caches), median of 5;
-//   intra: MPI ping-pong between local ranks 0 and 1 of the first node with
-//     two ranks: alpha = one-way time at 8 B, beta = median over 1, 4 and
-//     16 MiB of (one-way time - alpha) / bytes;
-//   inter: the same between the first ranks of nodes 0 and 1 (one node:
-//     copied from intra, and the comments say it was not measured);
-//   shm: pscpu on the first node with two ranks alone (its own
-//     communicator): alpha from 8 B, beta from 8 MiB, each solved from the
-//     model's pscpu formula with the other parameters known.
+// (docs/SCALING.md, "Calibration"). While some ranks measure, the others
+// wait without spinning, so that oversubscribed layouts still measure the
+// measuring ranks alone on their cores. Each parameter is solved from the
+// model's own formula for the run that measured it (the formula is linear
+// in it), so calibration and prediction cannot disagree about what a
+// parameter means:
+//   cache_bytes: the per-core L2 cache (sysconf), the regimes' boundary;
+//   gamma, gamma_memory: rank 0 sums two f32 arrays of cache_bytes/4 and of
+//     32 MiB;
+//   intra: tree at 8 B (alpha), xring at cache_bytes/2 (beta) and 32 MiB
+//     (beta_memory) on local ranks 0 and 1 of the first node with two
+//     ranks, alone;
+//   inter: the same on the first ranks of nodes 0 and 1 (one node: copied
+//     from intra, and the notes say it was not measured);
+//   shm: pscpu at the same three sizes on that node's ranks alone.
 #pragma once
 
 #include <mpi.h>

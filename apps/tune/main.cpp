@@ -170,16 +170,17 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
   bool written = false;
   const SweepResult result = run_sweep(MPI_COMM_WORLD, candidates, workload, settings, [&](const SweepResult& partial) {
     if (w.rank != 0 || !write_error.empty()) return;
-    write_error = write_file(o.output, spec_file_text(evidence, partial, plans, settings.sizes.size()));
+    write_error = write_file(o.output, spec_file_text(evidence, partial, plans, settings.sizes.size(), false));
     written = write_error.empty();
   });
   int status = 0;
   if (w.rank == 0) {
+    // Rewritten once more, first (an interrupted run may have a second
+    // left): the last size's file did not yet know the run was complete or cut short.
+    if (written && write_error.empty())
+      write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size(), true));
     std::fputs(sweep_table(result, plans, machine, layout.shape(), layout.ranks).c_str(), stdout);
     if (!o.csv_path.empty() && write_error.empty()) write_error = write_file(o.csv_path, sweep_csv(result, plans, machine, layout.shape()));
-    // Rewritten once more: the last size's file did not yet know the run was complete or cut short.
-    if (written && write_error.empty())
-      write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size()));
     std::printf("# tuning: %zu plans x %zu sizes measured in %.1f s\n", plans.size(), result.sizes.size(), result.seconds);
     std::fflush(stdout);
     if (!write_error.empty()) std::fprintf(stderr, "strata-tune: %s\n", write_error.c_str());

@@ -191,10 +191,21 @@ double hierarchical(const Formula& intra_formula, bool intra_shared_memory, cons
   return scatter + cross_formula(cross, m / r, shards) + gather;
 }
 
+// The machine as a call of `bytes` per rank sees it: the regime's per-byte
+// costs in beta and gamma, so the formulas need not know about regimes.
+Machine in_regime(const Machine& m, double bytes) {
+  if (bytes <= m.cache_bytes) return m;
+  Machine r = m;
+  for (Link* link : {&r.shm, &r.intra, &r.inter}) link->beta = link->beta_memory;
+  r.gamma = m.gamma_memory;
+  return r;
+}
+
 }  // namespace
 
-std::optional<double> predict_all_reduce(const Machine& machine, std::string_view plan, double bytes,
+std::optional<double> predict_all_reduce(const Machine& calibrated, std::string_view plan, double bytes,
                                          const Shape& shape) {
+  const Machine machine = in_regime(calibrated, bytes);
   std::string algorithm;
   int shards = 1;
   try {

@@ -15,16 +15,23 @@
 namespace tune {
 
 struct Link {
-  double alpha = 0;  // seconds per message (or per synchronisation, for shared memory)
-  double beta = 0;   // seconds per byte moved
+  double alpha = 0;        // seconds per message (or per synchronisation, for shared memory)
+  double beta = 0;         // seconds per byte moved, messages up to Machine::cache_bytes
+  double beta_memory = 0;  // seconds per byte moved, larger messages (buffers beyond the caches)
 };
 
 // The parameters of one machine (or cluster), as --calibrate measures them.
+// Per-byte costs come in two regimes: a call whose message (bytes per rank)
+// is at most `cache_bytes` works in the caches, a larger one streams from
+// memory, and on a CPU that moves and reduces every byte itself that
+// differs by a factor of 2-4 (docs/SCALING.md has the measurements).
 struct Machine {
   Link shm;    // strata's shared-memory segment inside a node (pscpu): alpha = one synchronisation
   Link intra;  // MPI point-to-point between two ranks of one node
   Link inter;  // MPI point-to-point between two nodes, one pair alone on the link
-  double gamma = 0;  // seconds per byte reduced (f32 sum) on one core
+  double gamma = 0;         // seconds per byte reduced (f32 sum) on one core, in the caches
+  double gamma_memory = 0;  // the same beyond the caches
+  double cache_bytes = 0;   // the regimes' boundary (0: always the memory regime)
 };
 
 // Where the ranks are: `nodes` nodes of `ranks_per_node` consecutive ranks.

@@ -19,10 +19,18 @@ struct Slot {
 };
 
 std::map<std::string, Slot> slots(Machine& m) {
-  return {{"shm.alpha_us", {&m.shm.alpha, 1e-6}},           {"shm.beta_ns_per_byte", {&m.shm.beta, 1e-9}},
-          {"intra.alpha_us", {&m.intra.alpha, 1e-6}},       {"intra.beta_ns_per_byte", {&m.intra.beta, 1e-9}},
-          {"inter.alpha_us", {&m.inter.alpha, 1e-6}},       {"inter.beta_ns_per_byte", {&m.inter.beta, 1e-9}},
-          {"gamma_ns_per_byte", {&m.gamma, 1e-9}}};
+  return {{"shm.alpha_us", {&m.shm.alpha, 1e-6}},
+          {"shm.beta_ns_per_byte", {&m.shm.beta, 1e-9}},
+          {"shm.beta_memory_ns_per_byte", {&m.shm.beta_memory, 1e-9}},
+          {"intra.alpha_us", {&m.intra.alpha, 1e-6}},
+          {"intra.beta_ns_per_byte", {&m.intra.beta, 1e-9}},
+          {"intra.beta_memory_ns_per_byte", {&m.intra.beta_memory, 1e-9}},
+          {"inter.alpha_us", {&m.inter.alpha, 1e-6}},
+          {"inter.beta_ns_per_byte", {&m.inter.beta, 1e-9}},
+          {"inter.beta_memory_ns_per_byte", {&m.inter.beta_memory, 1e-9}},
+          {"gamma_ns_per_byte", {&m.gamma, 1e-9}},
+          {"gamma_memory_ns_per_byte", {&m.gamma_memory, 1e-9}},
+          {"cache_bytes", {&m.cache_bytes, 1}}};
 }
 
 std::string trim(const std::string& s) {
@@ -39,10 +47,12 @@ std::string model_text(const Machine& machine, const std::string& comments) {
   for (std::string line; std::getline(lines, line);) text += line.empty() ? "#\n" : "# " + line + "\n";
   Machine copy = machine;
   // Fixed order, the one docs/SCALING.md shows.
-  for (const char* key : {"shm.alpha_us", "shm.beta_ns_per_byte", "intra.alpha_us", "intra.beta_ns_per_byte",
-                          "inter.alpha_us", "inter.beta_ns_per_byte", "gamma_ns_per_byte"}) {
+  for (const char* key : {"shm.alpha_us", "shm.beta_ns_per_byte", "shm.beta_memory_ns_per_byte", "intra.alpha_us",
+                          "intra.beta_ns_per_byte", "intra.beta_memory_ns_per_byte", "inter.alpha_us",
+                          "inter.beta_ns_per_byte", "inter.beta_memory_ns_per_byte", "gamma_ns_per_byte",
+                          "gamma_memory_ns_per_byte", "cache_bytes"}) {
     const Slot slot = slots(copy).at(key);
-    text += fmt::format("{} = {:.6g}\n", key, *slot.value / slot.to_seconds);
+    text += fmt::format("{} = {:.10g}\n", key, *slot.value / slot.to_seconds);
   }
   return text;
 }

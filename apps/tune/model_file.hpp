@@ -1,11 +1,15 @@
 // The .model file --calibrate writes and --model / --project read
 // (docs/SCALING.md, "The .model file"): `#` comments (the evidence: machine,
 // layout, date, how each figure was measured) and one `key = value` a line,
-// alpha in microseconds, beta and gamma in nanoseconds per byte:
+// alpha in microseconds, beta and gamma in nanoseconds per byte, for each
+// link (shm, intra, inter) alpha_us, beta_ns_per_byte and
+// beta_memory_ns_per_byte, then gamma_ns_per_byte, gamma_memory_ns_per_byte
+// and cache_bytes (the regimes' boundary):
 //
-//   shm.alpha_us = 0.9          intra.alpha_us = 0.6      inter.alpha_us = 0.6
-//   shm.beta_ns_per_byte = 0.1  intra.beta_ns_per_byte = 0.12 ...
-//   gamma_ns_per_byte = 0.15
+//   shm.alpha_us = 0.43
+//   shm.beta_ns_per_byte = 0.2
+//   ...
+//   cache_bytes = 2097152
 #pragma once
 
 #include <stdexcept>
@@ -23,7 +27,7 @@ class ModelFileError : public std::runtime_error {
 };
 
 // The file's text: `comments` first (each line prefixed "# "), then the
-// seven parameters.
+// twelve parameters.
 std::string model_text(const Machine& machine, const std::string& comments);
 
 // Parses a .model file's text (`name` for messages). Every parameter must be

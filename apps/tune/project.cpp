@@ -47,7 +47,8 @@ std::optional<Link> parse_network(const std::string& text, std::string& why) {
     why = fmt::format("latency '{}': expected a number > 0 and one of s, ms, us, ns", text.substr(comma + 1));
     return std::nullopt;
   }
-  return Link{latency * seconds.at(lat_unit), 1 / (bandwidth * bytes_per_second.at(bw_unit))};
+  const double beta = 1 / (bandwidth * bytes_per_second.at(bw_unit));
+  return Link{latency * seconds.at(lat_unit), beta, beta};  // a NIC streams any size at its rate
 }
 
 std::vector<std::string> projection_plans() {

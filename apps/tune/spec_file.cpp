@@ -51,7 +51,7 @@ Evidence local_evidence() {
 }
 
 std::string spec_file_text(const Evidence& e, const SweepResult& r, const std::vector<std::string>& plans,
-                           std::size_t planned_sizes) {
+                           std::size_t planned_sizes, bool final) {
   const std::vector<Range> ranges = merge_ranges(r.sizes, e.tie);
   if (ranges.empty()) return "";
   int fewest = 0, most = 0;
@@ -76,6 +76,10 @@ std::string spec_file_text(const Evidence& e, const SweepResult& r, const std::v
   t += fmt::format("# plans: {}\n", fmt::join(plans, " "));
   if (r.interrupted)
     t += fmt::format("# INCOMPLETE: interrupted after {} of {} sizes; larger messages take the last range\n",
+                     r.sizes.size(), planned_sizes);
+  else if (!final)
+    t += fmt::format("# INCOMPLETE: {} of {} sizes measured so far (the run was stopped before it finished, or is "
+                     "still running); larger messages take the last range\n",
                      r.sizes.size(), planned_sizes);
   if (!r.dropped.empty())
     t += fmt::format("# dropped for --budget: {} sizes, {} .. {}; larger messages take the last range\n", r.dropped.size(),

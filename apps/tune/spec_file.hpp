@@ -31,8 +31,11 @@ Evidence local_evidence();
 
 // The file's text for `result` over `plans`: comments, then the spec. An
 // empty string when no size was measured (there is no spec to write).
+// `final` false: written after each size while the sweep runs, marked
+// INCOMPLETE, so a run killed before it could say more (mpirun sends
+// SIGKILL a second after SIGTERM) leaves a file that says so.
 std::string spec_file_text(const Evidence& evidence, const SweepResult& result, const std::vector<std::string>& plans,
-                           std::size_t planned_sizes);
+                           std::size_t planned_sizes, bool final);
 
 // Writes `text` to `path` (temporary name, then rename). Returns an empty
 // string, or why it could not (errno's words, with the path).

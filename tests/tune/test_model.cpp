@@ -19,10 +19,12 @@ namespace {
 
 Machine round_machine() {
   Machine m;
-  m.intra = {1e-6, 1e-9};
-  m.inter = {10e-6, 4e-9};
-  m.shm = {0.5e-6, 0.5e-9};
+  m.intra = {1e-6, 1e-9, 3e-9};
+  m.inter = {10e-6, 4e-9, 4e-9};
+  m.shm = {0.5e-6, 0.5e-9, 1.5e-9};
   m.gamma = 2e-9;
+  m.gamma_memory = 4e-9;
+  m.cache_bytes = 8 << 20;  // every case below is in the caches' regime, but the last
   return m;
 }
 
@@ -86,6 +88,14 @@ TEST_CASE("hierarchical: shared-memory reduce-scatter, b on the slice, all-gathe
   CHECK(us("pscpu/xring", 4 << 20, {1, 2}) == doctest::Approx(2 * (80 + 8388.608) + 4194.304));
   // One node: a alone.
   CHECK(us("pscpu/xring", 8 << 20, {2, 1}) == doctest::Approx(12583.912));
+}
+
+TEST_CASE("beyond cache_bytes the memory regime's beta and gamma apply") {
+  // 16 MiB, 2 ranks, pscpu owners: 2 x 0.5 + 0.5 x 16777216 x (1.5 + 4) ns + 0.5 x 16777216 x 1.5 ns
+  // = 1 + 46137.344 + 12582.912.
+  CHECK(us("pscpu", 16 << 20, {2, 1}) == doctest::Approx(1 + 46137.344 + 12582.912));
+  // tree, 2 ranks, 16 MiB: one round: 2 x (1 + 16777216 x 3 ns) + 16777216 x 4 ns = 2 + 100663.296 + 67108.864.
+  CHECK(us("tree", 16 << 20, {2, 1}) == doctest::Approx(2 + 100663.296 + 67108.864));
 }
 
 TEST_CASE("oversubscription scales every cost, unknown names get no prediction") {
