@@ -37,6 +37,22 @@ Link step_link(const Group& g, int distance, int senders) {
   return {g.machine->inter.alpha, g.machine->inter.beta * sharing};
 }
 
+// A step in which some pairs talk inside a node and others across nodes
+// (a ring over several nodes of several ranks) lasts as long as its
+// slowest pair.
+Link slowest(const Link& a, const Link& b) {
+  return {std::max(a.alpha, b.alpha), std::max(a.beta, b.beta), std::max(a.beta_memory, b.beta_memory)};
+}
+
+// The link a ring step uses: inside the node on one node; on several, the
+// slower of a hop inside a node (when nodes have several ranks) and the one
+// hop leaving each node (one sender per node at a time).
+Link ring_link(const Group& g) {
+  if (g.nodes == 1) return g.machine->intra;
+  const Link leaving = step_link(g, g.ranks_per_node, 1);
+  return g.ranks_per_node > 1 ? slowest(g.machine->intra, leaving) : leaving;
+}
+
 int floor_pow2(int n) {
   int p = 1;
   while (p * 2 <= n) p *= 2;
@@ -59,8 +75,7 @@ double ring(const Group& g, double m, int shards) {
   if (g.n <= 1) return 0;
   const double segment = m / g.n;
   const double messages = shards * std::max(1.0, std::ceil(segment / shards / kRingChunkBytes));
-  // Every node's ring has one hop leaving it: one sender per node at a time.
-  const Link link = g.nodes > 1 ? step_link(g, g.ranks_per_node, 1) : g.machine->intra;
+  const Link link = ring_link(g);
   const double step = messages * link.alpha + segment * link.beta;
   return 2.0 * (g.n - 1) * step + (g.n - 1) * segment * g.machine->gamma;
 }
@@ -113,7 +128,7 @@ double mpi(const Group& g, double m, int /*shards*/) {
     doubling += link.alpha + m * link.beta + m * g.machine->gamma;
   }
   const double segment = m / g.n;
-  const Link link = g.nodes > 1 ? step_link(g, g.ranks_per_node, 1) : g.machine->intra;
+  const Link link = ring_link(g);
   const double ring = 2.0 * (g.n - 1) * (link.alpha + segment * link.beta) + (g.n - 1) * segment * g.machine->gamma;
   return std::min(doubling, ring);
 }
@@ -146,7 +161,9 @@ double pscpu_shared_memory(const Machine& mc, int n, double m) {
 // owner j, owners reduce, then send the finished slices to everyone.
 double pscpu(const Group& g, double m, int /*shards*/) {
   if (g.nodes == 1) return pscpu_shared_memory(*g.machine, g.n, m);
-  const Link link = step_link(g, g.ranks_per_node, g.ranks_per_node);
+  // Every rank of a node sends to owners on every node at once.
+  const Link crossing = step_link(g, g.ranks_per_node, g.ranks_per_node);
+  const Link link = g.ranks_per_node > 1 ? slowest(g.machine->intra, crossing) : crossing;
   const double share = (g.n - 1.0) / g.n;
   return 2 * (g.n - 1) * link.alpha + 2 * share * m * link.beta + share * m * g.machine->gamma;
 }
@@ -178,7 +195,10 @@ double hierarchical(const Formula& intra_formula, bool intra_shared_memory, cons
   Machine shared = mc;
   shared.inter.beta *= r;
   const Group cross{.n = s.nodes, .ranks_per_node = 1, .nodes = s.nodes, .machine = &shared, .senders_cap = 1};
-  if (r == 1) return cross_formula(cross, m, shards);
+  // Nodes of one rank: the driver copies the input to the output and runs
+  // b there in place: one pass over the message on one core, costed as a
+  // reduction pass (gamma; the model has no separate memcpy figure).
+  if (r == 1) return m * mc.gamma + cross_formula(cross, m, shards);
   const double share = (r - 1.0) / r;
   double scatter, gather;
   if (intra_shared_memory) {

@@ -8,6 +8,12 @@
 #include "timing.hpp"
 
 namespace tune {
+namespace {
+
+constexpr double kMinSeconds = 0.02;
+constexpr int kMaxIters = 1000;
+
+}  // namespace
 
 std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
                               std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters) {
@@ -16,7 +22,12 @@ std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const Swee
   for (const SizeResult& size : result.sizes) {
     const Winner w = pick(size);
     Candidate& best = candidates[std::size_t(w.best)];
-    const auto t = bench::time_alternating(comm, warmup, iters,
+    // Cheap calls get more iterations (each side at least kMinSeconds, at
+    // most kMaxIters): a 5% verdict on a 0.5 us call needs more samples
+    // than -n gives. Every rank computes the same count from the sweep's times.
+    const int wanted = static_cast<int>(kMinSeconds / std::max(w.best_us * 1e-6, 1e-9));
+    const int n = std::clamp(wanted, iters, std::max(iters, kMaxIters));
+    const auto t = bench::time_alternating(comm, warmup, n,
                                            {[&] { workload.run(tuned, size.bytes); },
                                             [&] { workload.run(*best.comm, size.bytes); }});
     rows.push_back({size.bytes, tuned.algorithm_for(size.bytes), best.plan, t[0].median_us, t[1].median_us});

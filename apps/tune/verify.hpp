@@ -25,7 +25,9 @@ struct VerifyRow {
 
 // Collective over comm. `spec`: the tuned spec (the same text on every
 // rank); `result`: the sweep it came from; `candidates`: the fixed plans'
-// communicators. Every size of `result` is timed with `iters` iterations.
+// communicators. Every size of `result` is timed with at least `iters`
+// iterations, more for calls faster than 20 ms / iters (up to 1000, so that
+// each side of a cheap size gets 20 ms of samples).
 std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
                               std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters);
 
