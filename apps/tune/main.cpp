@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "calibrate.hpp"
+#include "command_line.hpp"
 #include "candidates.hpp"
 #include "layout.hpp"
 #include "model_file.hpp"
@@ -35,7 +36,7 @@ namespace {
 constexpr int kExitVerifyMissed = 1, kExitUsage = 2, kExitError = 3;
 
 struct World {
-  int rank = 0, size = 1;
+  int rank = 0;
 };
 
 // Collective: every rank learns whether rank 0's `ok` held.
@@ -216,33 +217,24 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  tune::stop::install();  // after MPI_Init: MPI may install handlers of its own
   tune::World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-  tune::stop::install();
-  int status = 0;
-  try {
-    std::string help;
-    const auto options = tune::parse_options(argc, argv, &help);
-    if (!options) {
-      if (w.rank == 0) std::fputs(help.c_str(), stdout);
-    } else if (options->mode == tune::Mode::project) {
-      status = tune::run_project(*options, w);
-    } else if (options->mode == tune::Mode::calibrate) {
-      status = tune::run_calibrate(*options, w, tune::command_line(argc, argv));
-    } else {
-      status = tune::run_tune(*options, w, tune::command_line(argc, argv));
-    }
-  } catch (const tune::UsageError& e) {
-    // Every rank parsed the same arguments (or heard rank 0's verdict).
-    if (w.rank == 0) std::fprintf(stderr, "strata-tune: %s (see --help)\n", e.what());
-    status = tune::kExitUsage;
-  } catch (const std::exception& e) {
-    // Possibly on one rank only: take the job down rather than hang.
-    std::fprintf(stderr, "strata-tune: rank %d: %s\n", w.rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, tune::kExitError);
-  }
+  // A UsageError is raised alike on every rank (same arguments, or rank 0's
+  // verdict broadcast); anything else may be on one rank: abort the job.
+  const int status =
+      strata_apps::run_mpi_app<tune::UsageError>("strata-tune", w.rank, tune::kExitUsage, tune::kExitError, [&] {
+        std::string help;
+        const auto options = tune::parse_options(argc, argv, &help);
+        if (!options) {
+          if (w.rank == 0) std::fputs(help.c_str(), stdout);
+          return 0;
+        }
+        if (options->mode == tune::Mode::project) return tune::run_project(*options, w);
+        if (options->mode == tune::Mode::calibrate)
+          return tune::run_calibrate(*options, w, tune::command_line(argc, argv));
+        return tune::run_tune(*options, w, tune::command_line(argc, argv));
+      });
   MPI_Finalize();
   return status;
 }

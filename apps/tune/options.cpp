@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "byte_count.hpp"
+#include "command_line.hpp"
 #include "integer.hpp"
 
 namespace po = boost::program_options;
@@ -87,18 +88,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("nodes", po::value(&nodes), "--project: node range 'LO..HI', powers of 2 (default 1..1024)")
       ("bytes", po::value(&project_bytes), "--project: message sizes (default 64k,64M)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(d).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << d;
-    *help_text = text.str();
-    return std::nullopt;
-  }
+  if (!strata_apps::parse_command_line<UsageError>(argc, argv, d, vm, help_text)) return std::nullopt;
   o.min_bytes = bytes_flag("--minbytes", min_b);
   o.max_bytes = bytes_flag("--maxbytes", max_b);
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes)
