@@ -32,7 +32,10 @@ std::vector<Timing> time_alternating(MPI_Comm comm, int warmup, int iters,
   // seconds[c * iters + i]: call c's iteration i, so one MPI_Allreduce takes every maximum.
   std::vector<double> seconds(calls.size() * n);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t c = 0; c < calls.size(); ++c) {
+    for (std::size_t turn = 0; turn < calls.size(); ++turn) {
+      // Odd iterations reverse the order (A B, B A, ...), so that going
+      // first or second after the previous call weighs on every call alike.
+      const std::size_t c = i % 2 ? calls.size() - 1 - turn : turn;
       MPI_Barrier(comm);
       const double start = MPI_Wtime();
       calls[c]();

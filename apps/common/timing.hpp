@@ -30,9 +30,10 @@ struct Timing {
 Timing time_collective(MPI_Comm comm, int warmup, int iters, const std::function<void()>& call);
 
 // The same for several calls taking turns: each warm-up round and each timed
-// iteration runs calls[0], calls[1], ... one after another (a barrier before
-// each timed one), so a drift of the machine's speed during the run weighs
-// on every call alike. One Timing per call, in order; collective over comm.
+// iteration runs every call once (a barrier before each timed one), in
+// order on even iterations and in reverse order on odd ones, so that a
+// drift of the machine's speed during the run, and going first, weigh on
+// every call alike. One Timing per call, in order; collective over comm.
 std::vector<Timing> time_alternating(MPI_Comm comm, int warmup, int iters,
                                      const std::vector<std::function<void()>>& calls);
 

@@ -204,7 +204,8 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
   // What the library will run: the file read back, as STRATA_SPEC_FILE reads it.
   const std::string spec = broadcast_text(w.rank == 0 ? spec_of_file_text(read_text(o.output)) : "");
   const double verify_start = MPI_Wtime();
-  const auto rows = verify(MPI_COMM_WORLD, spec, result, candidates, workload, o.warmup, o.iters);
+  const auto rows = verify(MPI_COMM_WORLD, spec, result, candidates, workload, o.warmup, o.iters,
+                                 o.budget_seconds > 0);
   if (w.rank == 0) {
     std::fputs(verify_report(rows).c_str(), stdout);
     std::printf("# verification took %.1f s\n", MPI_Wtime() - verify_start);

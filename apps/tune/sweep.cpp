@@ -28,16 +28,34 @@ Decision broadcast(Decision d, MPI_Comm comm) {
   return {v[0], v[1], v[2]};
 }
 
-// Seconds the sizes [from, last) would take with the fewest iterations,
-// scaling each plan's time at the last measured size by the byte ratio
-// (bandwidth-bound from there on: an over-estimate for small sizes).
+// How far the budget looks ahead: a size more than this many times the
+// last measured one is not judged yet (a line through two latency-bound
+// sizes says nothing about 64 MiB); it is judged when the sweep gets near.
+constexpr double kReach = 64;
+
+// The sizes among [from, last) within reach of the last measured size.
+std::size_t within_reach(const SweepResult& r, const SweepSettings& s, std::size_t from, std::size_t last) {
+  if (r.sizes.empty()) return from;
+  std::size_t end = from;
+  while (end < last && double(s.sizes[end]) <= kReach * double(r.sizes.back().bytes)) ++end;
+  return end;
+}
+
+// Seconds the sizes [from, last) would take with the fewest iterations:
+// each plan's time extrapolated along the line through its last two
+// measured sizes. Made again before every size, so the line follows.
 double estimate(const SweepResult& r, const SweepSettings& s, std::size_t from, std::size_t last) {
   if (r.sizes.empty()) return 0;
-  const SizeResult& prev = r.sizes.back();
+  const SizeResult& b = r.sizes.back();
+  const SizeResult* a = r.sizes.size() > 1 ? &r.sizes[r.sizes.size() - 2] : nullptr;
   double seconds = 0;
-  for (std::size_t k = from; k < last; ++k)
-    for (double us : prev.times_us)
-      seconds += us * 1e-6 * std::max(1.0, double(s.sizes[k]) / double(prev.bytes)) * (s.min_iters + s.warmup + 1);
+  for (std::size_t p = 0; p < b.times_us.size(); ++p) {
+    const double slope = a ? std::max(0.0, (b.times_us[p] - a->times_us[p]) / double(b.bytes - a->bytes)) : 0;
+    for (std::size_t k = from; k < last; ++k) {
+      const double us = b.times_us[p] + slope * (double(s.sizes[k]) - double(b.bytes));
+      seconds += us * 1e-6 * (s.min_iters + s.warmup + 1);
+    }
+  }
   return seconds;
 }
 
@@ -79,10 +97,12 @@ SweepResult run_sweep(MPI_Comm comm, std::vector<Candidate>& candidates, Workloa
     Decision d;
     if (rank == 0 && s.budget_seconds > 0) {
       const double left = s.budget_seconds - (MPI_Wtime() - start);
-      std::size_t keep = last;
+      // Only sizes within reach are judged; farther ones keep their place.
+      const std::size_t reach = within_reach(r, s, k, last);
+      std::size_t keep = reach;
       while (keep > k + 1 && estimate(r, s, k, keep) > left) --keep;
       if (keep == k + 1 && !r.sizes.empty() && estimate(r, s, k, keep) > left) keep = k;
-      d.last_size = static_cast<int>(keep);
+      d.last_size = static_cast<int>(keep < reach ? keep : last);
     } else {
       d.last_size = static_cast<int>(last);
     }

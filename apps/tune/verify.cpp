@@ -16,17 +16,21 @@ constexpr int kMaxIters = 1000;
 }  // namespace
 
 std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
-                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters) {
+                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
+                              bool budgeted) {
   strata::Communicator tuned(comm, strata::Config{.all_reduce_spec = spec});
   std::vector<VerifyRow> rows;
-  for (const SizeResult& size : result.sizes) {
+  for (std::size_t k = 0; k < result.sizes.size(); ++k) {
+    const SizeResult& size = result.sizes[k];
     const Winner w = pick(size);
     Candidate& best = candidates[std::size_t(w.best)];
     // Cheap calls get more iterations (each side at least kMinSeconds, at
     // most kMaxIters): a 5% verdict on a 0.5 us call needs more samples
     // than -n gives. Every rank computes the same count from the sweep's times.
     const int wanted = static_cast<int>(kMinSeconds / std::max(w.best_us * 1e-6, 1e-9));
-    const int n = std::clamp(wanted, iters, std::max(iters, kMaxIters));
+    // Under --budget, the iterations the sweep could afford at this size.
+    const int n = budgeted ? result.iterations[k][std::size_t(w.best)]
+                           : std::clamp(wanted, iters, std::max(iters, kMaxIters));
     const auto t = bench::time_alternating(comm, warmup, n,
                                            {[&] { workload.run(tuned, size.bytes); },
                                             [&] { workload.run(*best.comm, size.bytes); }});

@@ -27,9 +27,11 @@ struct VerifyRow {
 // rank); `result`: the sweep it came from; `candidates`: the fixed plans'
 // communicators. Every size of `result` is timed with at least `iters`
 // iterations, more for calls faster than 20 ms / iters (up to 1000, so that
-// each side of a cheap size gets 20 ms of samples).
+// each side of a cheap size gets 20 ms of samples); `budgeted` (--budget):
+// the iterations the sweep gave the winner there instead.
 std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
-                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters);
+                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
+                              bool budgeted);
 
 // The table and the one-line verdict, as printed (rank 0).
 std::string verify_report(const std::vector<VerifyRow>& rows);
