@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -125,7 +126,33 @@ double measure_gamma(MPI_Comm comm, std::size_t bytes, std::string& notes) {
   return gamma;
 }
 
-// The regimes' boundary: the per-core L2 cache (a rank's buffers of a call
+// The regimes' boundary, measured: `plan` on `members` alone at 2, 4, 8 and
+// 16 MiB, each size classed with the regime whose prediction is nearer
+// (ratio to the measurement); the boundary is the largest size classed as
+// cached (at least `floor`, the L2: a shared last-level cache can hold more
+// than the L2 says, as on this project's VM).
+double fit_boundary(MPI_Comm comm, const std::vector<int>& members, const std::string& plan, const Machine& m,
+                    double floor, std::string& notes) {
+  double boundary = floor;
+  std::string seen;
+  for (std::size_t bytes = 2u << 20; bytes <= (16u << 20); bytes *= 2) {
+    const double t = time_alone(comm, members, plan, bytes, 10);
+    const Shape shape{static_cast<int>(members.size()), 1, 1};
+    Machine cached = m, memory = m;
+    cached.cache_bytes = double(bytes);
+    memory.cache_bytes = 0;
+    const double c = *predict_all_reduce(cached, plan, double(bytes), shape);
+    const double d = *predict_all_reduce(memory, plan, double(bytes), shape);
+    const bool is_cached = std::fabs(std::log(c / t)) <= std::fabs(std::log(d / t));
+    if (is_cached) boundary = std::max(boundary, double(bytes));
+    seen += fmt::format(" {} {:.0f} us ({})", human_bytes(double(bytes)), t * 1e6, is_cached ? "cached" : "memory");
+  }
+  notes += fmt::format("cache_bytes: {} on ranks {} alone:{} -> {}\n", plan, fmt::join(members, ","), seen,
+                       human_bytes(boundary));
+  return boundary;
+}
+
+// The regimes' first guess: the per-core L2 cache (a rank's buffers of a call
 // up to that size stay in its caches), 1 MiB when the system does not say.
 double cache_boundary() {
   const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -143,7 +170,7 @@ Calibration calibrate(MPI_Comm comm) {
   m.cache_bytes = cache_boundary();
   Sizes sizes;
   sizes.cached = static_cast<std::size_t>(m.cache_bytes / 2);
-  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}; cache_bytes = L2 per core\n",
+  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}\n",
                         layout.ranks, layout.nodes, layout.ranks_per_node_text(), layout.virtual_nodes ? " (virtual nodes)" : "");
   m.gamma = measure_gamma(comm, sizes.cached / 2, c.notes);
   m.gamma_memory = measure_gamma(comm, sizes.large, c.notes);
@@ -157,6 +184,12 @@ Calibration calibrate(MPI_Comm comm) {
   if (nodes.size() >= 2)
     m.inter = fit_link(comm, {nodes[0].ranks[0], nodes[1].ranks[0]}, "tree", "xring", m, &Machine::intra, sizes,
                        "inter (MPI between nodes)", c.notes);
+  // The boundary on the pair just measured (intra if there is one).
+  const std::vector<int> pair = pair_node != nodes.end() ? std::vector<int>{pair_node->ranks[0], pair_node->ranks[1]}
+                                                         : std::vector<int>{nodes[0].ranks[0], nodes[1].ranks[0]};
+  Machine probe = m;
+  if (pair_node == nodes.end()) probe.intra = m.inter;  // the formula reads intra for a pair on one "node"
+  m.cache_bytes = fit_boundary(comm, pair, "xring", probe, m.cache_bytes, c.notes);
   if (pair_node == nodes.end()) {
     m.intra = m.inter;
     c.notes += "intra: not measured (no node has two ranks); copied from inter\n";

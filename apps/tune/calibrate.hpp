@@ -5,7 +5,10 @@
 // model's own formula for the run that measured it (the formula is linear
 // in it), so calibration and prediction cannot disagree about what a
 // parameter means:
-//   cache_bytes: the per-core L2 cache (sysconf), the regimes' boundary;
+//   cache_bytes: the regimes' boundary: the per-core L2 cache (sysconf)
+//     first (the betas are fitted at half of it and at 32 MiB), then
+//     xring at 2-16 MiB on the same pair, each size classed with the
+//     regime that predicts it better; the largest cached one;
 //   gamma, gamma_memory: rank 0 sums two f32 arrays of cache_bytes/4 and of
 //     32 MiB;
 //   intra: tree at 8 B (alpha), xring at cache_bytes/2 (beta) and 32 MiB
