@@ -109,11 +109,16 @@ SweepResult run_sweep(MPI_Comm comm, std::vector<Candidate>& candidates, Workloa
     d = broadcast(d, comm);
     if (static_cast<std::size_t>(d.last_size) < last) {
       for (std::size_t j = static_cast<std::size_t>(d.last_size); j < last; ++j) r.dropped.push_back(s.sizes[j]);
-      if (rank == 0)
-        std::fprintf(stderr, "%sstrata-tune: --budget %g s: dropping %s .. %s (%zu sizes): %.1f s left would not hold them at %d iterations\n",
-                     tty ? "\r" : "", s.budget_seconds, human_bytes(double(s.sizes[static_cast<std::size_t>(d.last_size)])).c_str(),
-                     human_bytes(double(s.sizes[last - 1])).c_str(), last - static_cast<std::size_t>(d.last_size),
-                     s.budget_seconds - (MPI_Wtime() - start), s.min_iters);
+      if (rank == 0) {
+        const std::size_t first_dropped = static_cast<std::size_t>(d.last_size);
+        const std::string what = first_dropped + 1 == last
+                                     ? human_bytes(double(s.sizes[first_dropped]))
+                                     : fmt::format("{} .. {} ({} sizes)", human_bytes(double(s.sizes[first_dropped])),
+                                                   human_bytes(double(s.sizes[last - 1])), last - first_dropped);
+        std::fprintf(stderr, "%sstrata-tune: --budget (the sweep's share, %g s): dropping %s: %.1f s left would not hold it at %d iterations\n",
+                     tty ? "\r" : "", s.budget_seconds, what.c_str(), s.budget_seconds - (MPI_Wtime() - start),
+                     s.min_iters);
+      }
       std::sort(r.dropped.begin(), r.dropped.end());
       last = static_cast<std::size_t>(d.last_size);
       if (k >= last) break;
