@@ -106,19 +106,19 @@ int run_project(const Options& o, const World& w) {
 
 int run_calibrate(const Options& o, const World& w, const std::string& command) {
   const Calibration c = calibrate(MPI_COMM_WORLD);
-  if (w.rank != 0) return 0;
-  const Evidence e = local_evidence();
-  const std::string comments = fmt::format(
-      "strata-tune cost model (alpha-beta-gamma, docs/SCALING.md): alpha us per message, beta and gamma ns per byte\n"
-      "machine: {} ({})\ndate: {}\nstrata: {}\ncommand: {}\n{}",
-      e.hostname, e.cpu_model, e.date, strata::version, command, c.notes);
-  const std::string text = model_text(c.machine, comments);
-  std::fputs(text.c_str(), stdout);
-  if (auto error = write_file(o.model_output, text); !error.empty()) {
-    std::fprintf(stderr, "strata-tune: %s\n", error.c_str());
-    return kExitError;
+  std::string error;
+  if (w.rank == 0) {
+    const Evidence e = local_evidence();
+    const std::string comments = fmt::format(
+        "strata-tune cost model (alpha-beta-gamma, docs/SCALING.md): alpha us per message, beta and gamma ns per byte\n"
+        "machine: {} ({})\ndate: {}\nstrata: {}\ncommand: {}\n{}",
+        e.hostname, e.cpu_model, e.date, strata::version, command, c.notes);
+    const std::string text = model_text(c.machine, comments);
+    std::fputs(text.c_str(), stdout);
+    error = write_file(o.model_output, text);
+    if (!error.empty()) std::fprintf(stderr, "strata-tune: %s\n", error.c_str());
   }
-  return 0;
+  return rank0_ok(error.empty()) ? 0 : kExitError;  // every rank exits alike
 }
 
 int run_tune(const Options& o, const World& w, const std::string& command) {
