@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives.hpp"
+#include "command_line.hpp"
 #include "cuda_buffers.hpp"
 #include "cuda_setup.hpp"
 #include "data.hpp"
@@ -328,33 +329,22 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
   bench::interrupt::install(w.rank);
-  int status = 0;
-  try {
-    std::string help;
-    const auto options = bench::parse_options(argc, argv, &help);
-    if (!options) {
-      bench::Output out;
-      if (w.rank == 0) out = bench::Output::standard_output();
-      out.write(help);
-      out.close();
-      if (!bench::outputs_ok(MPI_COMM_WORLD, {&out})) status = bench::kExitError;
-    } else if (options->root >= w.size) {
-      throw bench::UsageError(fmt::format("--root = {}: must be below the number of ranks ({})", options->root, w.size));
-    } else {
-      status = bench::run(*options, w);
-    }
-  } catch (const bench::UsageError& e) {
-    // Every rank parsed the same arguments and failed the same way, so all
-    // exit together; one prints.
-    if (w.rank == 0) fmt::print(stderr, "strata-bench: {} (see --help)\n", e.what());
-    status = bench::kExitUsage;
-  } catch (const std::exception& e) {
-    // Possibly on one rank only: peers may be blocked in a collective, so
-    // take the whole job down rather than hang.
-    fmt::print(stderr, "strata-bench: rank {}: {}\n", w.rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, bench::kExitError);
-  }
+  const int status = strata_apps::run_mpi_app<bench::UsageError>(
+      "strata-bench", w.rank, bench::kExitUsage, bench::kExitError, [&] {
+        std::string help;
+        const auto options = bench::parse_options(argc, argv, &help);
+        if (!options) {
+          bench::Output out;
+          if (w.rank == 0) out = bench::Output::standard_output();
+          out.write(help);
+          out.close();
+          return bench::outputs_ok(MPI_COMM_WORLD, {&out}) ? 0 : bench::kExitError;
+        }
+        if (options->root >= w.size)
+          throw bench::UsageError(
+              fmt::format("--root = {}: must be below the number of ranks ({})", options->root, w.size));
+        return bench::run(*options, w);
+      });
   MPI_Finalize();
   return status;
 }

@@ -2,6 +2,7 @@
 #include "options.hpp"
 
 #include "byte_count.hpp"
+#include "command_line.hpp"
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -61,18 +62,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help) {
        "all_reduce_spec to plan with, e.g. tree:4k:xring (default: STRATA_SPEC, else STRATA_SPEC_FILE, else auto)")
       ("json", po::bool_switch(&options.json), "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).positional({}).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  if (vm.count("help")) {
-    std::ostringstream text;
-    text << desc;
-    *help = text.str();
-    return std::nullopt;
-  }
+  if (!strata_apps::parse_command_line<UsageError>(argc, argv, desc, vm, help)) return std::nullopt;
   options.sizes = parse_sizes(sizes);
   return options;
 }

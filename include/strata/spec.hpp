@@ -65,6 +65,8 @@ struct AlgorithmInfo {
   Memory memory = Memory::host;  // host: host tensors (CUDA tensors through pinned copies); cuda: CUDA tensors only
   bool reduce = true;            // serves reduce (else a spec naming it falls back to the default for reduce)
   bool broadcast = true;         // serves broadcast (likewise)
+  bool shared_memory = false;    // inside a node it runs over the node's shared memory (pscpu)
+  bool shards = false;           // `#M` changes how it runs; false: `#M` is accepted and ignored
 };
 
 // Every registered algorithm, in registry order: the names a spec may use

@@ -47,7 +47,8 @@ namespace strata {
 std::vector<AlgorithmInfo> registered_algorithms() {
   std::vector<AlgorithmInfo> list;
   for (const exec::Entry& entry : exec::registry())
-    list.push_back({std::string(entry.info->name), entry.info->memory, entry.info->reduce, entry.info->broadcast});
+    list.push_back({std::string(entry.info->name), entry.info->memory, entry.info->reduce, entry.info->broadcast,
+                    entry.info->shared_memory, entry.info->shards});
   return list;
 }
 

@@ -99,6 +99,6 @@ std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
 
 // Slice owners reduce on their GPUs; bytes move over MPI through pinned
 // host memory (works with ranks sharing a GPU).
-extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false}, &make_level};
+extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false, .shards = true}, &make_level};
 
 }  // namespace strata::gpu

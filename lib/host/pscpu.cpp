@@ -245,7 +245,7 @@ void pscpu_broadcast(Transport& t, const Job& job) {
 }  // namespace
 
 extern const Algorithm pscpu = {
-    {.name = "pscpu", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = true},
+    {.name = "pscpu", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = true, .shards = true},
     pscpu_all_reduce, pscpu_reduce, pscpu_broadcast,
 };
 

@@ -207,7 +207,7 @@ void rechd_reduce(Transport& t, const Job& job) {
 }  // namespace
 
 extern const Algorithm rechd = {
-    {.name = "rechd", .memory = Memory::host, .reduce = true, .broadcast = false, .shared_memory = false},
+    {.name = "rechd", .memory = Memory::host, .reduce = true, .broadcast = false, .shared_memory = false, .shards = true},
     rechd_all_reduce, rechd_reduce, nullptr,
 };
 

@@ -191,7 +191,7 @@ void xring_broadcast(Transport& t, const Job& job) {
 }  // namespace
 
 extern const Algorithm xring = {
-    {.name = "xring", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
+    {.name = "xring", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false, .shards = true},
     xring_all_reduce, xring_reduce, xring_broadcast,
 };
 

@@ -20,6 +20,10 @@ struct Algorithm {
   // Inside one node it runs over the node's shared-memory segment (flat on a
   // one-node job, and as the intra-node level of "a/b").
   bool shared_memory = false;
+  // Its shard count (`#M`) changes how it runs (xring: M rings; rechd: M
+  // slices; pscpu: M owners; psgpu: M owners); false: `#M` is accepted and
+  // ignored. strata-tune measures `#M` candidates only where it is true.
+  bool shards = false;
   // It runs over NCCL communicators: a plan may use it over a group of ranks
   // only where the GPU control plane lets NCCL run there (plan::Layout).
   bool nccl = false;

@@ -1,4 +1,6 @@
-// What the bench times, in one place (docs/BENCHMARKING.md quotes this):
+// What the apps time, in one place (docs/BENCHMARKING.md quotes this;
+// strata-bench and strata-tune both time through it, so their figures mean
+// the same thing):
 //
 // For each size: `warmup` untimed calls, then `iters` timed calls. Before
 // each timed call all ranks meet in MPI_Barrier; each rank then reads
@@ -14,6 +16,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace bench {
 
@@ -25,6 +28,14 @@ struct Timing {
 
 // Runs `call` warmup + iters times as described above; collective over comm.
 Timing time_collective(MPI_Comm comm, int warmup, int iters, const std::function<void()>& call);
+
+// The same for several calls taking turns: each warm-up round and each timed
+// iteration runs every call once (a barrier before each timed one), in
+// order on even iterations and in reverse order on odd ones, so that a
+// drift of the machine's speed during the run, and going first, weigh on
+// every call alike. One Timing per call, in order; collective over comm.
+std::vector<Timing> time_alternating(MPI_Comm comm, int warmup, int iters,
+                                     const std::vector<std::function<void()>>& calls);
 
 // Single-core memcpy bandwidth in GB/s (1e9 bytes/s, bytes copied once)
 // between two fresh buffers of `bytes`: the median of `iters` copies after

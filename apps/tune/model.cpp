@@ -1,0 +1,264 @@
+// The formulas (docs/SCALING.md writes them out). Times add: on a CPU the
+// same core copies what it receives and reduces it, so moving and reducing
+// do not overlap. Thresholds quoted from the implementation are named
+// constants with the file that decides them.
+#include "model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "strata/errors.hpp"
+#include "strata/spec.hpp"
+
+namespace tune {
+namespace {
+
+// A flat algorithm's group: n ranks, `ranks_per_node` consecutive ones per
+// node. `senders_cap`: how many ranks of a node may share the node's
+// inter-node link in one step (all of them in a flat plan; the cross level
+// of a hierarchical plan already counts them in its bytes).
+struct Group {
+  int n = 1;
+  int ranks_per_node = 1;
+  int nodes = 1;
+  const Machine* machine = nullptr;
+  int senders_cap = 1;
+};
+
+// The link a step between ranks `distance` apart uses, when `senders` ranks
+// of each node send at once: inside the node while the partner is in it
+// (consecutive placement, power-of-two distances), else the inter-node link
+// with its bandwidth shared by the senders.
+Link step_link(const Group& g, int distance, int senders) {
+  if (g.nodes == 1 || distance < g.ranks_per_node) return g.machine->intra;
+  const int sharing = std::clamp(senders, 1, g.senders_cap);
+  return {g.machine->inter.alpha, g.machine->inter.beta * sharing};
+}
+
+// A step in which some pairs talk inside a node and others across nodes
+// (a ring over several nodes of several ranks) lasts as long as its
+// slowest pair.
+Link slowest(const Link& a, const Link& b) {
+  return {std::max(a.alpha, b.alpha), std::max(a.beta, b.beta), std::max(a.beta_memory, b.beta_memory)};
+}
+
+// The link a ring step uses: inside the node on one node; on several, the
+// slower of a hop inside a node (when nodes have several ranks) and the one
+// hop leaving each node (one sender per node at a time).
+Link ring_link(const Group& g) {
+  if (g.nodes == 1) return g.machine->intra;
+  const Link leaving = step_link(g, g.ranks_per_node, 1);
+  return g.ranks_per_node > 1 ? slowest(g.machine->intra, leaving) : leaving;
+}
+
+int floor_pow2(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+int ceil_log2(int n) {
+  int steps = 0;
+  while ((1 << steps) < n) ++steps;
+  return steps;
+}
+
+// xring (lib/host/xring.cpp): reduce-scatter then all-gather around the
+// ring, 2(n-1) steps of m/n bytes, each step's segment sent in chunks of
+// Config::chunk_bytes. With M shards, M rings over m/M each run at once:
+// the same bytes per link, M times the messages.
+constexpr double kRingChunkBytes = 256 * 1024;
+
+double ring(const Group& g, double m, int shards) {
+  if (g.n <= 1) return 0;
+  const double segment = m / g.n;
+  const double messages = shards * std::max(1.0, std::ceil(segment / shards / kRingChunkBytes));
+  const Link link = ring_link(g);
+  const double step = messages * link.alpha + segment * link.beta;
+  return 2.0 * (g.n - 1) * step + (g.n - 1) * segment * g.machine->gamma;
+}
+
+// rechd (lib/host/rechd.cpp): ranks above the largest power of two p fold
+// in (whole message to a partner and back), then log2(p) halving steps
+// (distance p/2, p/4, ..., sending and reducing half of what is left) and
+// the mirror doubling steps without reduction. Shards: M slices one after
+// another.
+double rechd_one(const Group& g, double m) {
+  if (g.n <= 1) return 0;
+  const int p = floor_pow2(g.n);
+  double t = 0;
+  if (p != g.n) {
+    const Link fold = step_link(g, p, 1);
+    t += 2 * (fold.alpha + m * fold.beta) + m * g.machine->gamma;
+  }
+  double part = m;
+  for (int distance = p / 2; distance >= 1; distance /= 2) {
+    part /= 2;
+    const Link link = step_link(g, distance, g.ranks_per_node);
+    t += 2 * (link.alpha + part * link.beta) + part * g.machine->gamma;  // halving + doubling
+  }
+  return t;
+}
+
+double rechd(const Group& g, double m, int shards) { return shards * rechd_one(g, m / shards); }
+
+// tree (lib/host/tree.cpp): binomial reduce to rank 0, then binomial
+// broadcast, ceil(log2 n) rounds each of the whole message. In a round at
+// distance >= ranks per node only one rank per node crosses.
+double tree(const Group& g, double m, int /*shards*/) {
+  double t = 0;
+  for (int k = 0; k < ceil_log2(g.n); ++k) {
+    const Link link = step_link(g, 1 << k, 1);
+    t += 2 * (link.alpha + m * link.beta) + m * g.machine->gamma;
+  }
+  return t;
+}
+
+// mpi: whatever the MPI library picks; modelled as the better of recursive
+// doubling (log2 p exchanges of the whole message) and a ring without
+// chunking, the two Open MPI's tuned module uses for small and large sizes.
+double mpi(const Group& g, double m, int /*shards*/) {
+  if (g.n <= 1) return 0;
+  const int p = floor_pow2(g.n);
+  double doubling = p != g.n ? 2 * (step_link(g, p, 1).alpha + m * step_link(g, p, 1).beta) + m * g.machine->gamma : 0;
+  for (int distance = 1; distance < p; distance *= 2) {
+    const Link link = step_link(g, distance, g.ranks_per_node);
+    doubling += link.alpha + m * link.beta + m * g.machine->gamma;
+  }
+  const double segment = m / g.n;
+  const Link link = ring_link(g);
+  const double ring = 2.0 * (g.n - 1) * (link.alpha + segment * link.beta) + (g.n - 1) * segment * g.machine->gamma;
+  return std::min(doubling, ring);
+}
+
+// pscpu over the node's shared memory (lib/host/shm_*.cpp, docs/ALGORITHMS.md
+// "Shared memory inside a node"): up to 16 KiB one round (stage the input,
+// one synchronisation, every rank reduces every input); up to 64 KiB rounds
+// through the segment (reduce-scatter and all-gather, three
+// synchronisations per 256 KiB block); from 64 KiB single-copy reads of the
+// peers' buffers, replicated (each rank reduces the whole message) below
+// 512 KiB, owners (reduce-scatter then read the others' slices) from there.
+constexpr double kOneRoundBytes = 16 * 1024, kDirectBytes = 64 * 1024, kOwnersBytes = 512 * 1024;
+constexpr double kBlockBytes = 256 * 1024;
+
+double pscpu_shared_memory(const Machine& mc, int n, double m) {
+  if (n <= 1) return 0;
+  const Link& shm = mc.shm;
+  const double others = n - 1;
+  const double slice_share = others / n;
+  if (m <= kOneRoundBytes) return shm.alpha + m * shm.beta + others * m * mc.gamma;
+  if (m < kDirectBytes) {
+    const double rounds = std::max(1.0, std::ceil(m / n / kBlockBytes));
+    return 3 * rounds * shm.alpha + m * shm.beta + slice_share * m * (shm.beta + mc.gamma);
+  }
+  if (m < kOwnersBytes) return shm.alpha + others * m * (shm.beta + mc.gamma);
+  return 2 * shm.alpha + slice_share * m * (shm.beta + mc.gamma) + slice_share * m * shm.beta;
+}
+
+// pscpu over point-to-point (across nodes): every rank sends slice j to
+// owner j, owners reduce, then send the finished slices to everyone.
+double pscpu(const Group& g, double m, int /*shards*/) {
+  if (g.nodes == 1) return pscpu_shared_memory(*g.machine, g.n, m);
+  // Every rank of a node sends to owners on every node at once.
+  const Link crossing = step_link(g, g.ranks_per_node, g.ranks_per_node);
+  const Link link = g.ranks_per_node > 1 ? slowest(g.machine->intra, crossing) : crossing;
+  const double share = (g.n - 1.0) / g.n;
+  return 2 * (g.n - 1) * link.alpha + 2 * share * m * link.beta + share * m * g.machine->gamma;
+}
+
+using Formula = std::function<double(const Group&, double, int)>;
+
+// Registered name -> formula: the model's own table (a name the registry
+// has and this table lacks gets no prediction).
+const std::map<std::string, Formula, std::less<>>& formulas() {
+  static const std::map<std::string, Formula, std::less<>> table = {
+      {"xring", ring}, {"rechd", rechd}, {"tree", tree}, {"mpi", mpi}, {"pscpu", pscpu}};
+  return table;
+}
+
+bool uses_shared_memory(std::string_view name) {
+  for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
+    if (a.name == name) return a.shared_memory;
+  return false;
+}
+
+// Hierarchical a/b (lib/exec/hierarchical.cpp): reduce-scatter in the
+// node, b across nodes on each local rank's 1/r slice (all r at once, so
+// they share the node's link), all-gather in the node.
+double hierarchical(const Formula& intra_formula, bool intra_shared_memory, const Formula& cross_formula,
+                    const Machine& mc, double m, const Shape& s, int shards) {
+  const int r = s.ranks_per_node;
+  const Group node{.n = r, .ranks_per_node = r, .nodes = 1, .machine = &mc, .senders_cap = 1};
+  // Each cross-node group holds one rank per node; r such groups share each node's link.
+  Machine shared = mc;
+  shared.inter.beta *= r;
+  const Group cross{.n = s.nodes, .ranks_per_node = 1, .nodes = s.nodes, .machine = &shared, .senders_cap = 1};
+  // Nodes of one rank: the driver copies the input to the output and runs
+  // b there in place: one pass over the message on one core, costed as a
+  // reduction pass (gamma; the model has no separate memcpy figure).
+  if (r == 1) return m * mc.gamma + cross_formula(cross, m, shards);
+  const double share = (r - 1.0) / r;
+  double scatter, gather;
+  if (intra_shared_memory) {
+    scatter = mc.shm.alpha + share * m * (mc.shm.beta + mc.gamma);
+    gather = mc.shm.alpha + share * m * mc.shm.beta;
+  } else {
+    scatter = intra_formula(node, m, 1);  // all-reduce in the node, keep the slice
+    gather = (r - 1) * mc.intra.alpha + share * m * mc.intra.beta;
+  }
+  return scatter + cross_formula(cross, m / r, shards) + gather;
+}
+
+// The machine as a call of `bytes` per rank sees it: the regime's per-byte
+// costs in beta and gamma, so the formulas need not know about regimes.
+Machine in_regime(const Machine& m, double bytes) {
+  if (bytes <= m.cache_bytes) return m;
+  Machine r = m;
+  for (Link* link : {&r.shm, &r.intra, &r.inter}) link->beta = link->beta_memory;
+  r.gamma = m.gamma_memory;
+  return r;
+}
+
+}  // namespace
+
+std::optional<double> predict_all_reduce(const Machine& calibrated, std::string_view plan, double bytes,
+                                         const Shape& shape) {
+  const Machine machine = in_regime(calibrated, bytes);
+  std::string algorithm;
+  int shards = 1;
+  try {
+    const strata::AllReduceSpec spec{std::string(plan)};
+    if (spec.is_auto()) return std::nullopt;
+    algorithm = spec.tuples().front().algorithm;
+    shards = spec.tuples().front().shards;
+  } catch (const strata::Error&) {
+    return std::nullopt;
+  }
+  const auto slash = algorithm.find('/');
+  const std::string intra = algorithm.substr(0, slash);
+  const std::string cross = slash == std::string::npos ? "" : algorithm.substr(slash + 1);
+  const auto& table = formulas();
+  const auto a = table.find(intra);
+  if (a == table.end()) return std::nullopt;
+  const double scale = std::max(1.0, shape.oversubscription);
+  if (cross.empty() || shape.nodes == 1) {
+    const int n = shape.ranks_per_node * shape.nodes;
+    const Group all{.n = n, .ranks_per_node = shape.ranks_per_node, .nodes = shape.nodes, .machine = &machine,
+                    .senders_cap = shape.ranks_per_node};
+    return scale * a->second(all, bytes, cross.empty() ? shards : 1);
+  }
+  const auto b = table.find(cross);
+  if (b == table.end()) return std::nullopt;
+  return scale * hierarchical(a->second, uses_shared_memory(intra), b->second, machine, bytes, shape, shards);
+}
+
+std::vector<std::string> modelled_algorithms() {
+  std::vector<std::string> names;
+  for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
+    if (formulas().count(a.name)) names.push_back(a.name);
+  return names;
+}
+
+}  // namespace tune

@@ -1,0 +1,66 @@
+#include "verify.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "options.hpp"
+#include "timing.hpp"
+
+namespace tune {
+namespace {
+
+constexpr double kMinSeconds = 0.02;
+constexpr int kMaxIters = 1000;
+
+}  // namespace
+
+std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
+                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
+                              bool budgeted) {
+  strata::Communicator tuned(comm, strata::Config{.all_reduce_spec = spec});
+  std::vector<VerifyRow> rows;
+  for (std::size_t k = 0; k < result.sizes.size(); ++k) {
+    const SizeResult& size = result.sizes[k];
+    const Winner w = pick(size);
+    Candidate& best = candidates[std::size_t(w.best)];
+    // Cheap calls get more iterations (each side at least kMinSeconds, at
+    // most kMaxIters): a 5% verdict on a 0.5 us call needs more samples
+    // than -n gives. Every rank computes the same count from the sweep's times.
+    const int wanted = static_cast<int>(kMinSeconds / std::max(w.best_us * 1e-6, 1e-9));
+    // Under --budget, the iterations the sweep could afford at this size.
+    const int n = budgeted ? result.iterations[k][std::size_t(w.best)]
+                           : std::clamp(wanted, iters, std::max(iters, kMaxIters));
+    const auto t = bench::time_alternating(comm, warmup, n,
+                                           {[&] { workload.run(tuned, size.bytes); },
+                                            [&] { workload.run(*best.comm, size.bytes); }});
+    rows.push_back({size.bytes, tuned.algorithm_for(size.bytes), best.plan, t[0].median_us, t[1].median_us});
+  }
+  return rows;
+}
+
+bool verify_met(const std::vector<VerifyRow>& rows) {
+  return std::all_of(rows.begin(), rows.end(), [](const VerifyRow& r) { return r.ratio() <= kVerifyTarget; });
+}
+
+std::string verify_report(const std::vector<VerifyRow>& rows) {
+  std::string t = "# verification: the tuned spec (through the library) against the best fixed plan, alternating\n";
+  t += fmt::format("# {:>10} {:>16} {:>16} {:>12} {:>12} {:>7}\n", "size", "tuned runs", "best fixed", "tuned us",
+                   "best us", "ratio");
+  const VerifyRow* worst = nullptr;
+  int missed = 0;
+  for (const VerifyRow& r : rows) {
+    t += fmt::format("  {:>10} {:>16} {:>16} {:>12.2f} {:>12.2f} {:>7.3f}{}\n", human_bytes(double(r.bytes)),
+                     r.tuned_runs, r.best_plan, r.tuned_us, r.best_us, r.ratio(),
+                     r.ratio() > kVerifyTarget ? "  > 1.05" : "");
+    if (!worst || r.ratio() > worst->ratio()) worst = &r;
+    missed += r.ratio() > kVerifyTarget;
+  }
+  if (!worst) return t + "verify: nothing measured\n";
+  t += fmt::format("verify: tuned/best within {:.0f}% at {} of {} sizes (worst {:.3f} at {}): {}\n",
+                   100 * (kVerifyTarget - 1), rows.size() - std::size_t(missed), rows.size(), worst->ratio(),
+                   human_bytes(double(worst->bytes)), missed ? "target missed" : "target met");
+  return t;
+}
+
+}  // namespace tune

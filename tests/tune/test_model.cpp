@@ -1,0 +1,147 @@
+// The cost model's arithmetic against values computed by hand from the
+// formulas in docs/SCALING.md, with round parameters so each sum can be
+// checked on paper: alpha 1 us, beta 1 ns/B, gamma 2 ns/B (shared memory:
+// alpha 0.5 us, beta 0.5 ns/B; inter-node: alpha 10 us, beta 4 ns/B).
+// Also the pure pieces around it: ranges from measurements, the .model
+// file, --network.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "choice.hpp"
+#include "model.hpp"
+#include "model_file.hpp"
+#include "project.hpp"
+
+using namespace tune;
+
+namespace {
+
+Machine round_machine() {
+  Machine m;
+  m.intra = {1e-6, 1e-9, 3e-9};
+  m.inter = {10e-6, 4e-9, 4e-9};
+  m.shm = {0.5e-6, 0.5e-9, 1.5e-9};
+  m.gamma = 2e-9;
+  m.gamma_memory = 4e-9;
+  m.cache_bytes = 8 << 20;  // every case below is in the caches' regime, but the last
+  return m;
+}
+
+double us(std::string_view plan, double bytes, Shape shape) {
+  const auto t = predict_all_reduce(round_machine(), plan, bytes, shape);
+  REQUIRE(t.has_value());
+  return *t * 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("ring on one node: 2(n-1) steps of m/n, chunked in 256 KiB messages") {
+  // n = 4, m = 4 MiB: segment 1 MiB = 4 chunks. Per step 4 x 1 us + 1048576 x 1 ns
+  // = 1052.576 us; 6 steps = 6315.456 us; reduction 3 x 1048576 x 2 ns = 6291.456 us.
+  CHECK(us("xring", 4 << 20, {4, 1}) == doctest::Approx(12606.912));
+  // 8 B: segment 2 B, one message per step: 6 x (1 + 0.002) + 3 x 2 B x 2 ns = 6.024 us.
+  CHECK(us("xring", 8, {4, 1}) == doctest::Approx(6.024));
+  // Two shards: each ring's segment in its own messages: 2 per step at 8 B
+  // (6 x (2 + 0.002) + 0.012), the same 4 chunks per step at 4 MiB.
+  CHECK(us("xring#2", 8, {4, 1}) == doctest::Approx(12.024));
+  CHECK(us("xring#2", 4 << 20, {4, 1}) == doctest::Approx(12606.912));
+}
+
+TEST_CASE("rechd: halving and doubling, log2 p steps each") {
+  // n = 4, m = 1 MiB (1048576 B): halving sends 524288 then 262144 B.
+  // Each step counted twice (halving + doubling): 2 x (1 + 524.288) + 2 x (1 + 262.144)
+  // = 1576.864 us; reduction 786432 B x 2 ns = 1572.864 us.
+  CHECK(us("rechd", 1 << 20, {4, 1}) == doctest::Approx(3149.728));
+  // n = 3: one fold (2 x (1 + 1048.576) + 2097.152) plus p = 2: 2 x (1 + 524.288) + 1048.576.
+  CHECK(us("rechd", 1 << 20, {3, 1}) == doctest::Approx(2099.152 + 2097.152 + 1050.576 + 1048.576));
+  // Two shards: two slices of 512 KiB one after another, each half the above minus alphas.
+  CHECK(us("rechd#2", 1 << 20, {4, 1}) == doctest::Approx(2 * (4 + 786.432 + 786.432)));
+}
+
+TEST_CASE("tree: binomial reduce and broadcast of the whole message") {
+  // n = 4: 2 rounds, each 2 x (1 + 1048.576) + 2097.152 = 4196.304 us.
+  CHECK(us("tree", 1 << 20, {4, 1}) == doctest::Approx(2 * 4196.304));
+  // 2 nodes of 2: round 1 (distance 1) inside the node, round 2 across:
+  // 2 x (10 + 4194.304) + 2097.152 = 10505.76.
+  CHECK(us("tree", 1 << 20, {2, 2}) == doctest::Approx(4196.304 + 10505.76));
+}
+
+TEST_CASE("pscpu over shared memory: the path by size") {
+  // 8 B, 2 ranks: one round: 0.5 + 8 x 0.0005 + 8 x 0.002 = 0.52 us.
+  CHECK(us("pscpu", 8, {2, 1}) == doctest::Approx(0.52));
+  // 8 MiB, 2 ranks, owners: 2 x 0.5 + 0.5 x 8388608 x 2.5 ns + 0.5 x 8388608 x 0.5 ns = 12583.912 us.
+  CHECK(us("pscpu", 8 << 20, {2, 1}) == doctest::Approx(12583.912));
+  // 128 KiB, 2 ranks, replicated: 0.5 + 131072 x 2.5 ns = 328.18 us.
+  CHECK(us("pscpu", 128 << 10, {2, 1}) == doctest::Approx(328.18));
+}
+
+TEST_CASE("hierarchical: shared-memory reduce-scatter, b on the slice, all-gather") {
+  // 2 nodes x 2 ranks, pscpu/xring, m = 4 MiB:
+  // scatter 0.5 + 2097152 x 2.5 ns = 5243.38; gather 0.5 + 2097152 x 0.5 ns = 1049.076;
+  // across: ring of 2 nodes on 2 MiB slices, the link shared by the 2 local ranks
+  // (beta 8 ns): segment 1 MiB = 4 chunks: 2 x (4 x 10 + 1048576 x 8 ns) + 1048576 x 2 ns
+  // = 16857.216 + 2097.152 = 18954.368.
+  CHECK(us("pscpu/xring", 4 << 20, {2, 2}) == doctest::Approx(5243.38 + 1049.076 + 18954.368));
+  // Nodes of one rank: the input copied to the output (4194304 x 2 ns = 8388.608),
+  // then b on the whole message with the link to itself.
+  // 2 nodes: segment 2 MiB = 8 chunks: 2 x (80 + 8388.608) + 4194.304.
+  CHECK(us("pscpu/xring", 4 << 20, {1, 2}) == doctest::Approx(8388.608 + 2 * (80 + 8388.608) + 4194.304));
+  // One node: a alone.
+  CHECK(us("pscpu/xring", 8 << 20, {2, 1}) == doctest::Approx(12583.912));
+}
+
+TEST_CASE("beyond cache_bytes the memory regime's beta and gamma apply") {
+  // 16 MiB, 2 ranks, pscpu owners: 2 x 0.5 + 0.5 x 16777216 x (1.5 + 4) ns + 0.5 x 16777216 x 1.5 ns
+  // = 1 + 46137.344 + 12582.912.
+  CHECK(us("pscpu", 16 << 20, {2, 1}) == doctest::Approx(1 + 46137.344 + 12582.912));
+  // tree, 2 ranks, 16 MiB: one round: 2 x (1 + 16777216 x 3 ns) + 16777216 x 4 ns = 2 + 100663.296 + 67108.864.
+  CHECK(us("tree", 16 << 20, {2, 1}) == doctest::Approx(2 + 100663.296 + 67108.864));
+}
+
+TEST_CASE("oversubscription scales every cost, unknown names get no prediction") {
+  CHECK(us("tree", 1 << 20, {4, 1, 2}) == doctest::Approx(2 * 2 * 4196.304));
+  CHECK_FALSE(predict_all_reduce(round_machine(), "nccl", 1024, {2, 1}).has_value());
+  CHECK_FALSE(predict_all_reduce(round_machine(), "no-such", 1024, {2, 1}).has_value());
+}
+
+TEST_CASE("ranges: neighbouring sizes with one winner merge; near-ties stay in the range") {
+  // plans: 0 = a, 1 = b
+  const std::vector<SizeResult> results = {{8, {1.0, 2.0}}, {64, {1.0, 3.0}}, {512, {5.0, 2.0}}, {4096, {9.0, 8.9}}};
+  const auto ranges = merge_ranges(results, 0.03);
+  REQUIRE(ranges.size() == 2);
+  CHECK(ranges[0].plan == 0);
+  CHECK(ranges[0].limit == 64);
+  CHECK(ranges[1].plan == 1);
+  CHECK(ranges[1].limit == -1);
+  CHECK(ranges[1].evidence.size() == 2);
+  CHECK(spec_text(ranges, {"tree", "xring#2"}) == "tree:64:xring#2");
+  // Without the tie, 8.9 against 9.0 is still b's: same ranges; a near-tie the other way:
+  const std::vector<SizeResult> flip = {{8, {1.0, 2.0}}, {64, {1.02, 1.0}}, {512, {1.0, 2.0}}};
+  CHECK(merge_ranges(flip, 0.03).size() == 1);
+  CHECK(merge_ranges(flip, 0).size() == 3);
+  CHECK(pick({8, {-1, 3.0, 2.0}}).best == 2);
+  CHECK(pick({8, {-1, 3.0, 2.0}}).margin() == doctest::Approx(0.5));
+}
+
+TEST_CASE(".model file round trip and errors") {
+  const Machine m = round_machine();
+  const Machine back = parse_model(model_text(m, "a comment\nline two"), "test.model");
+  CHECK(back.intra.alpha == doctest::Approx(m.intra.alpha));
+  CHECK(back.inter.beta == doctest::Approx(m.inter.beta));
+  CHECK(back.shm.beta == doctest::Approx(m.shm.beta));
+  CHECK(back.gamma == doctest::Approx(m.gamma));
+  CHECK_THROWS_AS(parse_model("gamma_ns_per_byte = 1\n", "x"), ModelFileError);          // missing keys
+  CHECK_THROWS_AS(parse_model(model_text(m, "") + "bogus = 1\n", "x"), ModelFileError);  // unknown key
+  CHECK_THROWS_AS(parse_model(model_text(m, "") + "gamma_ns_per_byte = 1\n", "x"), ModelFileError);  // twice
+}
+
+TEST_CASE("--network text") {
+  std::string why;
+  const auto link = parse_network("400Gb/s,2us", why);
+  REQUIRE(link.has_value());
+  CHECK(link->alpha == doctest::Approx(2e-6));
+  CHECK(link->beta == doctest::Approx(1 / 50e9));
+  CHECK_FALSE(parse_network("400,2us", why).has_value());
+  CHECK_FALSE(parse_network("400Gb/s", why).has_value());
+}
