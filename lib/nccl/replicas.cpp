@@ -20,7 +20,7 @@ namespace {
 // either way.
 void enable_peer_access(int device, int peer) {
   if (device == peer) return;
-  for (const auto [from, to] : {std::pair{device, peer}, std::pair{peer, device}}) {
+  for (const auto& [from, to] : {std::pair{device, peer}, std::pair{peer, device}}) {
     int possible = 0;
     if (cudaDeviceCanAccessPeer(&possible, from, to) != cudaSuccess || !possible) {
       cudaGetLastError();
