@@ -9,9 +9,9 @@
 #              bench, ...) as configured by default.
 #   sanitizer  build-sanitize/ (STRATA_SANITIZE_BUILD_DIR): ASan + UBSan,
 #              the unit suite and the mpi suite at one rank count per test
-#              (scripts/sanitize.sh says what and why): under 4 minutes on
-#              a 2-core machine from a clean build (155 s build, 70 s
-#              tests), about 5 while other builds share the cores.
+#              (scripts/sanitize.sh says what and why): about 4.5 minutes
+#              on a 2-core machine from a clean build (137 s build, about
+#              135 s tests), more while other builds share the cores.
 # STRATA_SANITIZE picks the passes: auto (default) runs both for a full run,
 # as .ci/run's, and the main pass alone when arguments pick tests; 1 always
 # runs both, 0 the main pass alone, only the sanitizer pass alone.
