@@ -84,7 +84,7 @@ void Session::run_batch(const BatchCall& call) {
 }
 
 void Session::run_batch_call(const BatchCall& call) {
-  ensure_usable();
+  health_.ensure_usable();
   log_batch_plan(call);
   const util::Deadline deadline(call.options->timeout_seconds);
   util::IdleWorkScope answering(roll_call_.get());

@@ -4,7 +4,6 @@
 #include "api/session.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -103,15 +102,8 @@ Session::~Session() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // never throw from a destructor
 }
 
-void Session::ensure_usable() const {
-  if (!broken_reason_.empty())
-    throw PeerFailure(fmt::format("strata [{}]: this communicator is broken by an earlier failure ({}); "
-                                  "create a new one (and check the peers) before calling again",
-                                  util::where(), broken_reason_));
-}
-
 void Session::mark_broken(const char* reason) {
-  broken_reason_ = reason;
+  health_.break_with(reason);
   // Operations we gave up on may still touch our buffers.
   workspace_.abandon();
   staging_.abandon();
@@ -119,27 +111,9 @@ void Session::mark_broken(const char* reason) {
 }
 
 void Session::blame_missing_ranks(const util::Deadline& deadline) {
-  exec::RollCall::Result roll = roll_call_ ? roll_call_->ask(current_.sequence) : exec::RollCall::Result{};
-  std::string who;
-  if (!roll.silent.empty())
-    who = fmt::format("rank(s) {} did not arrive (no answer to a roll call: stopped, crashed, or busy outside strata)",
-                      fmt::join(roll.silent, ","));
-  // Ranks still in an earlier call are waiting there themselves (they
-  // answered from a wait loop), most often on the same missing ranks:
-  // named apart, never as missing.
-  if (!roll.earlier.empty())
-    who += fmt::format("{}rank(s) {} answered from an earlier call, waiting there themselves (not counted as missing)",
-                       who.empty() ? "" : "; ", fmt::join(roll.earlier, ","));
-  if (who.empty())
-    who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
-          "lost link, or a disagreement the call check cannot see)";
-  const std::string message = fmt::format(
-      "strata [{}]: {} #{} ({} bytes, {}) on rank {} of {} exceeded its timeout of {} s; {}. The communicator is now "
-      "unusable (PeerFailure); check that every rank makes the same calls in the same order, with the same timeout",
-      util::where(), current_.collective, current_.sequence, current_.bytes, current_.algorithm, rank_, size_,
-      deadline.seconds(), who);
-  broken_reason_ = message;
-  throw DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
+  DeadlineExceeded error = missing_ranks_error(roll_call_.get(), current_, rank_, size_, deadline);
+  health_.break_with(error.what());
+  throw error;
 }
 
 std::size_t Session::host_chunk_bytes() const {
@@ -174,7 +148,7 @@ void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
 
 void Session::refuse_numbered(const InvalidArgument& error, const std::function<plan::Fingerprint()>& as_passed,
                               double timeout_seconds, std::string_view collective) {
-  if (!check_calls_ || !broken_reason_.empty()) throw error;
+  if (!check_calls_ || health_.broken()) throw error;
   const util::Deadline deadline(usable_timeout(timeout_seconds));
   util::IdleWorkScope answering(roll_call_.get());
   ++sequence_;  // the call takes its number, as a valid one does
@@ -212,7 +186,7 @@ void Session::run(const Call& call) {
 }
 
 void Session::run_call(const Call& call) {
-  ensure_usable();
+  health_.ensure_usable();
   const util::Deadline deadline(call.options->timeout_seconds);
   util::IdleWorkScope answering(roll_call_.get());
   ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
@@ -267,7 +241,7 @@ void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
 }
 
 gpu::Backend& Session::gpu_backend() {
-  ensure_usable();
+  health_.ensure_usable();
   return gpu_.backend(comm_, split_, rank_);
 }
 

@@ -21,6 +21,7 @@
 #include "api/call.hpp"
 #include "api/call_check.hpp"
 #include "api/gpu_runtime.hpp"
+#include "api/health.hpp"
 #include "api/plan_cache.hpp"
 #include "exec/execute.hpp"
 #include "exec/roll_call.hpp"
@@ -55,7 +56,7 @@ class Session {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Topology& topology() const { return topology_; }
-  bool broken() const { return !broken_reason_.empty(); }
+  bool broken() const { return health_.broken(); }
   const plan::Spec& spec() const { return plans_.spec(); }
   std::string spec_map() const { return plan::describe_map(plans_.spec(), split_.node_count); }
 
@@ -123,7 +124,8 @@ class Session {
   void end_span_common(util::trace::Span& span, std::uint64_t before, std::string_view outcome,
                        std::string_view error);
 
-  void ensure_usable() const;  // throws PeerFailure once broken
+  // Breaks the communicator (health_) and abandons the buffers work given
+  // up on may still touch.
   void mark_broken(const char* reason);
   // Runs `work`; a timeout or a backend failure marks the communicator
   // broken before the exception goes on.
@@ -147,9 +149,9 @@ class Session {
                                    const util::Deadline& deadline, std::string_view collective);
   // The call check alone (every rank; throws Mismatch).
   void verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
-  // After a DeadlineExceeded: asks every rank where it is, marks the
-  // communicator broken with the answer, and throws DeadlineExceeded naming
-  // the ranks that did not arrive.
+  // After a DeadlineExceeded: asks every rank where it is
+  // (missing_ranks_error), breaks the communicator with the answer, and
+  // throws DeadlineExceeded naming the ranks that did not arrive.
   [[noreturn]] void blame_missing_ranks(const util::Deadline& deadline);
   // `check`: run the call check first (false for a batch's packs: the batch
   // was checked once).
@@ -173,7 +175,7 @@ class Session {
   util::Workspace workspace_;  // algorithm scratch
   util::Workspace staging_;    // pack staging (batches and per-replica calls)
   std::uint64_t sequence_ = 0;
-  std::string broken_reason_;  // non-empty once broken
+  Health health_;              // usable, or what broke it
   topo::NodeSplit split_;      // nodes, from construction
   Topology topology_;          // from construction, after split
   // Over split_.node when it has more than one rank, from construction: its
