@@ -76,11 +76,7 @@ void Session::log_batch_plan(const BatchCall& call) {
 }
 
 void Session::run_batch(const BatchCall& call) {
-  if (util::trace::enabled()) [[unlikely]] {
-    traced(call, [&] { run_batch_call(call); });
-    return;
-  }
-  run_batch_call(call);
+  traced(call, [&] { run_batch_call(call); });
 }
 
 void Session::run_batch_call(const BatchCall& call) {

@@ -132,8 +132,7 @@ void Session::refuse(const InvalidArgument& error, const Call& call) {
     refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds,
                     to_string(call.collective));
   };
-  if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
-  refuse_it();
+  traced(call, refuse_it);
   throw error;  // (not reached: refuse_it always throws)
 }
 
@@ -141,8 +140,7 @@ void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
   auto refuse_it = [&] {
     refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds, call.name());
   };
-  if (util::trace::enabled()) [[unlikely]] traced(call, refuse_it);  // rethrows what refuse_it throws
-  refuse_it();
+  traced(call, refuse_it);
   throw error;  // (not reached: refuse_it always throws)
 }
 
@@ -178,11 +176,7 @@ void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadli
 }
 
 void Session::run(const Call& call) {
-  if (util::trace::enabled()) [[unlikely]] {
-    traced(call, [&] { run_call(call); });
-    return;
-  }
-  run_call(call);
+  traced(call, [&] { run_call(call); });
 }
 
 void Session::run_call(const Call& call) {

@@ -95,12 +95,16 @@ class Session {
   void run_call(const Call& call);             // run() without its trace span
   void run_batch_call(const BatchCall& call);  // run_batch() without its trace span
 
-  // With STRATA_TRACE on: runs `work` (one public call) inside its span,
+  // Runs `work` (one public call); with STRATA_TRACE on, inside its span,
   // whose args say what ran and how it ended (api/call_trace.cpp). A call
   // that leaves the communicator broken writes the trace file at once: the
-  // process may not live to write it at the end.
+  // process may not live to write it at the end. Off, one branch.
   template <typename AnyCall, typename Work>
   void traced(const AnyCall& call, Work&& work) {
+    if (!util::trace::enabled()) [[likely]] {
+      work();
+      return;
+    }
     util::trace::Span span(span_name(call));
     const std::uint64_t before = sequence_;
     try {

@@ -9,6 +9,7 @@
 
 #include "strata/topology.hpp"
 #include "topo/advice.hpp"
+#include "util/json.hpp"
 #include "util/ranges.hpp"
 
 namespace strata {
@@ -16,23 +17,6 @@ namespace {
 
 std::string plural(long long n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        else out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string json_ints(const std::vector<int>& values) {
@@ -89,10 +73,10 @@ std::string to_json(const Topology& t) {
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const NodeInfo& n = t.nodes[i];
     out += fmt::format("{}{{\"index\":{},\"hostname\":{},\"ranks\":{},\"packages\":{},\"numa_domains\":{},\"cores\":{},\"gpus\":[",
-                       i ? "," : "", i, json_string(n.hostname), json_ints(n.ranks), n.packages, n.numa_domains,
+                       i ? "," : "", i, util::json_string(n.hostname), json_ints(n.ranks), n.packages, n.numa_domains,
                        n.cores);
     for (std::size_t g = 0; g < n.gpus.size(); ++g)
-      out += fmt::format("{}{{\"pci_bus_id\":{},\"numa\":{}}}", g ? "," : "", json_string(n.gpus[g].pci_bus_id),
+      out += fmt::format("{}{{\"pci_bus_id\":{},\"numa\":{}}}", g ? "," : "", util::json_string(n.gpus[g].pci_bus_id),
                          n.gpus[g].numa);
     out += "]}";
   }
@@ -102,9 +86,9 @@ std::string to_json(const Topology& t) {
     out += fmt::format(
         "{}{{\"rank\":{},\"node\":{},\"local_rank\":{},\"hostname\":{},\"bound_cores\":{},\"numa\":{},\"unbound\":{},"
         "\"gpu\":{{\"cuda_device\":{},\"pci_bus_id\":{},\"how\":{}}}}}",
-        i ? "," : "", r.rank, r.node, r.local_rank, json_string(r.hostname), json_ints(r.bound_cores),
-        json_ints(r.numa), topo::unbound(t, r) ? "true" : "false", r.gpu.cuda_device, json_string(r.gpu.pci_bus_id),
-        json_string(r.gpu.how));
+        i ? "," : "", r.rank, r.node, r.local_rank, util::json_string(r.hostname), json_ints(r.bound_cores),
+        json_ints(r.numa), topo::unbound(t, r) ? "true" : "false", r.gpu.cuda_device, util::json_string(r.gpu.pci_bus_id),
+        util::json_string(r.gpu.how));
   }
   return out + "]}";
 }

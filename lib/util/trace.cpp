@@ -14,6 +14,7 @@
 
 #include "strata/errors.hpp"
 #include "util/check.hpp"
+#include "util/json.hpp"
 #include "util/log.hpp"
 #include "util/where.hpp"
 
@@ -72,20 +73,6 @@ int thread_id() {
   return id;
 }
 
-void escape_into(std::string& out, std::string_view text) {
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        else out += c;
-    }
-  }
-}
-
 // "%r" replaced by the rank; without it, `path` on a one-rank job and
 // `path.<rank>` otherwise (ranks must not overwrite each other's file).
 std::string file_name(std::string_view path, int rank, int size) {
@@ -101,7 +88,7 @@ std::string render_events(const Buffer& b) {
   std::string out;
   out.reserve(256 + b.events.size() * 160);
   std::string host;
-  escape_into(host, b.host);
+  json_escape_into(host, b.host);
   out += fmt::format(
       "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{0},\"tid\":0,\"args\":{{\"name\":\"rank {0} ({1})\"}}}}",
       b.world_rank, host);
@@ -110,7 +97,7 @@ std::string render_events(const Buffer& b) {
                      b.world_rank);
   for (const Event& e : b.events) {
     out += ",\n{\"name\":\"";
-    escape_into(out, e.name);
+    json_escape_into(out, e.name);
     // Microseconds with nanosecond digits: the format's unit is the us.
     const std::int64_t ts = e.start_ns + b.offset_ns;
     out += fmt::format("\",\"ph\":\"X\",\"ts\":{}.{:03},\"dur\":{}.{:03},\"pid\":{},\"tid\":{},\"args\":{{{}}}}}",
@@ -122,7 +109,7 @@ std::string render_events(const Buffer& b) {
 // What otherData says of this rank: "key":value pairs without braces.
 std::string render_rank_data(const Buffer& b) {
   std::string host;
-  escape_into(host, b.host);
+  json_escape_into(host, b.host);
   return fmt::format(
       "\"rank\":{},\"ranks\":{},\"host\":\"{}\",\"clock\":\"steady_clock, aligned to world rank 0\","
       "\"clock_offset_us\":{:.3f},\"clock_uncertainty_us\":{},\"clock_samples\":{},"
@@ -346,29 +333,27 @@ void Args::key(std::string_view name) {
   if (json_.empty()) json_.reserve(128);  // one allocation for a call's args (about 110 characters)
   else json_ += ',';
   json_ += '"';
-  escape_into(json_, name);
+  json_escape_into(json_, name);
   json_ += "\":";
 }
 
 Args& Args::add(std::string_view name, std::string_view value) {
   key(name);
   json_ += '"';
-  escape_into(json_, value);
+  json_escape_into(json_, value);
   json_ += '"';
   return *this;
 }
 
-Args& Args::add(std::string_view name, std::int64_t value) {
+template <typename Number>
+Args& Args::add_number(std::string_view name, Number value) {
   key(name);
   fmt::format_to(std::back_inserter(json_), "{}", value);
   return *this;
 }
 
-Args& Args::add(std::string_view name, std::uint64_t value) {
-  key(name);
-  fmt::format_to(std::back_inserter(json_), "{}", value);
-  return *this;
-}
+Args& Args::add(std::string_view name, std::int64_t value) { return add_number(name, value); }
+Args& Args::add(std::string_view name, std::uint64_t value) { return add_number(name, value); }
 
 Args& Args::add(std::string_view name, std::span<const int> values) {
   key(name);

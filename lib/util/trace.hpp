@@ -80,6 +80,8 @@ class Args {
 
  private:
   void key(std::string_view name);  // appends `"name":` (and the comma before it)
+  template <typename Number>
+  Args& add_number(std::string_view name, Number value);
   std::string json_;
 };
 
