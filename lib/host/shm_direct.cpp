@@ -168,13 +168,18 @@ struct Operands {
 // operand releases the ranks read (Call::done_reading) before reducing it.
 void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, std::byte* acc, bool last_block) {
   const std::size_t bytes = k * o.element, offset = at * o.element;
-  int last_read = first == o.me ? -1 : first;
-  for (int r = 0; r < o.n; ++r)
-    if (r != first && r != o.me) last_read = r;
+  // The peer read last (peers are read in rank order after `first`): -1
+  // when nothing is released here.
+  int release_after = -1;
+  if (last_block && o.release_after_reads) {
+    release_after = first == o.me ? -1 : first;
+    for (int r = 0; r < o.n; ++r)
+      if (r != first && r != o.me) release_after = r;
+  }
   auto operand = [&](int r, std::byte* into) -> const std::byte* {
     if (r == o.me) return o.in + offset;
     cma::read(o.call.pid(r), static_cast<const std::byte*>(pointer(o.call.of(r).in)) + offset, into, bytes, r);
-    if (last_block && o.release_after_reads && r == last_read) o.call.done_reading(0, o.n);
+    if (r == release_after) o.call.done_reading(0, o.n);
     return into;
   };
   const std::byte* a = operand(first, o.pull[0]);
