@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -104,8 +105,19 @@ int measure(const kernels_app::Options& options) {
   }
   report("reduce max f32",
          time_ms([&] { cuda::reduce(c, a, b, bytes / 4, DataType::f32, ReduceOp::max, nullptr); }, iters), 3.0);
-  report("divide (mean) f32", time_ms([&] { cuda::divide(c, bytes / 4, DataType::f32, 8, nullptr); }, iters), 2.0);
-  report("divide (mean) bf16", time_ms([&] { cuda::divide(c, bytes / 2, DataType::bf16, 8, nullptr); }, iters), 2.0);
+  // MEAN's divide on ordinary values (bytes 0x71: about 2^99 in f32 and
+  // bf16, still normal, 2^-84, after a warm-up and 60 divisions by 8, so
+  // at most 60 are timed) and on zeros, which a GPU's IEEE division sends
+  // down its slow path.
+  const int divide_iters = std::min(iters, 60);
+  for (const auto& [fill, what] : {std::pair{0x71, ""}, std::pair{0x00, ", zeros"}}) {
+    CUDA_OK(cudaMemset(c, fill, bytes));
+    report(fmt::format("divide (mean) f32{}", what),
+           time_ms([&] { cuda::divide(c, bytes / 4, DataType::f32, 8, nullptr); }, divide_iters), 2.0);
+    CUDA_OK(cudaMemset(c, fill, bytes));
+    report(fmt::format("divide (mean) bf16{}", what),
+           time_ms([&] { cuda::divide(c, bytes / 2, DataType::bf16, 8, nullptr); }, divide_iters), 2.0);
+  }
 
   // Pack/unpack of 64 equal tensors covering the buffer (bytes >= 1 KiB, so
   // each is at least 16 bytes).

@@ -15,7 +15,8 @@ when it cannot run, and the run keeps going after a failure):
              kernels first, then collectives at 1 rank, at 2 ranks on
              virtual nodes of one (STRATA_RANKS_PER_NODE=1), batches, the
              strata-bench -m cuda checks
-  figures    the three GPU figures of docs/PERFORMANCE.md
+  figures    the three GPU figures of docs/PERFORMANCE.md, and the staged
+             figure's host-memory reference (the same xring, no GPU)
   more       the GPU tests' other layouts (4 and 3 ranks), if time is left
 A step's status: pass (exit 0), skip (exit 77, or check_bench's "skipped as
 expected"), fail (anything else, a timeout included: exit 124).
@@ -321,12 +322,14 @@ def per_rank_host(step):
     ranks = mpirun_ranks(step.cmd)
     if not step.device or ranks < 2:
         return
+    already = any(os.path.basename(c) == "per_rank_host.sh" for c in step.cmd)  # the test's own command has it
     at = next((i for i, c in enumerate(step.cmd) if i > 0 and c.startswith(BUNDLE + os.sep)), None)
     if at is None:
         return
     group = step.env.get("STRATA_RANKS_PER_NODE") or "1"
     group = int(group) if group.isdigit() and int(group) > 0 else 1  # strata itself refuses a bad value
-    step.cmd = step.cmd[:at] + [PER_RANK_HOST] + step.cmd[at:]
+    if not already:
+        step.cmd = step.cmd[:at] + [PER_RANK_HOST] + step.cmd[at:]
     step.nccl_hostid = {"ranks_per_host": group, "hosts": -(-ranks // group)}
 
 
@@ -366,6 +369,12 @@ def build_steps(manifest, tmp):
         Step("figure-staged-pipeline", "figures",
              mpirun + ["-np", "2", bench, "-m", "cuda", "-a", "nccl/xring", "-b", "64M", "-e", "256M", "-f", "2",
                        "--memcpy-reference", "--no-progress"], 150, env={"STRATA_RANKS_PER_NODE": "1"},
+             parse=parse_bench_json),
+        # The staged figure's other bound: the same xring between the same
+        # two virtual nodes on host memory, no GPU in the path.
+        Step("figure-staged-host-reference", "figures",
+             mpirun + ["-np", "2", bench, "-m", "host", "-a", "xring", "-b", "64M", "-e", "256M", "-f", "2",
+                       "--no-progress"], 90, env={"STRATA_RANKS_PER_NODE": "1"}, device=False,
              parse=parse_bench_json),
     ]
     for step in steps:
@@ -505,6 +514,13 @@ def print_summary(summary, json_path):
             c = f["device_copy"]
             key = (f"staged {f['staged_pct_of_slower_copy']}% of slower copy "
                    f"(D2H {c['d2h_gbps']:.1f}, H2D {c['h2d_gbps']:.1f} GB/s)")
+        elif r["name"] == "figure-staged-host-reference" and f.get("algbw_gbps"):
+            size, bw = max(f["algbw_gbps"].items(), key=lambda kv: int(kv[0]))
+            key = f"host-memory xring alone: {bw:.2f} GB/s algbw at {int(size) >> 20} MiB"
+            staged = next((s["figures"].get("algbw_gbps", {}).get(size) for s in summary["steps"]
+                           if s["name"] == "figure-staged-pipeline"), None)
+            if staged and bw:
+                key += f"; staged at {100 * staged / bw:.0f}% of it"
         elif "nccl_version" in f:
             key = f"NCCL {f['nccl_version']} at {f['nccl']}; libcuda {f['libcuda']}"
         elif r["reason"]:

@@ -184,7 +184,8 @@ else
 fi
 
 # gpu-check --list: the multi-rank GPU steps run each rank through
-# per_rank_host.sh (NCCL_HOSTID per rank or virtual node), the others not.
+# per_rank_host.sh (NCCL_HOSTID per rank or virtual node), the others (host
+# memory, `-m host`, among them) not.
 if verdict=$(env -i bash "$bundle/gpu-check.sh" --list 2>&1 | python3 -c '
 import re, sys
 wrapped, wrong = [], []
@@ -194,7 +195,7 @@ for line in sys.stdin:
         continue
     phase, name, command = m.groups()
     np = re.search(r"/mpirun .*?-np (\d+) ", command)
-    should = bool(np) and int(np.group(1)) > 1 and phase != "preflight"
+    should = bool(np) and int(np.group(1)) > 1 and phase != "preflight" and " -m host " not in command
     has = re.search(r"/mpirun .* \S+/scripts/per_rank_host\.sh /\S+/(tests|bin)/\S+", command) is not None
     if should != has:
         wrong.append(f"{name}: {command}")

@@ -3,7 +3,8 @@
 // agreeing and disagreeing ways; every f16/bf16 pattern against special and
 // random partners (the native paired instructions give the host's
 // f32-then-round bits; min/max return an operand's original bits); NaN in
-// f32/f64 min/max; MEAN scaling; batched pack/unpack. The results must be
+// f32/f64 min/max; MEAN scaling, also over every class of floating value;
+// batched pack/unpack. The results must be
 // bit-identical (NaN results: NaN on both sides). Exits 77 without a CUDA
 // device.
 #include <cuda_runtime.h>
@@ -192,6 +193,55 @@ void check_all_halves(DataType dtype, std::mt19937& rng) {
   cudaFree(da), cudaFree(db), cudaFree(dd);
 }
 
+// MEAN's divide over every class of value (signed zeros, subnormals, values
+// at the edge of cuda::quotient's window, the largest, infinities, NaN):
+// every f16/bf16 pattern, and f32/f64 random bit patterns mixed with
+// values of every exponent, by divisors small, large and unrepresentable.
+// The host's bits wherever the result is not NaN.
+void check_divide_all_values(DataType dtype, std::mt19937& rng) {
+  const std::size_t e = dtype_size(dtype), n = e == 2 ? 65536 : 1 << 18;
+  std::vector<std::byte> data(n * e), want(n * e), got(n * e);
+  std::mt19937_64 wide(rng());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::byte* at = data.data() + i * e;
+    if (e == 2) {
+      const auto h = std::uint16_t(i);
+      std::memcpy(at, &h, 2);
+    } else if (e == 4) {
+      // Half random patterns, half 1.x * 2^k over every exponent k.
+      const std::uint32_t u = i % 2 ? std::uint32_t(wide()) : std::uint32_t((i / 2 % 256) << 23 | (wide() & 0x807fffffu));
+      std::memcpy(at, &u, 4);
+    } else {
+      const std::uint64_t u = i % 2 ? wide() : ((i / 2 % 2048) << 52 | (wide() & 0x800fffffffffffffull));
+      std::memcpy(at, &u, 8);
+    }
+  }
+  std::byte* d;
+  CUDA_OK(cudaMalloc(&d, n * e));
+  for (std::size_t divisor : {std::size_t(1), std::size_t(3), std::size_t(7), std::size_t(8), std::size_t(24),
+                              std::size_t(999983), (std::size_t(1) << 24) + 1, ~std::size_t(0)}) {
+    want = data;
+    host::divide_by(want.data(), n, dtype, divisor);
+    CUDA_OK(cudaMemcpy(d, data.data(), n * e, cudaMemcpyHostToDevice));
+    cuda::divide(d, n, dtype, divisor, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(got.data(), d, n * e, cudaMemcpyDeviceToHost));
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::byte *g = got.data() + i * e, *w = want.data() + i * e;
+      if (std::memcmp(g, w, e) == 0 || (is_nan(g, dtype) && is_nan(w, dtype))) continue;
+      if (bad++ < 3) {
+        std::uint64_t x = 0, gx = 0, wx = 0;
+        std::memcpy(&x, data.data() + i * e, e), std::memcpy(&gx, g, e), std::memcpy(&wx, w, e);
+        std::printf("FAIL divide %s by %zu: x=%llx gpu=%llx host=%llx\n", std::string(to_string(dtype)).c_str(),
+                    divisor, (unsigned long long)x, (unsigned long long)gx, (unsigned long long)wx);
+      }
+    }
+    if (bad) ++failures;
+  }
+  cudaFree(d);
+}
+
 // min/max with NaN in f32/f64: NaN wins and the result is an operand's bits.
 void check_nan_select(DataType dtype, std::mt19937& rng) {
   const std::size_t e = dtype_size(dtype), n = 4099;
@@ -243,6 +293,7 @@ int main() {
   }
   check_all_halves(DataType::f16, rng);
   check_all_halves(DataType::bf16, rng);
+  for (DataType dtype : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16}) check_divide_all_values(dtype, rng);
   check_nan_select(DataType::f32, rng);
   check_nan_select(DataType::f64, rng);
   check_pack(rng);
