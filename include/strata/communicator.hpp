@@ -82,6 +82,29 @@ class Communicator {
   // Copies `root`'s buffer into every other rank's buffer.
   void broadcast(Tensor buffer, int root, const CommunicationOptions& options = {});
 
+  // Rank r's `out` receives op over every rank's block r of `in`, where
+  // in.count = size() x out.count and block r is in's elements
+  // [r x out.count, (r + 1) x out.count) (MPI_Reduce_scatter_block,
+  // ncclReduceScatter). In place when out.data is this rank's block of
+  // in.data; no other part of `in` is written. mean divides by the
+  // contributors, ranks x replicas (here size()).
+  // Guarantees: every element is reduced in a fixed order (the same bits
+  // run to run with the same spec and ranks), f16/bf16 reduced in f32, mean
+  // keeps the dtype. Throws as all_reduce, and InvalidArgument when
+  // in.count is not size() x out.count or the buffers overlap otherwise.
+  // The spec picks its algorithm by in's bytes (docs/ALGORITHMS.md).
+  void reduce_scatter(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+
+  // Every rank's `out` receives every rank's `in`, rank r's at block r:
+  // out.count = size() x in.count, block r is out's elements
+  // [r x in.count, (r + 1) x in.count) (MPI_Allgather, ncclAllGather). In
+  // place when in.data is this rank's block of out.data. Every rank gets
+  // the same bits, each block exactly as its rank passed it. Throws as
+  // all_reduce (there is no op), and InvalidArgument when out.count is not
+  // size() x in.count or the buffers overlap otherwise. The spec picks its
+  // algorithm by out's bytes.
+  void all_gather(Tensor in, Tensor out, const CommunicationOptions& options = {});
+
   // All-reduces each tensor in place, packing them per `packing` and
   // options.bytes_per_pack (0 = automatic; see PackingOptions). Tensors must
   // not overlap. Results land in the caller's tensors whatever the packing;

@@ -21,7 +21,11 @@ enum class Implementation { automatic, ring, nccl };
 enum class Memory { host, cuda };
 
 // The collectives an all_reduce_spec chooses algorithms for.
-enum class Collective { all_reduce, reduce, broadcast };
+// reduce_scatter: rank r receives op over every rank's block r of its input
+// (ncclReduceScatter, MPI_Reduce_scatter_block); all_gather: every rank
+// receives every rank's input, block r from rank r (ncclAllGather,
+// MPI_Allgather).
+enum class Collective { all_reduce, reduce, broadcast, reduce_scatter, all_gather };
 
 // A non-owning view of `count` contiguous elements. `device` is the CUDA
 // device for Memory::cuda and ignored for host memory.

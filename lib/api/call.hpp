@@ -19,13 +19,19 @@ namespace strata::api {
 // One validated collective on one tensor.
 struct Call {
   Collective collective = Collective::all_reduce;
-  plan::Job job;                // op may be mean; shards and chunk_bytes are filled in by the plan
+  plan::Job job;                // op may be mean; shards and chunk_bytes are filled in by the plan;
+                                // reduce_scatter and all_gather: count is one rank's block
   Memory memory = Memory::host;
   int device = -1;              // CUDA tensors: the tensor's device (-1 = the rank's)
   std::size_t contributors = 1; // mean's divisor: ranks x replicas
   const CommunicationOptions* options = nullptr;
   const plan::Spec* spec = nullptr;  // null: the communicator's spec
   std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
+  std::size_t blocks = 1;            // reduce_scatter, all_gather: blocks in the larger buffer (the ranks)
+
+  // The call's size as specs, plans and messages count it: the larger
+  // buffer (for reduce_scatter the input, for all_gather the output).
+  std::size_t bytes() const { return job.bytes() * blocks; }
 };
 
 // A validated batch: batch[k][r] is logical tensor k on local replica r

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/collective.hpp"
 #include "plan/packing.hpp"
 #include "util/check.hpp"
 #include "util/ranges.hpp"
@@ -47,8 +48,8 @@ plan::Fingerprint Fingerprints::common(Collective collective, ReduceOp op, int r
                                        std::uint64_t sequence) const {
   plan::Fingerprint f;
   f.sequence = sequence;
-  f.op = collective == Collective::broadcast ? -1 : static_cast<std::int32_t>(op);
-  f.root = collective == Collective::all_reduce ? -1 : root;
+  f.op = plan::reduces(collective) ? static_cast<std::int32_t>(op) : -1;
+  f.root = plan::rooted(collective) ? root : -1;
   f.memory = static_cast<std::int8_t>(memory);
   f.implementation = static_cast<std::int16_t>(options.implementation);
   f.chunk_bytes = static_cast<std::int32_t>(chunk_bytes_);
@@ -59,7 +60,7 @@ plan::Fingerprint Fingerprints::common(Collective collective, ReduceOp op, int r
 plan::Fingerprint Fingerprints::of(const Call& call, std::uint64_t sequence) const {
   plan::Fingerprint f =
       common(call.collective, call.job.op, call.job.root, call.memory, *call.options, call.spec, sequence);
-  f.operation = static_cast<plan::Operation>(call.collective);
+  f.operation = plan::operation_of(call.collective);
   f.count = call.job.count;
   f.dtype = static_cast<std::int32_t>(call.job.dtype);
   return f;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "api/session.hpp"
+#include "plan/collective.hpp"
 
 namespace strata::api {
 namespace {
@@ -46,10 +47,10 @@ void Session::end_span_common(util::trace::Span& span, std::uint64_t before, std
 void Session::end_call_span(util::trace::Span& span, const Call& call, std::uint64_t before,
                             std::string_view outcome, std::string_view error) {
   util::trace::Args& args = span.args();
-  args.add("bytes", bytes_of(call.job.count, call.job.dtype)).add("count", std::uint64_t(call.job.count));
+  args.add("bytes", bytes_of(call.job.count * call.blocks, call.job.dtype)).add("count", std::uint64_t(call.job.count));
   args.add("dtype", name_of(call.job.dtype)).add("memory", name_of(call.memory));
-  if (call.collective != Collective::broadcast) args.add("op", name_of(call.job.op));
-  if (call.collective != Collective::all_reduce) args.add("root", call.job.root);
+  if (plan::reduces(call.collective)) args.add("op", name_of(call.job.op));
+  if (plan::rooted(call.collective)) args.add("root", call.job.root);
   // The plan that ran: what the call recorded for timeout messages, when it
   // got as far as planning this call.
   const bool planned = sequence_ > before && current_.sequence == sequence_ && current_.algorithm != "call check";
@@ -72,8 +73,8 @@ void Session::end_call_span(util::trace::Span& span, const BatchCall& call, std:
   args.add("bytes", bytes).add("tensors", std::uint64_t(call.batch->size()));
   args.add("replicas", std::uint64_t(call.batch->empty() ? 0 : call.batch->front().size()));
   args.add("dtype", dtype.empty() ? std::string_view("none") : std::string_view(dtype));
-  if (call.collective != Collective::broadcast) args.add("op", name_of(call.op));
-  if (call.collective != Collective::all_reduce) args.add("root", call.root);
+  if (plan::reduces(call.collective)) args.add("op", name_of(call.op));
+  if (plan::rooted(call.collective)) args.add("root", call.root);
   args.add("algorithm", "per pack (the pack spans)");
   end_span_common(span, before, outcome, error);
 }

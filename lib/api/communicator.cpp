@@ -103,6 +103,41 @@ void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions
   session_->run(call);
 }
 
+void Communicator::reduce_scatter(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
+  const std::size_t ranks = static_cast<std::size_t>(size());
+  api::Call call{Collective::reduce_scatter, {in.data, out.data, out.count, in.dtype, op}, in.memory, in.device,
+                 ranks, &options};
+  call.blocks = ranks;
+  try {
+    api::validate_options(options);
+    api::validate_op(op);
+    api::validate_tensor(in, "in");
+    api::validate_tensor(out, "out");
+    api::validate_blocks(in, "in", out, "out", size(), rank());
+    api::validate_implementation(options, in.memory, "in");
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
+  session_->run(call);
+}
+
+void Communicator::all_gather(Tensor in, Tensor out, const CommunicationOptions& options) {
+  const std::size_t ranks = static_cast<std::size_t>(size());
+  api::Call call{Collective::all_gather, {in.data, out.data, in.count, in.dtype, ReduceOp::sum}, in.memory,
+                 in.device, 1, &options};
+  call.blocks = ranks;
+  try {
+    api::validate_options(options);
+    api::validate_tensor(in, "in");
+    api::validate_tensor(out, "out");
+    api::validate_blocks(out, "out", in, "in", size(), rank());
+    api::validate_implementation(options, in.memory, "in");
+  } catch (const InvalidArgument& e) {
+    session_->refuse(e, call);
+  }
+  session_->run(call);
+}
+
 void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options,
                                     std::function<void(std::size_t pack)> on_pack_done) {
   batch_all_reduce(tensors, op, PackingOptions{}, options, std::move(on_pack_done));

@@ -36,8 +36,8 @@ gpu::Backend& GpuRuntime::backend(MPI_Comm comm, const topo::NodeSplit& split, i
   return *backend_;
 }
 
-exec::GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank) {
-  return {backend_.get(), levels_.get(), &split, &plane_, rank};
+exec::GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank, int size) {
+  return {backend_.get(), levels_.get(), &split, &plane_, rank, size};
 }
 
 void GpuRuntime::reset() noexcept {

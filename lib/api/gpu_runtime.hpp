@@ -39,7 +39,7 @@ class GpuRuntime {
   gpu::Backend& backend(MPI_Comm comm, const topo::NodeSplit& split, int rank);
 
   // What a CUDA call's execution needs; backend() must have succeeded.
-  exec::GpuContext context(const topo::NodeSplit& split, int rank);
+  exec::GpuContext context(const topo::NodeSplit& split, int rank, int size);
 
   // Destroys the levels, then the backend (before the communicator they
   // were made over goes). Never throws.

@@ -206,7 +206,7 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
     if (mine) verify(*mine, deadline, collective_name);
     return;
   }
-  const std::size_t bytes = call.job.bytes();
+  const std::size_t bytes = call.bytes();
   const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
@@ -221,7 +221,7 @@ void Session::run_host(const Call& call, const util::Deadline& deadline, bool ch
 void Session::run_gpu(const Call& call, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
   if (call.job.count == 0) return;
-  const std::size_t bytes = call.job.bytes();
+  const std::size_t bytes = call.bytes();
   const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
   current_ = {to_string(call.collective), sequence_, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes

@@ -169,7 +169,7 @@ class Session {
   // The GPU backend (GpuRuntime::backend), once the communicator is usable.
   gpu::Backend& gpu_backend();
   // What a CUDA call's execution needs (the backend must exist).
-  exec::GpuContext gpu_context() { return gpu_.context(split_, rank_); }
+  exec::GpuContext gpu_context() { return gpu_.context(split_, rank_, size_); }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

@@ -110,6 +110,33 @@ void validate_in_out(const Tensor& in, const Tensor& out) {
         in.data, out.data, bytes)));
 }
 
+void validate_blocks(const Tensor& whole, std::string_view whole_field, const Tensor& block,
+                     std::string_view block_field, int size, int rank) {
+  if (whole.memory != block.memory)
+    throw InvalidArgument(util::located(fmt::format("{}.memory = {} differs from {}.memory = {}; both must be host or "
+                                                    "both cuda",
+                                                    block_field, to_string(block.memory), whole_field,
+                                                    to_string(whole.memory))));
+  if (whole.dtype != block.dtype)
+    throw InvalidArgument(util::located(fmt::format("{}.dtype = {} differs from {}.dtype = {}", block_field,
+                                                    to_string(block.dtype), whole_field, to_string(whole.dtype))));
+  const auto ranks = static_cast<std::size_t>(size);
+  if (whole.count % ranks != 0 || whole.count / ranks != block.count)
+    throw InvalidArgument(util::located(fmt::format(
+        "{}.count = {} must be {}.count = {} times the {} ranks of this communicator ({}): one block per rank",
+        whole_field, whole.count, block_field, block.count, size, static_cast<unsigned long long>(block.count) * ranks)));
+  if (block.data == nullptr || whole.data == nullptr || block.count == 0) return;
+  const auto w = reinterpret_cast<std::uintptr_t>(whole.data), b = reinterpret_cast<std::uintptr_t>(block.data);
+  const std::size_t block_bytes = block.bytes();
+  if (b == w + static_cast<std::size_t>(rank) * block_bytes) return;  // in place
+  if (b < w + whole.bytes() && w < b + block_bytes)
+    throw InvalidArgument(util::located(fmt::format(
+        "{}.data = {} overlaps {}.data = {} without being its block for this rank ({}.data + {} x {} bytes = {}); "
+        "pass that block for in place, or disjoint buffers",
+        block_field, block.data, whole_field, whole.data, whole_field, rank, block_bytes,
+        static_cast<const void*>(static_cast<const std::byte*>(whole.data) + static_cast<std::size_t>(rank) * block_bytes))));
+}
+
 void validate_root(int root, int size) {
   if (root < 0 || root >= size)
     throw InvalidArgument(util::located(fmt::format("root = {} is outside [0, {}) for this communicator", root, size)));

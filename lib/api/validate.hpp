@@ -49,6 +49,13 @@ void validate_in_out(const Tensor& in, const Tensor& out);
 
 void validate_root(int root, int size);
 
+// reduce_scatter's input and output, all_gather's output and input: `whole`
+// (named `whole_field`) holds `size` blocks of `block`'s count, in the same
+// memory kind and dtype; `block` is either whole's block `rank` (in place)
+// or disjoint from `whole`.
+void validate_blocks(const Tensor& whole, std::string_view whole_field, const Tensor& block,
+                     std::string_view block_field, int size, int rank);
+
 // All tensors of a batch in the same kind of memory.
 void validate_same_memory(std::span<const Tensor> tensors, std::string_view field);
 

@@ -4,12 +4,14 @@
 
 #include <optional>
 
+#include "exec/blockwise.hpp"
 #include "exec/finish.hpp"
 #include "exec/hierarchical.hpp"
 #include "exec/host_levels.hpp"
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "host/transport.hpp"
+#include "plan/collective.hpp"
 #include "plan/replicas.hpp"
 #include "util/breaking.hpp"
 #include "util/where.hpp"
@@ -20,13 +22,26 @@ namespace {
 // The workspace slot of the hierarchical driver's own buffer; algorithms
 // use slots below it (spec.cpp bounds shards, hence xring's slots, at 64).
 constexpr std::size_t kDriverSlot = 96;
+// The device scratch slot of a flat reduce_scatter's whole result: the
+// packs' slot, free in a call on one tensor (gpu/backend.hpp).
+constexpr int kWholeDeviceSlot = 2;
 
-void run_flat(Collective collective, plan::Level& level, const plan::Job& job) {
+// `collective` over `level`, which spans the whole communicator (this rank
+// is `rank` of `size`). `whole`: reduce_scatter's scratch of `size` blocks
+// in the level's memory (ignored otherwise).
+void run_flat(Collective collective, plan::Level& level, const plan::Job& job, int rank, int size, void* whole) {
   switch (collective) {
     case Collective::all_reduce: level.all_reduce(job); return;
     case Collective::reduce: level.reduce(job); return;
     case Collective::broadcast: level.broadcast(job); return;
+    case Collective::reduce_scatter: reduce_scatter_blocks(level, job, rank, size, whole); return;
+    case Collective::all_gather: all_gather_blocks(level, job, rank, size); return;
   }
+}
+
+// The bytes of reduce_scatter's scratch: `size` blocks (0 for the others).
+std::size_t whole_bytes(Collective collective, const plan::Job& job, int size) {
+  return collective == Collective::reduce_scatter ? job.bytes() * static_cast<std::size_t>(size) : 0;
 }
 
 // The GPU level of `algorithm` over `group`: a GPU algorithm's own, or a
@@ -49,7 +64,9 @@ void run_gpu_levels(Collective collective, const plan::Choice& choice, const pla
     hierarchical_all_reduce(job, *context.split, intra, cross);
     return;
   }
-  run_flat(collective, gpu_level(levels, *choice.algorithm, plan::Group::world), job);
+  const std::size_t whole = whole_bytes(collective, job, context.size);
+  run_flat(collective, gpu_level(levels, *choice.algorithm, plan::Group::world), job, context.rank, context.size,
+           whole ? context.backend->device_scratch(kWholeDeviceSlot, whole) : nullptr);
 }
 
 void refuse_forbidden(const plan::Choice& choice, const GpuContext& context, const plan::CallInfo& info) {
@@ -87,11 +104,15 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
                    const plan::Fingerprint* check) {
   const host::Algorithm& algorithm = *entry_of(*choice.algorithm).host;
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
-  // Every collective over shared memory carries the check in its first round.
-  const bool check_rides_along = segment && choice.shape == plan::Shape::flat;
+  // Every collective over shared memory carries the check in its first
+  // round, but all_gather: it copies this rank's block before its rounds,
+  // and its rounds carry no check.
+  const bool check_rides_along =
+      segment && choice.shape == plan::Shape::flat && collective != Collective::all_gather;
   if (check && !check_rides_along) verify_call(context, *check, deadline, info);
   const topo::NodeSplit& split = *context.split;
-  if (choice.shape == plan::Shape::hierarchical) {
+  // (plan::choose never makes reduce_scatter or all_gather hierarchical.)
+  if (choice.shape == plan::Shape::hierarchical && !plan::blockwise(collective)) {
     host::Transport local(split.node, deadline, info, *context.workspace, context.landing);
     HostLevel intra(local, algorithm, segment);
     std::optional<host::Transport> across;
@@ -109,6 +130,8 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
         return;
       }
       case Collective::broadcast: hierarchical_broadcast(job, split, intra, across_level); return;
+      case Collective::reduce_scatter:
+      case Collective::all_gather: break;  // (excluded above)
     }
     return;
   }
@@ -118,7 +141,9 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   // communicator orders ranks like `comm`.
   HostLevel flat(transport, algorithm, segment);
   if (check_rides_along) transport.set_check(check);
-  run_flat(collective, flat, job);
+  const std::size_t whole = whole_bytes(collective, job, context.size);
+  run_flat(collective, flat, job, context.rank, context.size,
+           whole ? context.workspace->get(kDriverSlot, whole) : nullptr);
 }
 
 }  // namespace
@@ -129,8 +154,7 @@ void run_host(Collective collective, const plan::Choice& choice, const plan::Job
   plan::Job level_job = job;
   if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
   run_host_plan(collective, choice, level_job, context, deadline, info, check);
-  const bool has_result = collective == Collective::all_reduce || context.rank == job.root;
-  finish_host(job.op, level_job, has_result, contributors);
+  finish_host(job.op, level_job, plan::holds_reduction(collective, context.rank, job.root), contributors);
 }
 
 namespace {
@@ -141,9 +165,8 @@ namespace {
 void run_levels_and_finish(Collective collective, const plan::Choice& choice, const plan::Job& level_job, ReduceOp op,
                            std::size_t contributors, const GpuContext& context) {
   run_gpu_levels(collective, choice, level_job, context);
-  const bool has_result = collective == Collective::all_reduce || context.rank == level_job.root;
-  finish_gpu(op, level_job, has_result && collective != Collective::broadcast, contributors, *context.backend,
-             gpu::kHome);
+  finish_gpu(op, level_job, plan::holds_reduction(collective, context.rank, level_job.root), contributors,
+             *context.backend, gpu::kHome);
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ struct GpuContext {
   const topo::NodeSplit* split = nullptr;
   const topo::GpuPlane* plane = nullptr;  // the control plane's verdicts
   int rank = 0;                           // in the communicator (decides who holds a rooted result)
+  int size = 1;                           // of the communicator
 };
 
 // One collective on CUDA tensors, start to finish: refuses a plan whose

@@ -21,6 +21,10 @@ void HostLevel::reduce_scatter(const plan::Job& job, int owners) {
     host::shm::reduce_scatter(transport_, *segment_, job.in, job.out, job.count, job.dtype, job.op, owners);
     return;
   }
+  if (algorithm_.reduce_scatter && owners == transport_.size()) {
+    algorithm_.reduce_scatter(transport_, job);
+    return;
+  }
   plan::Job whole = job;
   whole.shards = 1;
   algorithm_.all_reduce(transport_, whole);
@@ -29,6 +33,10 @@ void HostLevel::reduce_scatter(const plan::Job& job, int owners) {
 void HostLevel::all_gather(const plan::Job& job, int owners) {
   if (segment_) {
     host::shm::all_gather(transport_, *segment_, job.out, job.count, job.dtype, owners);
+    return;
+  }
+  if (algorithm_.all_gather && owners == transport_.size()) {
+    algorithm_.all_gather(transport_, job);
     return;
   }
   const std::size_t element = dtype_size(job.dtype);

@@ -18,10 +18,13 @@ class HostLevel final : public plan::Level {
   HostLevel(host::Transport& transport, const host::Algorithm& algorithm, host::ShmSegment* segment);
 
   void copy(const plan::Job& job) override;
-  // Without shared memory: the algorithm all-reduces the whole buffer (every
-  // member then holds every slice).
+  // Without shared memory: the algorithm's own reduce-scatter where it has
+  // one and every member owns a slice, else it all-reduces the whole buffer
+  // (every member then holds every slice).
   void reduce_scatter(const plan::Job& job, int owners) override;
-  // Without shared memory: each owner sends its slice to every other member.
+  // Without shared memory: the algorithm's own all-gather where it has one
+  // and every member owns a slice, else each owner sends its slice to every
+  // other member.
   void all_gather(const plan::Job& job, int owners) override;
   void all_reduce(const plan::Job& job) override { algorithm_.all_reduce(transport_, job); }
   void reduce(const plan::Job& job) override { algorithm_.reduce(transport_, job); }

@@ -95,7 +95,8 @@ class Backend {
 
   // --- Memory: grow-only, kept across calls ---------------------------------
   // Device scratch slot 0..3 of at least `bytes` bytes on the backend's
-  // device: 0 and 1 for levels, 2 for packs, 3 for the NaN-keeping
+  // device: 0 and 1 for levels, 2 for packs (and a flat reduce_scatter's
+  // whole result: the two never share a call), 3 for the NaN-keeping
   // exchange. Valid until the same slot is asked for more.
   virtual void* device_scratch(int slot, std::size_t bytes) = 0;
   // Pinned host slot 0 or 1 of at least `bytes` bytes (psgpu stages whole

@@ -19,14 +19,24 @@ struct Algorithm {
   CollectiveFn all_reduce;  // required
   CollectiveFn reduce;      // non-null exactly when info.reduce
   CollectiveFn broadcast;   // non-null exactly when info.broadcast
+  // Optional: the level operations over the whole group (owners = its
+  // size), as plan::Level defines them: member s ends with owner slice s of
+  // the reduction in job.out / every member ends with every owner's slice of
+  // job.out, in place. Null: the level all-reduces the whole buffer /
+  // sends each slice to every member (exec/host_levels.cpp).
+  CollectiveFn reduce_scatter = nullptr;
+  CollectiveFn all_gather = nullptr;
 };
 
-// Its entry point for `collective` (null where it declines).
+// Its entry point for `collective` (null where it declines). reduce_scatter
+// and all_gather have none: they run through the levels (exec/blockwise.hpp).
 inline CollectiveFn entry_point(const Algorithm& algorithm, Collective collective) {
   switch (collective) {
     case Collective::all_reduce: return algorithm.all_reduce;
     case Collective::reduce: return algorithm.reduce;
     case Collective::broadcast: return algorithm.broadcast;
+    case Collective::reduce_scatter:
+    case Collective::all_gather: return nullptr;
   }
   return nullptr;
 }

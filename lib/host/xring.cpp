@@ -39,8 +39,14 @@ struct Ring {
   int position;       // v: this rank's position along the ring direction
   int successor, predecessor;
   Slice part;         // the elements this ring carries
+  bool owners = false;  // segments are the Level contract's owner slices (plan/level.hpp), not even ones
 
-  Slice segment(int n, int index) const { return util::sub_slice(part, n, ((index % n) + n) % n); }
+  Slice segment(int n, int index) const {
+    const auto i = static_cast<std::size_t>(((index % n) + n) % n);
+    if (!owners) return util::sub_slice(part, n, i);
+    const Slice s = util::owner_slice(part.count, static_cast<std::size_t>(n), i);
+    return {part.offset + s.offset, s.count};
+  }
 };
 
 std::vector<Ring> make_rings(const Transport& t, const Job& job, int root = 0) {
@@ -170,6 +176,47 @@ void xring_reduce(Transport& t, const Job& job) {
   t.wait(requests);
 }
 
+// The ring of the level operations (one ring, forward): with root 1 the rank
+// at position v ends its reduce-scatter holding segment v + 1, its own rank,
+// so segments can be the owner slices.
+Ring owner_ring(const Transport& t, const Job& job) {
+  Ring ring = make_rings(t, Job{.count = job.count, .shards = 1}, /*root=*/1 % t.size()).front();
+  ring.owners = true;
+  return ring;
+}
+
+// Level reduce-scatter: rank s ends with owner slice s of the reduction in
+// job.out (the ring's first half, every element reduced once in ring order).
+void xring_reduce_scatter(Transport& t, const Job& job) {
+  const int n = t.size();
+  if (n == 1) {
+    if (job.out != job.in) std::memcpy(job.out, job.in, job.bytes());
+    return;
+  }
+  const Ring ring = owner_ring(t, job);
+  std::vector<std::unique_ptr<RingStream>> streams;
+  streams.push_back(make_stream(t, job, ring, job.in, job.out));
+  add_reduce_scatter(*streams.back(), ring, n, chunk_elems(job), /*forward_last=*/false);
+  drive(t, streams);
+}
+
+// Level all-gather: every rank ends with every owner's slice of job.out
+// (in place), passed around the ring.
+void xring_all_gather(Transport& t, const Job& job) {
+  const int n = t.size();
+  if (n == 1) return;
+  const std::size_t ce = chunk_elems(job);
+  const Ring ring = owner_ring(t, job);
+  auto stream = make_stream(t, job, ring, job.out, job.out);
+  RingStream::for_each_chunk(ring.segment(n, ring.position + 1), ce, [&](Slice c) { stream->add_initial_send(c); });
+  for (int s = 0; s < n - 1; ++s)
+    RingStream::for_each_chunk(ring.segment(n, ring.position - s), ce,
+                               [&](Slice c) { stream->add_item({c, false, s < n - 2}); });
+  std::vector<std::unique_ptr<RingStream>> streams;
+  streams.push_back(std::move(stream));
+  drive(t, streams);
+}
+
 void xring_broadcast(Transport& t, const Job& job) {
   const int n = t.size();
   if (n == 1) return;
@@ -192,7 +239,7 @@ void xring_broadcast(Transport& t, const Job& job) {
 
 extern const Algorithm xring = {
     {.name = "xring", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false, .shards = true},
-    xring_all_reduce, xring_reduce, xring_broadcast,
+    xring_all_reduce, xring_reduce, xring_broadcast, xring_reduce_scatter, xring_all_gather,
 };
 
 }  // namespace strata::host

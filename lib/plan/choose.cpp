@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "plan/collective.hpp"
 #include "strata/errors.hpp"
 #include "util/log.hpp"
 #include "util/where.hpp"
@@ -41,6 +42,11 @@ const Spec kCudaNodes{{{"nccl/nccl", 1, -1}}};
 const Spec kCudaNcclInside{{{"nccl/rechd", 1, k64KiB}, {"nccl/pscpu", 1, k16MiB}, {"nccl/xring", 1, -1}}};
 const Spec kCudaNcclAcross{{{"psgpu/nccl", 1, -1}}};
 const Spec kCudaNoNcclNodes{{{"psgpu/rechd", 1, k64KiB}, {"psgpu/pscpu", 1, k16MiB}, {"psgpu/xring", 1, -1}}};
+// reduce_scatter and all_gather run flat (no hierarchical driver for them):
+// one node, the shared-memory rounds; several, the ring over MPI (its own
+// reduce-scatter and all-gather); CUDA tensors, NCCL's where it may run
+// over the whole communicator, else the ring through pinned copies.
+const Spec kBlockwiseNodes{{{"xring", 1, -1}}};
 
 std::string_view intra_level(std::string_view name) { return name.substr(0, name.find('/')); }
 std::string_view cross_level(std::string_view name) {
@@ -53,6 +59,9 @@ bool serves(const Algorithm& algorithm, Collective collective) {
     case Collective::all_reduce: return true;
     case Collective::reduce: return algorithm.reduce;
     case Collective::broadcast: return algorithm.broadcast;
+    // Every level has a reduce-scatter and an all-gather (plan/level.hpp).
+    case Collective::reduce_scatter:
+    case Collective::all_gather: return true;
   }
   return false;
 }
@@ -62,16 +71,21 @@ bool runs_on(const Algorithm* algorithm, Memory memory) {
   return algorithm && (memory == Memory::cuda || algorithm->memory == Memory::host);
 }
 
-// The choice a spec entry names, before fallback. A cross level counts for
-// all-reduce, and for reduce and broadcast on host memory (the hierarchical
-// driver runs those on host levels only); one that cannot run on `memory`
+// Whether the hierarchical driver runs `collective` on `memory`: all-reduce
+// on any memory, reduce and broadcast on host levels only.
+bool runs_hierarchically(Collective collective, Memory memory) {
+  return collective == Collective::all_reduce || (rooted(collective) && memory == Memory::host);
+}
+
+// The choice a spec entry names, before fallback. A cross level counts
+// where the collective runs hierarchically; one that cannot run on `memory`
 // or does not serve the collective is dropped (`a` then runs flat).
 Choice from_entry(Catalogue known, const SpecEntry& entry, Collective collective, Memory memory) {
   Choice choice;
   choice.algorithm = find(known, intra_level(entry.algorithm));
   choice.shards = entry.shards;
   const std::string_view cross = cross_level(entry.algorithm);
-  if ((collective == Collective::all_reduce || memory == Memory::host) && !cross.empty()) {
+  if (runs_hierarchically(collective, memory) && !cross.empty()) {
     const Algorithm* level = find(known, cross);
     if (runs_on(level, memory) && serves(*level, collective)) choice.cross = level;
   }
@@ -88,6 +102,10 @@ std::string Choice::name() const {
 std::string Choice::describe() const { return shards > 1 ? fmt::format("{}#{}", name(), shards) : name(); }
 
 const Spec& default_spec(Collective collective, Memory memory, const Layout& layout) {
+  if (blockwise(collective)) {
+    if (memory == Memory::cuda) return layout.nccl_world ? kCuda : kBlockwiseNodes;
+    return layout.node_count > 1 ? kBlockwiseNodes : kOneNode;
+  }
   if (memory == Memory::cuda) {
     if (collective != Collective::all_reduce || layout.node_count == 1)
       return layout.nccl_world ? kCuda : collective == Collective::all_reduce ? kCudaNoNccl : kRooted;
@@ -154,7 +172,7 @@ Choice choose(Catalogue known, const Spec& spec, Collective collective, std::siz
     // pinned copies (a GPU algorithm that does not serve a rooted call).
     // CUDA tensors never run over the node's shared memory: a rooted call
     // takes the message-passing table there.
-    const Spec& host_defaults = memory == Memory::cuda && collective != Collective::all_reduce
+    const Spec& host_defaults = memory == Memory::cuda && rooted(collective)
                                     ? kRooted
                                     : default_spec(collective, Memory::host, layout.node_count);
     const Choice fallback = from_entry(known, host_defaults.select(bytes), collective, memory);

@@ -15,7 +15,7 @@
 
 namespace strata::plan {
 
-using strata::Collective;  // all_reduce, reduce, broadcast (public, types.hpp)
+using strata::Collective;  // all_reduce, reduce, broadcast, reduce_scatter, all_gather (public, types.hpp)
 
 // How the chosen algorithm runs over the communicator.
 enum class Shape {
@@ -56,6 +56,9 @@ struct Layout {
 // one node and for reduce/broadcast, "nccl/nccl" on several nodes; where
 // the layout's NCCL flags forbid a level, psgpu inside the node and the
 // host tables' levels (through pinned copies) instead (docs/GPU.md).
+// reduce_scatter and all_gather run flat: pscpu on one node, xring on
+// several; CUDA: nccl where NCCL may run over the whole communicator, else
+// xring through pinned copies.
 const Spec& default_spec(Collective collective, Memory memory, const Layout& layout);
 // The same for a layout of `node_count` nodes where NCCL may run everywhere.
 const Spec& default_spec(Collective collective, Memory memory, int node_count);
@@ -75,8 +78,8 @@ std::string describe_map(const Spec& spec, int node_count);
 // - implementation = ring forces xring; nccl forces nccl (CUDA memory only).
 // - "a/b" runs hierarchically on several nodes: all-reduce on any memory,
 //   reduce and broadcast on host memory; otherwise (one node, rooted calls
-//   on CUDA memory, a cross level that does not serve the call) `a` runs
-//   flat.
+//   on CUDA memory, reduce_scatter and all_gather, a cross level that does
+//   not serve the call) `a` runs flat.
 // - An algorithm that cannot serve the call (a CUDA-only algorithm on host
 //   memory, a reduce or broadcast it does not implement) falls back to the
 //   host default table's choice (CUDA tensors run it through pinned

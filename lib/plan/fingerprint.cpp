@@ -15,9 +15,10 @@ namespace strata::plan {
 namespace {
 
 std::string_view operation_name(std::int64_t value) {
-  static constexpr std::string_view kNames[] = {"all_reduce",       "reduce",       "broadcast",
-                                                "batch_all_reduce", "batch_reduce", "batch_broadcast"};
-  return value >= 0 && value < 6 ? kNames[value] : "?";
+  static constexpr std::string_view kNames[] = {"all_reduce",      "reduce",         "broadcast",
+                                                "batch_all_reduce", "batch_reduce",   "batch_broadcast",
+                                                "reduce_scatter",   "all_gather"};
+  return value >= 0 && value < std::int64_t(std::size(kNames)) ? kNames[value] : "?";
 }
 
 struct Field {
@@ -74,11 +75,24 @@ const std::vector<Field>& fields() {
 
 std::string_view operation_name(Operation operation) { return operation_name(std::int64_t(operation)); }
 
+Operation operation_of(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return Operation::all_reduce;
+    case Collective::reduce: return Operation::reduce;
+    case Collective::broadcast: return Operation::broadcast;
+    case Collective::reduce_scatter: return Operation::reduce_scatter;
+    case Collective::all_gather: return Operation::all_gather;
+  }
+  return Operation::all_reduce;
+}
+
 Operation batch_operation(Collective collective) {
   switch (collective) {
     case Collective::all_reduce: return Operation::batch_all_reduce;
     case Collective::reduce: return Operation::batch_reduce;
     case Collective::broadcast: return Operation::batch_broadcast;
+    case Collective::reduce_scatter:
+    case Collective::all_gather: break;  // no batch form
   }
   return Operation::batch_all_reduce;
 }

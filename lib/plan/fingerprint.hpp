@@ -22,7 +22,19 @@ namespace strata::plan {
 
 // What a call is, as far as matching goes (batches are their own kinds:
 // their per-pack collectives are never checked one by one).
-enum class Operation : std::int32_t { all_reduce, reduce, broadcast, batch_all_reduce, batch_reduce, batch_broadcast };
+enum class Operation : std::int32_t {
+  all_reduce,
+  reduce,
+  broadcast,
+  batch_all_reduce,
+  batch_reduce,
+  batch_broadcast,
+  reduce_scatter,
+  all_gather,
+};
+
+// The Operation of one (unbatched) call of `collective`.
+Operation operation_of(Collective collective);
 
 // "all_reduce", ..., "batch_broadcast": what messages call the operation.
 std::string_view operation_name(Operation operation);

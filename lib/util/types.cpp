@@ -51,6 +51,8 @@ std::string_view to_string(Collective collective) {
     case Collective::all_reduce: return "all_reduce";
     case Collective::reduce: return "reduce";
     case Collective::broadcast: return "broadcast";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_gather: return "all_gather";
   }
   return "?";
 }
