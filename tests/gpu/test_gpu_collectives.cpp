@@ -1,7 +1,8 @@
 // Every GPU plan x op x dtype through the public API on CUDA tensors
 // against a host reference, identical bits on every rank, in and out of
 // place; min/max with NaN inputs (one semantics on every path: NaN wins);
-// a message of several host-staging chunks; reduce and broadcast. Each spec is a Communicator's all_reduce_spec, so
+// a message of several host-staging chunks; reduce and broadcast;
+// reduce_scatter and all_gather. Each spec is a Communicator's all_reduce_spec, so
 // the call takes the real path: plan (plan::choose, the control plane's
 // verdicts), execute (the registry's GPU levels, the one hierarchical
 // driver), finish.
@@ -266,6 +267,70 @@ void rooted_cases(Communicator& comm, const std::string& spec, int device) {
   }
 }
 
+// reduce_scatter and all_gather on CUDA tensors (flat: the spec's first
+// level over every rank): empty and odd blocks, every op on one dtype per
+// width class, in and out of place; for the staged specs (xring) also
+// blocks of more than one staging chunk (4 MiB).
+void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
+  const std::vector<DataType> dtypes = {DataType::f32, DataType::bf16, DataType::i8, DataType::i64};
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
+  const std::size_t n = std::size_t(size);
+  const bool staged = spec.find("xring") != std::string::npos;
+  for (const std::size_t block : {std::size_t(0), std::size_t(1031), std::size_t(1200007)})
+    for (DataType dtype : dtypes) {
+      if (block > 10000 && (core || !staged || dtype != DataType::f32)) continue;
+      const std::size_t e = dtype_size(dtype), whole = block * n;
+      for (ReduceOp op : ops) {
+        if (block > 10000 && op != ReduceOp::sum) continue;
+        std::vector<std::byte> want = make_input(dtype, whole, 0, false);
+        for (int q = 1; q < size; ++q)
+          host::reduce_into(want.data(), want.data(), make_input(dtype, whole, q, false).data(), whole, dtype,
+                            op == ReduceOp::mean ? ReduceOp::sum : op);
+        if (op == ReduceOp::mean) host::divide_by(want.data(), whole, dtype, n);
+        const auto input = make_input(dtype, whole, rank, false);
+        const bool in_place = (block + std::size_t(op)) % 2 == 1;
+        Device din(whole * e), dout(block * e);
+        cudaMemcpy(din.p, input.data(), whole * e, cudaMemcpyHostToDevice);
+        void* out = in_place ? static_cast<std::byte*>(din.p) + std::size_t(rank) * block * e : dout.p;
+        const std::string label = spec + " reduce_scatter " + std::string(to_string(dtype)) + " " +
+                                  std::string(to_string(op)) + " block " + std::to_string(block) +
+                                  (in_place ? " in place" : " out of place");
+        if (!run_or_skip(label, [&] {
+              comm.reduce_scatter({din.p, whole, dtype, Memory::cuda, device}, {out, block, dtype, Memory::cuda, device},
+                                  op, {.timeout_seconds = 120});
+            }))
+          return;
+        std::vector<std::byte> got(block * e), mine(want.begin() + std::ptrdiff_t(std::size_t(rank) * block * e),
+                                                    want.begin() + std::ptrdiff_t(std::size_t(rank + 1) * block * e));
+        cudaMemcpy(got.data(), out, block * e, cudaMemcpyDeviceToHost);
+        verdict(matches(got, mine, dtype), label + ": differs from the host reference");
+      }
+      // all_gather: every rank's input at its block, the same bits everywhere.
+      std::vector<std::byte> want;
+      for (int q = 0; q < size; ++q) {
+        const auto theirs = make_input(dtype, block, q, false);
+        want.insert(want.end(), theirs.begin(), theirs.end());
+      }
+      for (const bool in_place : {false, true}) {
+        Device din(block * e), dout(whole * e);
+        const auto input = make_input(dtype, block, rank, false);
+        void* in = in_place ? static_cast<std::byte*>(dout.p) + std::size_t(rank) * block * e : din.p;
+        cudaMemcpy(in, input.data(), block * e, cudaMemcpyHostToDevice);
+        const std::string label = spec + " all_gather " + std::string(to_string(dtype)) + " block " +
+                                  std::to_string(block) + (in_place ? " in place" : " out of place");
+        if (!run_or_skip(label, [&] {
+              comm.all_gather({in, block, dtype, Memory::cuda, device}, {dout.p, whole, dtype, Memory::cuda, device},
+                              {.timeout_seconds = 120});
+            }))
+          return;
+        std::vector<std::byte> got(whole * e);
+        cudaMemcpy(got.data(), dout.p, whole * e, cudaMemcpyDeviceToHost);
+        verdict(got == want, label + ": differs from the host reference");
+        verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+      }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -287,6 +352,7 @@ int main(int argc, char** argv) {
     if (!core || std::string(spec).find("xring") != std::string::npos) large_case(comm, spec, device);
     f16_mean_overflow_case(comm, spec, device);
     rooted_cases(comm, spec, device);
+    blockwise_cases(comm, spec, device);
     if (std::string(spec) == "auto")
       verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
   }
