@@ -2,13 +2,18 @@
 // between them when the tensors live in device memory.
 #include "buffers.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
 namespace bench {
 
-Buffers::Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory)
-    : memory_(memory), in_place_(in_place) {
+Buffers::Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory,
+                 BlockLayout blocks)
+    : memory_(memory), blocks_(blocks), in_place_(in_place) {
+  const auto ranks = static_cast<std::size_t>(blocks.ranks);
+  const std::size_t in_blocks = blocks.whole_input ? ranks : 1, out_blocks = blocks.whole_output ? ranks : 1;
   const std::size_t element = strata::dtype_size(dtype);
   // At least one page (host) or one allocation unit (device) more than the
   // data, so that views of 0 elements still point at valid memory.
@@ -27,13 +32,18 @@ Buffers::Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype,
   const int device = memory_ ? memory_->device() : -1;
   try {
     for (std::size_t count : counts) {
-      const auto [host_in, in] = allocate(count);
-      const auto [host_out, out] = in_place ? std::pair{host_in, in} : allocate(count);
-      in_.push_back({in, count, dtype, kind, device});
-      out_.push_back({out, count, dtype, kind, device});
+      // In place, one allocation of the larger size serves both.
+      const std::size_t larger = count * std::max(in_blocks, out_blocks);
+      const auto [host_in, in] = allocate(in_place ? larger : count * in_blocks);
+      const auto [host_out, out] = in_place ? std::pair{host_in, in} : allocate(count * out_blocks);
+      in_.push_back({in, count * in_blocks, dtype, kind, device});
+      out_.push_back({out, count * out_blocks, dtype, kind, device});
       host_in_.push_back(host_in);
       host_out_.push_back(host_out);
     }
+    storage_in_ = in_.empty() ? nullptr : in_[0].data;
+    storage_host_in_ = host_in_.empty() ? nullptr : host_in_[0];
+    alias_block();
   } catch (...) {
     release_all();  // no destructor runs for a half-built object
     throw;
@@ -59,15 +69,35 @@ void* Buffers::allocate_host(std::size_t bytes) {
 }
 
 void Buffers::set_count(std::size_t count) {
-  in_.at(0).count = count;
-  out_.at(0).count = count;
+  const auto ranks = static_cast<std::size_t>(blocks_.ranks);
+  in_.at(0).count = count * (blocks_.whole_input ? ranks : 1);
+  out_.at(0).count = count * (blocks_.whole_output ? ranks : 1);
+  alias_block();
+}
+
+void Buffers::alias_block() {
+  if (!in_place_ || in_.empty() || (!blocks_.whole_input && !blocks_.whole_output)) return;
+  // The whole buffer starts at the storage; the block sits at `rank` blocks in.
+  const std::size_t block_bytes = std::min(in_[0].count, out_[0].count) * strata::dtype_size(in_[0].dtype);
+  const std::size_t at = static_cast<std::size_t>(blocks_.rank) * block_bytes;
+  auto* device = static_cast<std::byte*>(storage_in_);
+  auto* host = static_cast<std::byte*>(storage_host_in_);
+  if (blocks_.whole_input) {
+    in_[0].data = device, host_in_[0] = host;
+    out_[0].data = device + at, host_out_[0] = host + at;
+  } else {
+    out_[0].data = device, host_out_[0] = host;
+    in_[0].data = device + at, host_in_[0] = host + at;
+  }
 }
 
 void Buffers::upload() {
   if (!memory_) return;
   for (std::size_t t = 0; t < in_.size(); ++t) {
-    memory_->upload(in_[t].data, host_in_[t], in_[t].bytes());
-    if (!in_place_) memory_->upload(out_[t].data, host_out_[t], out_[t].bytes());
+    // In place, all_gather's output holds its input: upload all of it.
+    const bool whole_output_in_place = in_place_ && blocks_.whole_output;
+    if (!whole_output_in_place) memory_->upload(in_[t].data, host_in_[t], in_[t].bytes());
+    if (!in_place_ || whole_output_in_place) memory_->upload(out_[t].data, host_out_[t], out_[t].bytes());
   }
 }
 
@@ -78,7 +108,7 @@ void Buffers::download() {
 
 std::size_t Buffers::total_count() const {
   std::size_t total = 0;
-  for (const auto& t : in_) total += t.count;
+  for (std::size_t t = 0; t < in_.size(); ++t) total += std::max(in_[t].count, out_[t].count);
   return total;
 }
 

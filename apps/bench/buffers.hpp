@@ -33,11 +33,23 @@ class DeviceMemory {
   virtual void download(void* host_data, const void* device_data, std::size_t bytes) = 0;
 };
 
+// reduce_scatter and all_gather: one of the two buffers holds `ranks`
+// blocks of the count, the other one block; in place, the smaller one is
+// the larger one's block `rank`.
+struct BlockLayout {
+  int ranks = 1;
+  int rank = 0;
+  bool whole_input = false;   // reduce_scatter
+  bool whole_output = false;  // all_gather
+};
+
 class Buffers {
  public:
   // One tensor per entry of `counts`; `out` aliases `in` when in place.
   // `memory` null: host memory. The DeviceMemory must outlive the Buffers.
-  Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory = nullptr);
+  // With `blocks`, counts are one block's (sweep only: one tensor).
+  Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory = nullptr,
+          BlockLayout blocks = {});
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
   ~Buffers();
@@ -61,17 +73,24 @@ class Buffers {
 
   bool in_place() const { return in_place_; }
   strata::Memory memory() const { return memory_ ? memory_->kind() : strata::Memory::host; }
+  // Elements and bytes of the larger buffer of every tensor (what a row's
+  // size says, and what the spec chooses by).
   std::size_t total_count() const;
   std::size_t total_bytes() const;
 
  private:
   void* allocate_host(std::size_t bytes);
   void release_all() noexcept;
+  // Points the smaller buffer of a blockwise in-place pair at its block.
+  void alias_block();
 
   DeviceMemory* memory_;
+  BlockLayout blocks_;
   std::vector<void*> host_storage_, device_storage_;
   std::vector<strata::Tensor> in_, out_;
   std::vector<void*> host_in_, host_out_;
+  void* storage_in_ = nullptr;       // tensor 0's first allocation (device or host)
+  void* storage_host_in_ = nullptr;  // and its host copy
   bool in_place_;
 };
 

@@ -1,4 +1,4 @@
-// The four collective descriptors. Each is a handful of lines; everything
+// The collective descriptors. Each is a handful of lines; everything
 // shared lives in the driver.
 #include "collectives.hpp"
 
@@ -28,6 +28,7 @@ int mpi_count(const strata::Tensor& t) { return static_cast<int>(t.count); }
 // algorithm, so that busbw is comparable to the hardware's link bandwidth.
 double all_reduce_factor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 1.0; }
 double one_factor(int) { return 1.0; }
+double blockwise_factor(int n) { return n > 1 ? double(n - 1) / n : 1.0; }
 
 // --- all_reduce: every rank gets op(in) --------------------------------------
 void all_reduce_run(Context& c, Buffers& b) { c.comm.all_reduce(b.in()[0], b.out()[0], c.op, c.call); }
@@ -63,14 +64,43 @@ void batch_baseline(Context& c, Buffers& b) {
     MPI_Allreduce(MPI_IN_PLACE, t.data, mpi_count(t), strata::mpi_datatype(t.dtype), mpi_op(c.op), c.mpi_comm);
 }
 
-const Collective kAllReduce{"all_reduce", "MPI_Allreduce", "ncclAllReduce", "2(n-1)/n", all_reduce_factor,
-                            false, true, false, false, all_reduce_run, all_reduce_baseline};
-const Collective kReduce{"reduce", "MPI_Reduce", "ncclReduce", "1", one_factor, true, true, true, false, reduce_run,
-                         reduce_baseline};
-const Collective kBroadcast{"broadcast", "MPI_Bcast", "ncclBroadcast", "1", one_factor, true, false, false, true, broadcast_run,
-                            broadcast_baseline};
-const Collective kBatch{"batch", "MPI_Allreduce per tensor", "ncclAllReduce per tensor", "2(n-1)/n",
+// --- reduce_scatter: rank r gets op over every rank's block r ---------------
+void reduce_scatter_run(Context& c, Buffers& b) { c.comm.reduce_scatter(b.in()[0], b.out()[0], c.op, c.call); }
+void reduce_scatter_baseline(Context& c, Buffers& b) {
+  // MPI's in place reads the whole input from recvbuf and writes its start.
+  const auto& in = b.in()[0];
+  const auto& out = b.out()[0];
+  if (b.in_place())
+    MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data, mpi_count(out), strata::mpi_datatype(in.dtype), mpi_op(c.op),
+                             c.mpi_comm);
+  else
+    MPI_Reduce_scatter_block(in.data, out.data, mpi_count(out), strata::mpi_datatype(in.dtype), mpi_op(c.op),
+                             c.mpi_comm);
+}
+
+// --- all_gather: every rank gets every rank's block ---------------------------
+void all_gather_run(Context& c, Buffers& b) { c.comm.all_gather(b.in()[0], b.out()[0], c.call); }
+void all_gather_baseline(Context& c, Buffers& b) {
+  const auto& in = b.in()[0];
+  const MPI_Datatype type = strata::mpi_datatype(in.dtype);
+  MPI_Allgather(b.in_place() ? MPI_IN_PLACE : in.data, mpi_count(in), type, b.out()[0].data, mpi_count(in), type,
+                c.mpi_comm);
+}
+
+const Collective kAllReduce{"all_reduce", strata::Collective::all_reduce, "MPI_Allreduce", "ncclAllReduce", "2(n-1)/n",
+                            all_reduce_factor, false, true, false, false, all_reduce_run, all_reduce_baseline};
+const Collective kReduce{"reduce", strata::Collective::reduce, "MPI_Reduce", "ncclReduce", "1", one_factor, true, true,
+                         true, false, reduce_run, reduce_baseline};
+const Collective kBroadcast{"broadcast", strata::Collective::broadcast, "MPI_Bcast", "ncclBroadcast", "1", one_factor,
+                            true, false, false, true, broadcast_run, broadcast_baseline};
+const Collective kBatch{"batch", strata::Collective::all_reduce, "MPI_Allreduce per tensor", "ncclAllReduce per tensor", "2(n-1)/n",
                         all_reduce_factor, false, true, false, true, batch_run, batch_baseline};
+const Collective kReduceScatter{"reduce_scatter", strata::Collective::reduce_scatter, "MPI_Reduce_scatter_block",
+                                "ncclReduceScatter", "(n-1)/n", blockwise_factor, false, true, false, false,
+                                reduce_scatter_run, reduce_scatter_baseline, Blocks::input};
+const Collective kAllGather{"all_gather", strata::Collective::all_gather, "MPI_Allgather", "ncclAllGather", "(n-1)/n",
+                            blockwise_factor, false, false, false, false, all_gather_run, all_gather_baseline,
+                            Blocks::output};
 
 }  // namespace
 
@@ -80,6 +110,8 @@ const Collective& collective_for(CollectiveKind kind) {
     case CollectiveKind::reduce: return kReduce;
     case CollectiveKind::broadcast: return kBroadcast;
     case CollectiveKind::batch: return kBatch;
+    case CollectiveKind::reduce_scatter: return kReduceScatter;
+    case CollectiveKind::all_gather: return kAllGather;
   }
   return kAllReduce;
 }

@@ -24,8 +24,13 @@ struct Context {
   strata::PackingOptions packing;  // batch only
 };
 
+// Which buffer holds one block per rank (reduce_scatter: the input,
+// all_gather: the output); the other holds one block.
+enum class Blocks { none, input, output };
+
 struct Collective {
   std::string_view name;
+  strata::Collective kind;              // what algorithm_for is asked about (batch: all_reduce)
   std::string_view baseline_name;      // the MPI call --baseline mpi times
   std::string_view nccl_baseline_name;  // the NCCL call --baseline nccl times (nccl_baseline.cpp)
   std::string_view bus_factor_formula;  // as printed in the header and docs
@@ -36,6 +41,7 @@ struct Collective {
   bool always_in_place;    // one buffer per tensor (broadcast, batch)
   void (*run)(Context&, Buffers&);
   void (*run_baseline)(Context&, Buffers&);
+  Blocks blocks = Blocks::none;
 };
 
 const Collective& collective_for(CollectiveKind kind);

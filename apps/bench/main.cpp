@@ -64,11 +64,14 @@ std::vector<std::pair<std::string, int>> gather_hosts(const World& w) {
 
 // The sweep: min, min*f, min*f^2, ... <= max, each rounded down to whole
 // elements (sizes below one element become one element); duplicates dropped.
-std::vector<std::size_t> sweep_counts(const Options& o) {
+// The sweep's counts: elements per size, or for reduce_scatter and
+// all_gather elements per block (the size is the larger buffer's, `blocks`
+// blocks; at least one element each).
+std::vector<std::size_t> sweep_counts(const Options& o, std::size_t blocks) {
   const std::size_t element = strata::dtype_size(o.dtype);
   std::vector<std::size_t> counts;
   for (std::size_t bytes = o.min_bytes;; bytes *= o.step_factor) {
-    const std::size_t count = std::max<std::size_t>(bytes / element, 1);
+    const std::size_t count = std::max<std::size_t>(bytes / element / blocks, 1);
     if (counts.empty() || counts.back() != count) counts.push_back(count);
     if (bytes > o.max_bytes / o.step_factor || bytes == 0) break;
   }
@@ -81,15 +84,30 @@ std::vector<std::size_t> sweep_counts(const Options& o) {
 // the public API does not say what the GPU backend picks.
 std::string algorithm_label(const Collective& c, strata::Communicator& comm, Buffers& buffers, const std::string& spec) {
   if (buffers.memory() == strata::Memory::cuda) return spec;
-  const strata::Collective kind = c.name == "reduce"      ? strata::Collective::reduce
-                                  : c.name == "broadcast" ? strata::Collective::broadcast
-                                                          : strata::Collective::all_reduce;
   std::string label;
-  for (const auto& t : buffers.in()) {
-    const std::string a = comm.algorithm_for(t.bytes(), kind);
+  for (std::size_t t = 0; t < buffers.in().size(); ++t) {
+    const std::size_t bytes = std::max(buffers.in()[t].bytes(), buffers.out()[t].bytes());
+    const std::string a = comm.algorithm_for(bytes, c.kind);
     if (label.find(a) == std::string::npos) label += (label.empty() ? "" : "+") + a;
   }
   return label;
+}
+
+// Wrong elements of tensor t's output on this rank. reduce_scatter: this
+// rank's block of the expected reduction; all_gather: block r is rank r's
+// input (the pattern a broadcast from r would give).
+// `op`: the run's (the inputs' pattern depends on it).
+std::size_t count_wrong(const Collective& c, const Pattern& pattern, strata::ReduceOp op, Buffers& buffers,
+                        std::size_t t, const World& w) {
+  const strata::Tensor& out = buffers.out()[t];
+  if (c.blocks == Blocks::input) return pattern.count_wrong(buffers.host_out(t), out.count, out.count * std::size_t(w.rank));
+  if (c.blocks == Blocks::none) return pattern.count_wrong(buffers.host_out(t), out.count, t * 17);
+  const std::size_t block = buffers.in()[t].count, bytes = block * strata::dtype_size(out.dtype);
+  std::size_t wrong = 0;
+  for (int r = 0; r < w.size; ++r)
+    wrong += Pattern(out.dtype, op, w.size, r)
+                 .count_wrong(static_cast<std::byte*>(buffers.host_out(t)) + std::size_t(r) * bytes, block);
+  return wrong;
 }
 
 // One checked call on fresh data: #wrong summed over all ranks. Data is
@@ -100,8 +118,9 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
   auto out = buffers.out();
   for (std::size_t t = 0; t < in.size(); ++t) {
     const std::size_t offset = t * 17;  // batch tensors get different data
+    // (all_gather in place: poison the output first, its block is the input)
+    if (!buffers.in_place() || c.blocks == Blocks::output) fill_poison(buffers.host_out(t), out[t].count, out[t].dtype);
     pattern.fill(w.rank, buffers.host_in(t), in[t].count, offset);
-    if (!buffers.in_place()) fill_poison(buffers.host_out(t), out[t].count, out[t].dtype);
   }
   buffers.upload();
   c.run(ctx, buffers);
@@ -119,7 +138,7 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
 
   unsigned long long wrong = 0;
   if (holds_result)
-    for (std::size_t t = 0; t < out.size(); ++t) wrong += pattern.count_wrong(buffers.host_out(t), out[t].count, t * 17);
+    for (std::size_t t = 0; t < out.size(); ++t) wrong += count_wrong(c, pattern, ctx.op, buffers, t, w);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   return static_cast<std::size_t>(wrong);
 }
@@ -249,11 +268,12 @@ int run(const Options& o, const World& w) {
     info.model_tensors = model.tensors.size();
     info.model_parameters = model.parameters();
   } else {
-    counts = sweep_counts(o);
+    counts = sweep_counts(o, c.blocks == Blocks::none ? 1 : std::size_t(w.size));
   }
   const bool sweep = o.collective != CollectiveKind::batch;
+  const BlockLayout layout{w.size, w.rank, c.blocks == Blocks::input, c.blocks == Blocks::output};
   Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place,
-                  cuda_run.memory.get());
+                  cuda_run.memory.get(), layout);
   const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
   Context ctx{comm, mpi_comm, o.op, o.root,
               strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
@@ -266,8 +286,9 @@ int run(const Options& o, const World& w) {
 
   if (w.rank == 0) print_header(table, info);
   std::vector<std::size_t> row_bytes;
+  const std::size_t blocks = c.blocks == Blocks::none ? 1 : std::size_t(w.size);
   for (std::size_t n : sweep ? counts : std::vector<std::size_t>{buffers.total_count()})
-    row_bytes.push_back(n * strata::dtype_size(o.dtype));
+    row_bytes.push_back(n * blocks * strata::dtype_size(o.dtype));
   Progress progress(row_bytes, w.rank == 0 && !o.quiet_progress);
 
   std::vector<Row> rows;

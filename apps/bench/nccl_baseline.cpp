@@ -117,6 +117,19 @@ void NcclComm::run(CollectiveKind kind, const Context& ctx, Buffers& b) {
                  "ncclBroadcast");
       break;
     }
+    case CollectiveKind::reduce_scatter: {
+      const auto& in = b.in()[0];
+      check_nccl(ncclReduceScatter(in.data, b.out()[0].data, count(b.out()[0]), nccl_type(in.dtype), op, r_.comm,
+                                   r_.stream),
+                 "ncclReduceScatter");
+      break;
+    }
+    case CollectiveKind::all_gather: {
+      const auto& in = b.in()[0];
+      check_nccl(ncclAllGather(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), r_.comm, r_.stream),
+                 "ncclAllGather");
+      break;
+    }
     case CollectiveKind::batch:
       // What a framework without a batching library does: one blocking call
       // per tensor, in place, as the MPI baseline does.

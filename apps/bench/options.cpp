@@ -57,7 +57,10 @@ CollectiveKind parse_collective(const std::string& text) {
   if (text == "reduce") return CollectiveKind::reduce;
   if (text == "broadcast" || text == "bcast") return CollectiveKind::broadcast;
   if (text == "batch") return CollectiveKind::batch;
-  throw UsageError(fmt::format("--collective = '{}' is not one of: all_reduce, reduce, broadcast, batch", text));
+  if (text == "reduce_scatter" || text == "reducescatter") return CollectiveKind::reduce_scatter;
+  if (text == "all_gather" || text == "allgather") return CollectiveKind::all_gather;
+  throw UsageError(fmt::format(
+      "--collective = '{}' is not one of: all_reduce, reduce, broadcast, batch, reduce_scatter, all_gather", text));
 }
 
 bool parse_bool_flag(const std::string& text, const char* flag) {
@@ -158,6 +161,8 @@ std::string_view to_string(CollectiveKind kind) {
     case CollectiveKind::reduce: return "reduce";
     case CollectiveKind::broadcast: return "broadcast";
     case CollectiveKind::batch: return "batch";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_gather: return "all_gather";
   }
   return "?";
 }
@@ -196,7 +201,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("check,c", po::value(&check)->default_value(check), "1: check every size's result against the bench's own reference (#wrong column); 0: skip");
   po::options_description what("What to run", 100);
   what.add_options()
-      ("collective", po::value(&collective)->default_value(collective), "all_reduce | reduce | broadcast | batch")
+      ("collective", po::value(&collective)->default_value(collective), "all_reduce | reduce | broadcast | batch | reduce_scatter | all_gather (sizes: the larger buffer, size() blocks)")
       ("model", po::value(&o.model), "with --collective batch: the model whose gradients form one batch (resnet50 | bert-large | gpt2-small)")
       ("datatype,d", po::value(&dtype)->default_value(dtype), "f32 f64 f16 bf16 i8 u8 i32 u32 i64 u64 (or nccl-tests' float, half, double, int32, ...)")
       ("op,o", po::value(&op)->default_value(op), "sum | mean | min | max | prod (avg = mean)")

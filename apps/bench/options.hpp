@@ -12,7 +12,7 @@
 
 namespace bench {
 
-enum class CollectiveKind { all_reduce, reduce, broadcast, batch };
+enum class CollectiveKind { all_reduce, reduce, broadcast, batch, reduce_scatter, all_gather };
 
 // What --baseline times next to strata: nothing, the MPI library's own
 // collective, or raw NCCL (CUDA memory only).

@@ -84,7 +84,10 @@ def check_rows(doc, expect_wrong):
     if not isinstance(doc.get("simulated"), bool):
         fail(f"the JSON's 'simulated' is {doc.get('simulated')!r}, not true or false")
     n = doc["ranks"]
-    factor = 2 * (n - 1) / n if doc["bus_factor"] == "2(n-1)/n" and n > 1 else 1.0
+    factors = {"2(n-1)/n": 2 * (n - 1) / n if n > 1 else 1.0, "(n-1)/n": (n - 1) / n if n > 1 else 1.0, "1": 1.0}
+    if doc["bus_factor"] not in factors:
+        fail(f"unknown bus factor {doc['bus_factor']!r}")
+    factor = factors[doc["bus_factor"]]
     previous = -1
     for row in rows:
         if row["bytes"] <= previous:
