@@ -79,7 +79,8 @@ module strata
   end type
 
   public :: strata_comm_create_f, strata_comm_free, strata_comm_rank, strata_comm_size, strata_comm_broken
-  public :: strata_all_reduce, strata_reduce, strata_broadcast, strata_batch_all_reduce
+  public :: strata_all_reduce, strata_reduce, strata_broadcast, strata_reduce_scatter, strata_all_gather
+  public :: strata_batch_all_reduce
   public :: strata_version, strata_last_error, strata_status_name, strata_version_string
   public :: strata_last_error_f, strata_status_name_f, strata_version_string_f
 
@@ -143,6 +144,30 @@ module strata
       type(c_ptr), value :: handle, buffer
       integer(c_size_t), value :: count
       integer(c_int), value :: dtype, root
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    ! in holds size x recv_count elements; rank r's out gets op over every
+    ! rank's block r (0-based: elements r*recv_count+1 .. (r+1)*recv_count).
+    ! In place when out is c_loc of this rank's block of in.
+    integer(c_int) function strata_reduce_scatter(handle, in, out, recv_count, dtype, op, options) &
+        bind(c, name='strata_reduce_scatter')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+    end function
+
+    ! out holds size x send_count elements; rank r's in lands at block r
+    ! (0-based: elements r*send_count+1 .. (r+1)*send_count). In place when
+    ! in is c_loc of this rank's block of out.
+    integer(c_int) function strata_all_gather(handle, in, out, send_count, dtype, options) &
+        bind(c, name='strata_all_gather')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
       type(strata_options), intent(in), optional :: options
     end function
 

@@ -199,6 +199,30 @@ strata_status strata_reduce(strata_comm* comm, const void* in, void* out, size_t
 strata_status strata_broadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
                                const strata_options* options);
 
+/* Rank r's `out` receives op over every rank's block r of `in`
+ * (MPI_Reduce_scatter_block, ncclReduceScatter): `in` holds size x
+ * recv_count elements of dtype, block r being its elements
+ * [r x recv_count, (r + 1) x recv_count); `out` holds recv_count. In place
+ * when `out` is this rank's block of `in` (in + rank x recv_count
+ * elements), and then no other part of `in` is written; otherwise the
+ * buffers must not overlap. recv_count 0 is legal (the pointers may then be
+ * NULL). op as for strata_all_reduce; each element is reduced in a fixed
+ * order (the same bits run to run). INVALID_ARGUMENT when size x recv_count
+ * does not fit a size_t. */
+strata_status strata_reduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                    strata_dtype dtype, strata_op op, const strata_options* options);
+
+/* Every rank's `out` receives every rank's `in` (MPI_Allgather,
+ * ncclAllGather): `in` holds send_count elements of dtype, `out` size x
+ * send_count, rank r's `in` landing at out's elements
+ * [r x send_count, (r + 1) x send_count). In place when `in` is this rank's
+ * block of `out` (out + rank x send_count elements); otherwise the buffers
+ * must not overlap. send_count 0 is legal (the pointers may then be NULL).
+ * Every rank gets the same bits. INVALID_ARGUMENT when size x send_count
+ * does not fit a size_t. */
+strata_status strata_all_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
+                                const strata_options* options);
+
 /* All-reduces n buffers in place: buffers[i] holds counts[i] elements of
  * dtypes[i]. Buffers must not overlap; several small buffers travel packed
  * (per `packing`, NULL = automatic, and options->bytes_per_pack). Results

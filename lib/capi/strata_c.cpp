@@ -64,6 +64,20 @@ Tensor tensor(const void* data, std::size_t count, strata_dtype dtype, const Cal
   return {const_cast<void*>(data), count, dtype_of(dtype), call.memory, call.device};
 }
 
+// The element count of a blockwise call's whole buffer (reduce_scatter's
+// `in`, all_gather's `out`): `count` per rank times the ranks. Refused here
+// when the product overflows: the C++ API is given the whole count, so its
+// message could not name the argument the caller passed.
+std::size_t whole_count(const Communicator& comm, std::size_t count, const char* field) {
+  std::size_t whole = 0;
+  if (__builtin_mul_overflow(count, static_cast<std::size_t>(comm.size()), &whole))
+    throw InvalidArgument(util::located(
+        fmt::format("{} = {} times the {} ranks of this communicator does not fit a size_t; pass the element count "
+                    "of one rank's block",
+                    field, count, comm.size())));
+  return whole;
+}
+
 Config config_of(const strata_config* config) {
   strata_config c = STRATA_CONFIG_INIT;
   if (config != nullptr) c = *config;
@@ -184,6 +198,26 @@ strata_status strata_broadcast(strata_comm* comm, void* buffer, size_t count, st
   return guarded("strata_broadcast", [&] {
     const Call call = call_of(options);
     comm_of(comm).broadcast(tensor(buffer, count, dtype, call), root, call.options);
+  });
+}
+
+strata_status strata_reduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                    strata_dtype dtype, strata_op op, const strata_options* options) {
+  return guarded("strata_reduce_scatter", [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    c.reduce_scatter(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
+                     tensor(out, recv_count, dtype, call), op_of(op), call.options);
+  });
+}
+
+strata_status strata_all_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
+                                const strata_options* options) {
+  return guarded("strata_all_gather", [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    c.all_gather(tensor(in, send_count, dtype, call),
+                 tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cuda_support.hpp"
@@ -132,8 +133,11 @@ py::object optional_attr(py::handle obj, const char* name) {
   return py::reinterpret_steal<py::object>(value);
 }
 
-// numpy arrays whose dtype calls itself bfloat16 (ml_dtypes, TensorFlow,
-// JAX). numpy cannot export such dtypes through the buffer protocol. Such
+py::object item(const py::dict& d, const char* key) { return d.contains(key) ? py::object(d[key]) : py::none(); }
+
+}  // namespace
+
+// numpy cannot export bfloat16 dtypes through the buffer protocol. Such
 // user-defined dtypes have kind 'V'; dtype.kind is checked first because
 // dtype.name costs about a microsecond, more than the rest of a small call.
 bool is_numpy_bfloat16(py::handle obj) {
@@ -146,10 +150,6 @@ bool is_numpy_bfloat16(py::handle obj) {
   const py::object name = optional_attr(dtype, "name");
   return name && py::isinstance<py::str>(name) && name.cast<std::string>() == "bfloat16" && optional_attr(obj, "view");
 }
-
-py::object item(const py::dict& d, const char* key) { return d.contains(key) ? py::object(d[key]) : py::none(); }
-
-}  // namespace
 
 ArrayView::ArrayView(py::handle obj, std::string field, Access access) : field_(std::move(field)) {
   try {
@@ -269,6 +269,7 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
 
   tensor_.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(pointer));
   tensor_.count = count;
+  cuda_shape_ = std::move(shape);
   tensor_.memory = strata::Memory::cuda;
   tensor_.device = cuda::device_of(tensor_.data);
 }
@@ -318,6 +319,18 @@ void ArrayView::view_dlpack(py::handle obj) {
   } else {
     tensor_.memory = strata::Memory::host;
   }
+}
+
+std::vector<std::size_t> ArrayView::shape() const {
+  // Extents were checked >= 0 when the view was made (element_count; a
+  // buffer's by Python).
+  using Shape = std::vector<std::size_t>;
+  if (has_buffer_) return Shape(buffer_.shape, buffer_.shape + buffer_.ndim);  // PyBUF_RECORDS asks for the shape
+  if (dlpack_ != nullptr) {
+    const DLTensor& t = static_cast<DLManagedTensor*>(dlpack_)->dl_tensor;
+    return Shape(t.shape, t.shape + t.ndim);
+  }
+  return Shape(cuda_shape_.begin(), cuda_shape_.end());
 }
 
 void ArrayView::wait_for_producer() const {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "strata/types.hpp"
 
@@ -44,6 +45,11 @@ class ArrayView {
 
   const strata::Tensor& tensor() const { return tensor_; }
 
+  // The array's shape as its producer gave it (empty for a 0-d array); the
+  // tensor counts every element whatever the shape. Read from what the view
+  // holds, so calls that never ask pay nothing for it.
+  std::vector<std::size_t> shape() const;
+
   // For a CUDA array whose producer named a stream: blocks until that stream's
   // queued work is done, so strata reads finished data. No-op otherwise.
   // Throws strata::BackendError if CUDA fails. Call without the GIL.
@@ -57,6 +63,7 @@ class ArrayView {
 
   std::string field_;
   strata::Tensor tensor_;
+  std::vector<long long> cuda_shape_;  // the __cuda_array_interface__ shape (the others are in buffer_, dlpack_)
   Py_buffer buffer_{};
   bool has_buffer_ = false;
   void* dlpack_ = nullptr;               // DLManagedTensor*, released by its deleter
@@ -68,5 +75,9 @@ using ArrayViews = std::deque<ArrayView>;
 
 // Waits for the producer streams of all `views` (see wait_for_producer).
 void wait_for_producers(const ArrayViews& views);
+
+// Whether `obj` is a numpy array whose dtype calls itself bfloat16
+// (ml_dtypes, TensorFlow, JAX): viewed as uint16 and reduced as bf16.
+bool is_numpy_bfloat16(py::handle obj);
 
 }  // namespace strata_py

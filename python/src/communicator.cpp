@@ -92,6 +92,91 @@ py::object broadcast(PyCommunicator& self, py::object x, int root, py::handle op
   return x;
 }
 
+// numpy's name for a strata dtype; bf16 has none (numpy has no bfloat16).
+const char* numpy_name(strata::DataType dtype) {
+  switch (dtype) {
+    case strata::DataType::f32: return "float32";
+    case strata::DataType::f64: return "float64";
+    case strata::DataType::f16: return "float16";
+    case strata::DataType::i8: return "int8";
+    case strata::DataType::u8: return "uint8";
+    case strata::DataType::i32: return "int32";
+    case strata::DataType::u32: return "uint32";
+    case strata::DataType::i64: return "int64";
+    case strata::DataType::u64: return "uint64";
+    case strata::DataType::bf16: break;
+  }
+  return nullptr;
+}
+
+// The result array of a call whose result is not the size of `x` and that
+// was given no `out` (reduce_scatter, all_gather): a new numpy array of
+// `shape` in x's dtype. These two calls are the only ones that allocate: in
+// place into x cannot hold their result. numpy is imported here, so that
+// the module needs it only for such calls. A CUDA array has no allocator
+// the module could know, and a bfloat16 tensor other than a numpy one no
+// numpy dtype: both must pass `out`.
+py::object new_result(py::handle x, const ArrayView& in, const py::tuple& shape, const char* function) {
+  const strata::Tensor& t = in.tensor();
+  if (t.memory != strata::Memory::host)
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{}: x is a CUDA array and out is None, but the module allocates results only in host memory "
+                    "(numpy); pass out= (a CUDA array of the result's size)",
+                    function)));
+  py::object dtype;
+  if (const char* name = numpy_name(t.dtype)) {
+    dtype = py::str(name);
+  } else if (is_numpy_bfloat16(x)) {
+    dtype = x.attr("dtype");
+  } else {
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{}: x is a bfloat16 tensor without a numpy dtype and out is None; pass out= (a bfloat16 "
+                    "array of the result's size)",
+                    function)));
+  }
+  return py::module_::import("numpy").attr("empty")(shape, dtype);
+}
+
+py::object reduce_scatter(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
+  const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  ArrayViews views;
+  const ArrayView& in = views.emplace_back(x, "x", Access::read);
+  // x's size // ranks: when x's size is no multiple of the ranks, strata
+  // refuses the call (on every rank, naming the counts), as for any `out`.
+  if (out.is_none())
+    out = new_result(x, in, py::make_tuple(in.tensor().count / static_cast<std::size_t>(self.size())),
+                     "reduce_scatter");
+  const ArrayView& result = views.emplace_back(out, "out", Access::write);
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.reduce_scatter(in.tensor(), result.tensor(), reduce_op, opts); });
+  }
+  return out;
+}
+
+py::object all_gather(PyCommunicator& self, py::object x, py::object out, py::handle options) {
+  const strata::CommunicationOptions opts = to_options(options, "options");
+  ArrayViews views;
+  const ArrayView& in = views.emplace_back(x, "x", Access::read);
+  if (out.is_none()) {
+    // (size, *x.shape): out[r] is rank r's x, and the elements lie as the
+    // flat blocks do.
+    py::list shape;
+    shape.append(self.size());
+    for (std::size_t extent : in.shape()) shape.append(extent);
+    out = new_result(x, in, py::tuple(shape), "all_gather");
+  }
+  const ArrayView& result = views.emplace_back(out, "out", Access::write);
+  {
+    py::gil_scoped_release release;
+    wait_for_producers(views);
+    self.call([&](strata::Communicator& c) { c.all_gather(in.tensor(), result.tensor(), opts); });
+  }
+  return out;
+}
+
 // A batch argument: a list or tuple of arrays (TypeError otherwise).
 void check_array_list(py::handle arrays) {
   if (!py::isinstance<py::list>(arrays) && !py::isinstance<py::tuple>(arrays))
@@ -230,6 +315,29 @@ Returns `out` (or `x`) on every rank. ValueError for a root outside
       .def("broadcast", &broadcast, py::arg("x"), py::arg("root"), py::arg("options") = py::none(), R"doc(
 Copies rank `root`'s `x` into every other rank's `x` (same size and dtype
 everywhere; writable everywhere). Returns `x`.)doc")
+      .def("reduce_scatter", &reduce_scatter, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
+           py::arg("options") = py::none(), R"doc(
+Rank r's result is op over every rank's block r of `x`, where x's elements
+(C order, any shape) are `size` blocks of x.size // size elements, block r
+the r-th (MPI_Reduce_scatter_block, ncclReduceScatter). The result goes to
+`out` (x.size // size elements, any shape), or, when out is None, to a new
+1-d numpy array (host arrays only). In place when `out` is a view of this
+rank's block of x (x.reshape(-1)[rank * n:(rank + 1) * n]); x is not
+written otherwise. Returns the array holding the result. ValueError when
+x.size is not size times out's size (with out=None: not a multiple of
+size). op, dtypes and errors as all_reduce; "mean" divides by size. Runs
+without the GIL.)doc")
+      .def("all_gather", &all_gather, py::arg("x"), py::arg("out") = py::none(), py::arg("options") = py::none(),
+           R"doc(
+Every rank receives every rank's `x`, rank r's at block r of the result
+(MPI_Allgather, ncclAllGather): `out` holds size x x.size elements (any
+shape; block r is its r-th run of x.size elements in C order), or, when out
+is None, a new numpy array of shape (size, *x.shape) is returned (host
+arrays only), so that result[r] is rank r's x. In place when `x` is a view
+of this rank's block of out (out[rank] of such an array). Returns the array
+holding the result; identical bits on every rank. ValueError when out's
+size is not size times x.size. Errors as all_reduce. Runs without the
+GIL.)doc")
       .def("batch_all_reduce", &batch_all_reduce, py::arg("arrays"), py::arg("op") = "sum",
            py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
            py::arg("agg_small_grads_max_group") = 10, R"doc(
@@ -243,7 +351,8 @@ identical on every rank).)doc")
       .def("algorithm_for", &algorithm_for, py::arg("nbytes"), py::arg("collective") = "all_reduce",
            py::arg("memory") = "host",
            "The algorithm this communicator's spec runs for one call of `nbytes` bytes (\"pscpu\", \"xring#2\", "
-           "\"pscpu/rechd\"); collective is \"all_reduce\", \"reduce\" or \"broadcast\", memory \"host\" or "
+           "\"pscpu/rechd\"); collective is \"all_reduce\", \"reduce\", \"broadcast\", \"reduce_scatter\" or "
+           "\"all_gather\" (nbytes: the whole buffer, x of reduce_scatter, out of all_gather), memory \"host\" or "
            "\"cuda\". Local.")
       .def_property_readonly(
           "all_reduce_spec",

@@ -69,8 +69,12 @@ strata::Collective to_collective(py::handle value, const char* field) {
   if (name == "all_reduce") return strata::Collective::all_reduce;
   if (name == "reduce") return strata::Collective::reduce;
   if (name == "broadcast") return strata::Collective::broadcast;
+  if (name == "reduce_scatter") return strata::Collective::reduce_scatter;
+  if (name == "all_gather") return strata::Collective::all_gather;
   throw InvalidArgument(strata::util::located(
-      fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\"", field, repr_of(value))));
+      fmt::format("{} = {} is not one of \"all_reduce\", \"reduce\", \"broadcast\", \"reduce_scatter\", "
+                  "\"all_gather\"",
+                  field, repr_of(value))));
 }
 
 strata::Memory to_memory(py::handle value, const char* field) {

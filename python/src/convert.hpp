@@ -26,7 +26,7 @@ strata::Implementation to_implementation(py::handle value, const char* field);
 // "auto" for Implementation::automatic, else strata's own name.
 std::string implementation_name(strata::Implementation implementation);
 
-// "all_reduce", "reduce" or "broadcast".
+// "all_reduce", "reduce", "broadcast", "reduce_scatter" or "all_gather".
 strata::Collective to_collective(py::handle value, const char* field);
 
 // "host" or "cuda".

@@ -1,6 +1,7 @@
-"""strata: all-reduce, reduce, broadcast and batched all-reduce for MPI
-programs written with mpi4py, on numpy arrays (host memory) and CUDA arrays
-(__cuda_array_interface__ or DLPack; GPU builds). See docs/PYTHON.md.
+"""strata: all-reduce, reduce, broadcast, batched all-reduce, reduce-scatter
+and all-gather for MPI programs written with mpi4py, on numpy arrays (host
+memory) and CUDA arrays (__cuda_array_interface__ or DLPack; GPU builds).
+See docs/PYTHON.md.
 
     from mpi4py import MPI
     import numpy as np

@@ -190,6 +190,101 @@ static void test_broadcast(strata_comm* comm) {
   CHECK(bad == 0);
 }
 
+/* Rank r's input element j of a blockwise call: distinct for every j and
+ * rank, so that a wrong block, offset or count cannot give the expected
+ * values; multiples of 0.25 below 2^17, so every f32 sum over up to 8 ranks
+ * is exact in any order. */
+static float f32_input(int rank, size_t j) { return (float)(0.25 * (double)j + 0.5 * (rank + 1)); }
+static int32_t i32_input(int rank, size_t j) { return (int32_t)((rank * 7919 + (long)j * 104729) % 2001) - 1000; }
+
+/* reduce_scatter of `count` elements per rank, checked against this rank's
+ * block of the reduction computed here: f32 sum out of place (`in` left
+ * alone), i32 max in place (`out` = this rank's block of `in`; the other
+ * blocks left alone) and i32 mean (truncating). count 0 with NULL buffers. */
+static void test_reduce_scatter(strata_comm* comm, size_t count, const strata_options* options) {
+  const size_t whole = count * (size_t)g_size, mine = count * (size_t)g_rank;
+  float* in = malloc((whole + 1) * sizeof *in); /* + 1: never malloc(0) */
+  float* out = malloc((count + 1) * sizeof *out);
+  int32_t* ints = malloc((whole + 1) * sizeof *ints);
+  int32_t* iout = malloc((count + 1) * sizeof *iout);
+  size_t i, j;
+  int r, bad;
+  g_step = "reduce_scatter";
+  for (j = 0; j < whole; ++j) in[j] = f32_input(g_rank, j);
+  for (i = 0; i < count; ++i) out[i] = -1.0f;
+  EXPECT(strata_reduce_scatter(comm, in, out, count, STRATA_F32, STRATA_SUM, options), STRATA_OK,
+         "strata_reduce_scatter", "");
+  for (i = 0, bad = 0; i < count; ++i) {
+    float expected = 0.0f;
+    for (r = 0; r < g_size; ++r) expected += f32_input(r, mine + i);
+    bad += out[i] != expected;
+  }
+  for (j = 0; j < whole; ++j) bad += in[j] != f32_input(g_rank, j);
+  CHECK(bad == 0); /* f32 sum out of place: this rank's block; `in` unchanged */
+
+  for (j = 0; j < whole; ++j) ints[j] = i32_input(g_rank, j);
+  EXPECT(strata_reduce_scatter(comm, ints, ints + mine, count, STRATA_I32, STRATA_MAX, options), STRATA_OK,
+         "strata_reduce_scatter", "");
+  for (j = 0, bad = 0; j < whole; ++j) {
+    int32_t expected = i32_input(g_rank, j);
+    if (j >= mine && j < mine + count)
+      for (r = 0; r < g_size; ++r)
+        if (i32_input(r, j) > expected) expected = i32_input(r, j);
+    bad += ints[j] != expected;
+  }
+  CHECK(bad == 0); /* i32 max in place: this rank's block reduced, the other blocks untouched */
+
+  for (j = 0; j < whole; ++j) ints[j] = (int32_t)((g_rank * 3 - 4) * (int)(j % 5 + 1)) - (int32_t)(j % 13);
+  EXPECT(strata_reduce_scatter(comm, ints, iout, count, STRATA_I32, STRATA_MEAN, options), STRATA_OK,
+         "strata_reduce_scatter", "");
+  for (i = 0, bad = 0; i < count; ++i) {
+    int32_t sum = 0;
+    j = mine + i;
+    for (r = 0; r < g_size; ++r) sum += (int32_t)((r * 3 - 4) * (int)(j % 5 + 1)) - (int32_t)(j % 13);
+    bad += iout[i] != sum / g_size; /* C99 division truncates toward zero, as strata's mean does */
+  }
+  CHECK(bad == 0); /* i32 mean */
+
+  EXPECT(strata_reduce_scatter(comm, NULL, NULL, 0, STRATA_F64, STRATA_PROD, options), STRATA_OK,
+         "strata_reduce_scatter", ""); /* count 0 */
+  free(in);
+  free(out);
+  free(ints);
+  free(iout);
+}
+
+/* all_gather of `count` elements per rank, checked block by block against
+ * every rank's input computed here: f64 out of place (`in` left alone),
+ * u8 in place (`in` = this rank's block of `out`). count 0 with NULL
+ * buffers. */
+static void test_all_gather(strata_comm* comm, size_t count, const strata_options* options) {
+  const size_t whole = count * (size_t)g_size, mine = count * (size_t)g_rank;
+  double* in = malloc((count + 1) * sizeof *in);
+  double* out = malloc((whole + 1) * sizeof *out);
+  unsigned char* bytes = malloc(whole + 1);
+  size_t i, j;
+  int bad;
+  g_step = "all_gather";
+  for (i = 0; i < count; ++i) in[i] = g_rank * 1e6 + (double)i + 0.5;
+  for (j = 0; j < whole; ++j) out[j] = -1.0;
+  EXPECT(strata_all_gather(comm, in, out, count, STRATA_F64, options), STRATA_OK, "strata_all_gather", "");
+  for (j = 0, bad = 0; j < whole; ++j) bad += out[j] != (double)(j / count) * 1e6 + (double)(j % count) + 0.5;
+  for (i = 0; i < count; ++i) bad += in[i] != g_rank * 1e6 + (double)i + 0.5;
+  CHECK(bad == 0); /* f64 out of place: block r is rank r's input; `in` unchanged */
+
+  for (j = 0; j < whole; ++j)
+    bytes[j] = j >= mine && j < mine + count ? (unsigned char)(g_rank * 31 + (int)(j - mine) * 7) : 0xAA;
+  EXPECT(strata_all_gather(comm, bytes + mine, bytes, count, STRATA_U8, options), STRATA_OK, "strata_all_gather",
+         "");
+  for (j = 0, bad = 0; j < whole; ++j) bad += bytes[j] != (unsigned char)((int)(j / count) * 31 + (int)(j % count) * 7);
+  CHECK(bad == 0); /* u8 in place */
+
+  EXPECT(strata_all_gather(comm, NULL, NULL, 0, STRATA_I64, options), STRATA_OK, "strata_all_gather", "");
+  free(in);
+  free(out);
+  free(bytes);
+}
+
 /* Four buffers of three dtypes (one empty, NULL), summed in place, with the
  * default packing and with explicit packing + options. */
 static void test_batch(strata_comm* comm, const strata_packing* packing, const strata_options* options) {
@@ -272,6 +367,29 @@ static void test_invalid_arguments(strata_comm* comm) {
   EXPECT(strata_broadcast(comm, buf, N, STRATA_F32, g_size, NULL), bad, "strata_broadcast", "root");
   EXPECT(strata_broadcast(comm, NULL, N, STRATA_F32, 0, NULL), bad, "strata_broadcast", "buffer.data");
 
+  /* Blockwise: 4 elements per rank, at most 4 x 4 + 1 of buf. */
+  EXPECT(strata_reduce_scatter(NULL, buf, buf, 4, STRATA_F32, STRATA_SUM, NULL), bad, "strata_reduce_scatter",
+         "comm");
+  EXPECT(strata_reduce_scatter(comm, NULL, buf, 4, STRATA_F32, STRATA_SUM, NULL), bad, "strata_reduce_scatter",
+         "in.data");
+  EXPECT(strata_reduce_scatter(comm, buf, NULL, 4, STRATA_F32, STRATA_SUM, NULL), bad, "strata_reduce_scatter",
+         "out.data");
+  EXPECT(strata_reduce_scatter(comm, buf, buf + 1, 4, STRATA_F32, STRATA_SUM, NULL), bad, "strata_reduce_scatter",
+         "overlaps"); /* overlapping, and no rank's block */
+  EXPECT(strata_reduce_scatter(comm, buf, buf + N - 4, 4, STRATA_F32, (strata_op)42, NULL), bad,
+         "strata_reduce_scatter", "op");
+  EXPECT(strata_reduce_scatter(comm, buf, buf + N - 4, SIZE_MAX / 2 + 1, STRATA_F32, STRATA_SUM, NULL), bad,
+         "strata_reduce_scatter", g_size > 1 ? "recv_count" : "in.count"); /* size x recv_count overflows */
+  EXPECT(strata_all_gather(comm, NULL, buf, 4, STRATA_F32, NULL), bad, "strata_all_gather", "in.data");
+  EXPECT(strata_all_gather(comm, buf + 1, buf, 4, STRATA_F32, NULL), bad, "strata_all_gather", "overlaps");
+  EXPECT(strata_all_gather(comm, buf + N - 4, buf, 4, (strata_dtype)99, NULL), bad, "strata_all_gather", "dtype");
+  EXPECT(strata_all_gather(comm, buf + N - 4, buf, SIZE_MAX / 2 + 1, STRATA_F32, NULL), bad, "strata_all_gather",
+         g_size > 1 ? "send_count" : "in.count");
+  strata_options_init(&options);
+  options.implementation = STRATA_IMPL_NCCL;
+  EXPECT(strata_all_gather(comm, buf + N - 4, buf, 4, STRATA_F32, &options), bad, "strata_all_gather", "nccl");
+  strata_options_init(&options);
+
   EXPECT(strata_batch_all_reduce(comm, NULL, counts, dtypes, 2, STRATA_SUM, NULL, NULL), bad,
          "strata_batch_all_reduce", "buffers");
   overlapping[0] = buf, overlapping[1] = buf + N / 4;
@@ -320,7 +438,12 @@ static void test_mismatch(strata_comm* comm) {
   const size_t count = g_rank == size - 1 ? N + 1 : N;
   EXPECT(strata_all_reduce(comm, buf, buf, count, STRATA_F32, STRATA_SUM, NULL), STRATA_ERR_MISMATCH,
          "strata_all_reduce", "count");
+  /* Each rank's own buffers are consistent (in = size x recv_count), but the
+   * last rank's block is one element longer. */
+  EXPECT(strata_reduce_scatter(comm, buf, buf + N - 5, g_rank == size - 1 ? 5 : 4, STRATA_F32, STRATA_SUM, NULL),
+         STRATA_ERR_MISMATCH, "strata_reduce_scatter", "count");
   test_all_reduce(comm, N, NULL);
+  test_reduce_scatter(comm, 7, NULL);
 }
 
 static void test_cuda_memory(strata_comm* comm) {
@@ -399,6 +522,12 @@ int main(int argc, char** argv) {
     test_reduce(comm);
     test_broadcast(comm);
     test_broadcast(xring);
+    test_reduce_scatter(comm, N, NULL);
+    test_reduce_scatter(comm, 40009, NULL);
+    test_reduce_scatter(xring, 40009, &options);
+    test_all_gather(comm, N, NULL);
+    test_all_gather(comm, 40009, NULL);
+    test_all_gather(xring, 40009, &options);
     test_batch(comm, NULL, NULL);
     packing.num_packs = 2;
     options.bytes_per_pack = 1024;

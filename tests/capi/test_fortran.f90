@@ -1,18 +1,22 @@
 ! The Fortran module `strata` end to end, at any rank count: all_reduce of
 ! real(4) (sum out of place, mean in place) and integer (max) arrays,
-! broadcast and reduce with a 0-based root, a batch, options, and an
-! invalid root giving STRATA_ERR_INVALID_ARGUMENT with a message, each
-! checked against values computed here from known inputs. Prints one
-! line per failure and exits 1 if any rank failed, 0 otherwise.
+! broadcast and reduce with a 0-based root, a batch, options,
+! reduce_scatter (real(4) sum) and all_gather (integer, in place) at
+! 0-based blocks, and an invalid root giving STRATA_ERR_INVALID_ARGUMENT
+! with a message, each checked against values computed here from known
+! inputs. Prints one line per failure and exits 1 if any rank failed, 0
+! otherwise.
 program test_fortran
   use, intrinsic :: iso_c_binding
   use mpi
   use strata
   implicit none
-  integer, parameter :: n = 1000
+  integer, parameter :: n = 1000, m = 37
   real(c_float), target :: x(n), y(n), expected(n)
   integer(c_int), target :: k(n), kexpected(n)
   real(c_double), target :: d(n)
+  real(c_float), allocatable, target :: whole(:), block(:)
+  integer(c_int), allocatable, target :: gathered(:)
   type(c_ptr) :: comm, buffers(2)
   integer(c_size_t) :: counts(2)
   integer(c_int) :: dtypes(2), status, value, major, minor, patch
@@ -20,7 +24,7 @@ program test_fortran
   type(strata_packing) :: packing
   type(strata_config) :: config
   character(kind=c_char, len=6), target :: spec = c_char_'xring' // c_null_char
-  integer :: ierr, rank, nranks, i, r, failures, total
+  integer :: ierr, rank, nranks, i, j, r, failures, total
   character(len=32) :: version
   character(len=:), allocatable :: message
 
@@ -103,6 +107,26 @@ program test_fortran
   call expect_ok(status, 'strata_batch_all_reduce')
   call check(all(x == real(nranks * (nranks - 1) / 2, c_float)) .and. all(k == nranks * (nranks - 1)), &
              'batch values')
+
+  ! reduce_scatter, real(4) sum: m elements per rank; element j of every
+  ! rank's whole buffer differs by block and rank, so a wrong block or
+  ! count cannot give rank r the sums of elements r*m+1 .. (r+1)*m.
+  allocate (whole(m * nranks), block(m), gathered(m * nranks))
+  whole = [(0.25 * j + rank, j = 1, m * nranks)]
+  block = -1
+  status = strata_reduce_scatter(comm, c_loc(whole), c_loc(block), int(m, c_size_t), STRATA_F32, STRATA_SUM)
+  call expect_ok(status, 'strata_reduce_scatter')
+  call check(all(block == [(nranks * 0.25 * (rank * m + i) + nranks * (nranks - 1) / 2, i = 1, m)]), &
+             'reduce_scatter values')
+  call check(all(whole == [(0.25 * j + rank, j = 1, m * nranks)]), 'reduce_scatter left the input alone')
+
+  ! all_gather, integer, in place: this rank's m elements are its block of
+  ! gathered; every block r ends up with rank r's elements.
+  gathered = -1
+  gathered(rank * m + 1:(rank + 1) * m) = [(1000 * rank + i, i = 1, m)]
+  status = strata_all_gather(comm, c_loc(gathered(rank * m + 1)), c_loc(gathered), int(m, c_size_t), STRATA_I32)
+  call expect_ok(status, 'strata_all_gather')
+  call check(all(gathered == [((1000 * r + i, i = 1, m), r = 0, nranks - 1)]), 'all_gather values')
 
   ! an invalid root, on every rank: INVALID_ARGUMENT with a message.
   status = strata_broadcast(comm, c_loc(d), int(n, c_size_t), STRATA_F64, nranks)

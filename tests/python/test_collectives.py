@@ -1,10 +1,12 @@
-"""all_reduce, reduce, broadcast and batch_all_reduce on numpy arrays,
-against references computed independently (numpy over every rank's known
-input, or mpi4py's own Allreduce), with identical bytes on every rank."""
+"""all_reduce, reduce, broadcast, batch_all_reduce, reduce_scatter and
+all_gather on numpy arrays, against references computed independently
+(numpy over every rank's known input, or mpi4py's own Allreduce,
+Reduce_scatter_block and Allgather), with identical bytes on every rank."""
 import array
 
 import numpy as np
 import pytest
+from mpi4py import MPI
 
 import strata
 from helpers import (DTYPES, OPS, WORLD, FakeDLPack, KDL_BFLOAT, all_inputs, assert_equal,
@@ -121,7 +123,7 @@ def test_every_spec_gives_the_reference(spec):
 
 
 def test_algorithm_for_collectives(comm):
-    for collective in ["all_reduce", "reduce", "broadcast"]:
+    for collective in ["all_reduce", "reduce", "broadcast", "reduce_scatter", "all_gather"]:
         for memory in ["host", "cuda"]:
             name = comm.algorithm_for(1024, collective=collective, memory=memory)
             assert isinstance(name, str) and name
@@ -256,3 +258,213 @@ def test_bfloat16_numpy_dtype_when_ml_dtypes_is_installed(comm):
     comm.all_reduce(x)
     expected = reference(all_inputs(100, "float32", "sum"), "float32", "sum")
     assert_equal(x.astype(np.float32), expected, "ml_dtypes.bfloat16 sum")
+
+
+# --- reduce_scatter and all_gather ------------------------------------------------
+
+# Elements per rank: 0, 1, odd counts, and blocks past several 64 KiB
+# shared-memory blocks; none a multiple of rank_input's periods (29 and 6),
+# so a neighbouring block never holds the same values.
+BLOCKS = [0, 1, 7, 4099, 20011]
+
+
+def block_of(array, rank, block):
+    return np.asarray(array).reshape(-1)[rank * block:(rank + 1) * block]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_reduce_scatter(comm, dtype, op):
+    for block in BLOCKS:
+        whole = block * SIZE
+        x = rank_input(RANK, whole, dtype, op)
+        expected = block_of(reference(all_inputs(whole, dtype, op), dtype, op), RANK, block)
+        result = comm.reduce_scatter(x, op=op)
+        assert isinstance(result, np.ndarray)
+        assert_equal(result, expected, f"{dtype} {op} block {block}")
+        assert_equal(x, rank_input(RANK, whole, dtype, op), f"{dtype} {op} block {block}: x unchanged")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reduce_scatter_in_place_writes_only_this_ranks_block(comm, dtype):
+    for block in BLOCKS:
+        whole = block * SIZE
+        x = rank_input(RANK, whole, dtype, "max")
+        mine = x[RANK * block:(RANK + 1) * block]  # a view: in place
+        assert comm.reduce_scatter(x, out=mine, op="max") is mine
+        expected = rank_input(RANK, whole, dtype, "max")
+        expected[RANK * block:(RANK + 1) * block] = block_of(
+            reference(all_inputs(whole, dtype, "max"), dtype, "max"), RANK, block)
+        assert_equal(x, expected, f"{dtype} block {block} in place")
+
+
+def test_reduce_scatter_every_block_distinct(comm):
+    # Element j of rank r's input is j * 1000 + r: every block and rank
+    # differs, so a result from another block, offset or count cannot pass.
+    for block in [1, 5, 4099]:
+        whole = block * SIZE
+        x = (np.arange(whole, dtype=np.int64) * 1000 + RANK).reshape(SIZE, block)
+        out = np.full((block,), -1, np.int64)
+        assert comm.reduce_scatter(x, out=out) is out
+        j = np.arange(RANK * block, (RANK + 1) * block, dtype=np.int64)
+        assert_equal(out, j * 1000 * SIZE + SIZE * (SIZE - 1) // 2, f"block {block}")
+
+
+def test_reduce_scatter_against_mpi4py(comm):
+    rng = np.random.default_rng(4321 + RANK)
+    for dtype, op, mpi_op in [("int64", "sum", MPI.SUM), ("uint32", "max", MPI.MAX), ("int32", "min", MPI.MIN)]:
+        x = rng.integers(0, 1 << 20, size=SIZE * 30011).astype(dtype)
+        expected = np.empty(30011, dtype)
+        WORLD.Reduce_scatter_block(x, expected, op=mpi_op)
+        assert_equal(comm.reduce_scatter(x, op=op), expected, f"{dtype} {op} vs MPI_Reduce_scatter_block")
+
+
+def test_reduce_scatter_keeps_no_shape_but_fills_any_out(comm):
+    x = rank_input(RANK, SIZE * 15, "float64", "sum").reshape(SIZE, 3, 5)
+    expected = block_of(reference(all_inputs(SIZE * 15, "float64", "sum"), "float64", "sum"), RANK, 15)
+    assert comm.reduce_scatter(x).shape == (15,)  # 1-d: a block is a run of x's elements
+    out = np.zeros((3, 5))
+    assert comm.reduce_scatter(x, out=out) is out
+    assert_equal(out, expected.reshape(3, 5), "out of shape (3, 5)")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_all_gather(comm, dtype):
+    for block in BLOCKS:
+        x = rank_input(RANK, block, dtype, "max")  # differs from rank to rank
+        result = comm.all_gather(x)
+        assert_equal(result, np.stack(all_inputs(block, dtype, "max")), f"{dtype} block {block}")
+        assert_same_on_every_rank(result, f"{dtype} block {block}")
+        assert_equal(x, rank_input(RANK, block, dtype, "max"), f"{dtype} block {block}: x unchanged")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_all_gather_in_place(comm, dtype):
+    for block in BLOCKS:
+        out = np.zeros((SIZE, block), dtype)
+        out[RANK] = rank_input(RANK, block, dtype, "max")
+        assert comm.all_gather(out[RANK], out=out) is out  # out[RANK] is this rank's block: in place
+        assert_equal(out, np.stack(all_inputs(block, dtype, "max")), f"{dtype} block {block} in place")
+
+
+def test_all_gather_shapes_and_flat_out(comm):
+    x = rank_input(RANK, 15, "float32", "sum").reshape(3, 5)
+    expected = np.stack([a.reshape(3, 5) for a in all_inputs(15, "float32", "sum")])
+    result = comm.all_gather(x)
+    assert result.shape == (SIZE, 3, 5)  # result[r] is rank r's x
+    assert_equal(result, expected, "(size, 3, 5)")
+    flat = np.zeros(SIZE * 15, np.float32)
+    assert comm.all_gather(x, out=flat) is flat
+    assert_equal(flat, expected.reshape(-1), "flat out")
+    scalar = np.array(RANK, np.int64)
+    assert_equal(comm.all_gather(scalar), np.arange(SIZE, dtype=np.int64), "0-d x gives shape (size,)")
+
+
+def test_all_gather_against_mpi4py(comm):
+    rng = np.random.default_rng(777 + RANK)
+    x = rng.standard_normal(10007)
+    expected = np.empty(SIZE * 10007)
+    WORLD.Allgather(x, expected)
+    assert_equal(comm.all_gather(x).reshape(-1), expected, "float64 vs MPI_Allgather")
+
+
+def test_blockwise_options_and_specs():
+    for spec in ["xring", "pscpu", "tree:4k:xring#2"]:
+        with strata.Communicator(WORLD, all_reduce_spec=spec, chunk_bytes=4096) as c:
+            for options in [None, strata.CommunicationOptions(timeout_seconds=60, implementation="ring")]:
+                x = rank_input(RANK, SIZE * 4099, "float32", "sum")
+                assert_equal(c.reduce_scatter(x, options=options),
+                             block_of(reference(all_inputs(SIZE * 4099, "float32", "sum"), "float32", "sum"), RANK,
+                                      4099), f"{spec} reduce_scatter {options}")
+                y = rank_input(RANK, 4099, "int32", "max")
+                assert_equal(c.all_gather(y, options=options), np.stack(all_inputs(4099, "int32", "max")),
+                             f"{spec} all_gather {options}")
+
+
+def test_blockwise_other_buffer_objects(comm):
+    data = array.array("d", rank_input(RANK, SIZE * 10, "float64", "sum").tolist())
+    assert_equal(comm.reduce_scatter(data),
+                 block_of(reference(all_inputs(SIZE * 10, "float64", "sum"), "float64", "sum"), RANK, 10),
+                 "array.array")
+    raw = bytearray(rank_input(RANK, 64, "uint8", "max").tobytes())
+    assert_equal(comm.all_gather(raw), np.stack(all_inputs(64, "uint8", "max")), "bytearray")
+    out = bytearray(SIZE * 64)
+    assert comm.all_gather(memoryview(raw), out=out) is out
+    assert_equal(np.frombuffer(out, np.uint8), np.concatenate(all_inputs(64, "uint8", "max")), "bytearray out")
+
+
+def test_blockwise_dlpack_host_array(comm):
+    class OnlyDLPack:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    x = rank_input(RANK, 6, "float32", "max").reshape(2, 3)
+    result = comm.all_gather(OnlyDLPack(x))
+    assert_equal(result, np.stack([a.reshape(2, 3) for a in all_inputs(6, "float32", "max")]), "DLPack x")
+    out = np.zeros(3, np.float32)
+    whole = rank_input(RANK, SIZE * 3, "float32", "sum")
+    comm.reduce_scatter(OnlyDLPack(whole), out=OnlyDLPack(out))
+    assert_equal(out, block_of(reference(all_inputs(SIZE * 3, "float32", "sum"), "float32", "sum"), RANK, 3),
+                 "DLPack x and out")
+
+
+def test_blockwise_bfloat16_through_dlpack(comm):
+    values = [rank_input(r, SIZE * 33, "float32", "sum") for r in range(SIZE)]
+    x = FakeDLPack(bfloat16_bits(values[RANK]), KDL_BFLOAT, 16)
+    out_bits = np.zeros(33, np.uint16)
+    out = FakeDLPack(out_bits, KDL_BFLOAT, 16)
+    assert comm.reduce_scatter(x, out=out) is out
+    expected = block_of(reference(values, "float32", "sum"), RANK, 33)  # small integers: exact in bfloat16
+    assert_equal(bfloat16_values(out_bits), expected, "bfloat16 reduce_scatter")
+    gathered_bits = np.zeros(SIZE * 33, np.uint16)
+    mine = FakeDLPack(bfloat16_bits(values[RANK][:33]), KDL_BFLOAT, 16)
+    comm.all_gather(mine, out=FakeDLPack(gathered_bits, KDL_BFLOAT, 16))
+    assert_equal(bfloat16_values(gathered_bits), np.concatenate([v[:33] for v in values]), "bfloat16 all_gather")
+    with pytest.raises(ValueError, match="bfloat16 tensor without a numpy dtype"):
+        comm.reduce_scatter(FakeDLPack(bfloat16_bits(values[RANK]), KDL_BFLOAT, 16))
+
+
+def test_blockwise_bfloat16_numpy_dtype_when_ml_dtypes_is_installed(comm):
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not packaged for Debian 12")
+    x = rank_input(RANK, SIZE * 10, "float32", "sum").astype(ml_dtypes.bfloat16)
+    result = comm.reduce_scatter(x)
+    assert result.dtype == x.dtype
+    assert_equal(result.astype(np.float32),
+                 block_of(reference(all_inputs(SIZE * 10, "float32", "sum"), "float32", "sum"), RANK, 10),
+                 "ml_dtypes.bfloat16 reduce_scatter")
+    gathered = comm.all_gather(x[:10])
+    assert gathered.dtype == x.dtype and gathered.shape == (SIZE, 10)
+
+
+def test_blockwise_bad_sizes_are_value_errors(comm):
+    # x's size is no multiple of the ranks (out=None), or out is not the size
+    # strata needs: every rank raises ValueError naming the counts, and the
+    # communicator still works.
+    if SIZE > 1:
+        with pytest.raises(ValueError, match=rf"in.count = {SIZE * 4 + 1} must be out.count = 4 times the {SIZE} "
+                                             "ranks"):
+            comm.reduce_scatter(np.zeros(SIZE * 4 + 1, np.float32))
+    with pytest.raises(ValueError, match="one block per rank"):
+        comm.reduce_scatter(np.zeros(SIZE * 4, np.float32), out=np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match="one block per rank"):
+        comm.all_gather(np.zeros(4, np.float32), out=np.zeros(SIZE * 4 + 1, np.float32))
+    with pytest.raises(ValueError, match="dtype"):
+        comm.all_gather(np.zeros(4, np.float32), out=np.zeros(SIZE * 4, np.float64))
+    read_only = np.zeros(SIZE * 4, np.float32)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="out is read-only"):
+        comm.all_gather(np.zeros(4, np.float32), out=read_only)
+    if SIZE > 1:
+        whole = np.zeros(SIZE * 4 + 1, np.float32)
+        other = (RANK + 1) % SIZE * 4 + 1  # overlapping x, but not this rank's block
+        with pytest.raises(ValueError, match="overlaps"):
+            comm.reduce_scatter(whole[:SIZE * 4], out=whole[other:other + 4])
+    x = rank_input(RANK, SIZE * 3, "int64", "sum")
+    assert_equal(comm.reduce_scatter(x), block_of(reference(all_inputs(SIZE * 3, "int64", "sum"), "int64", "sum"),
+                                                  RANK, 3), "after the errors")

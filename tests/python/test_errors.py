@@ -129,6 +129,19 @@ def test_ranks_that_disagree_raise_mismatch_everywhere(comm):
     still_works(comm)
 
 
+def test_blockwise_ranks_that_disagree_raise_mismatch_everywhere(comm):
+    """The last rank's block is one element longer (its own x and out agree):
+    every rank raises strata.Mismatch naming the count."""
+    if SIZE < 2:
+        return
+    block = 5 if RANK == SIZE - 1 else 4
+    with pytest.raises(strata.Mismatch, match="count"):
+        comm.reduce_scatter(np.ones(SIZE * block, np.float32))
+    with pytest.raises(strata.Mismatch, match="count"):
+        comm.all_gather(np.ones(block, np.float32))
+    still_works(comm)
+
+
 def test_bad_ops(comm):
     with pytest.raises(ValueError, match="op"):
         comm.all_reduce(np.zeros(4), op="average")
@@ -298,6 +311,8 @@ def test_cuda_arrays_reach_the_cuda_path_and_raise_unavailable_without_a_gpu(com
         lambda: comm.reduce(FakeCudaArray(), 0),
         lambda: comm.broadcast(FakeCudaArray(), 0),
         lambda: comm.batch_all_reduce([FakeCudaArray(), FakeCudaArray(count=4)]),
+        lambda: comm.reduce_scatter(FakeCudaArray(count=4 * SIZE), out=FakeCudaArray(count=4)),
+        lambda: comm.all_gather(FakeCudaArray(count=4), out=FakeCudaArray(count=4 * SIZE)),
         lambda: strata.NcclAllReduce(comm).reduce("sum", FakeCudaArray()),
     ]
     for i, call in enumerate(calls):
@@ -305,6 +320,16 @@ def test_cuda_arrays_reach_the_cuda_path_and_raise_unavailable_without_a_gpu(com
             call()
         assert isinstance(info.value, RuntimeError), f"call {i}"
     # Host calls on the same communicator are unaffected.
+    still_works(comm)
+
+
+def test_blockwise_cuda_arrays_need_an_out(comm):
+    """The module allocates results of reduce_scatter and all_gather only in
+    host memory: a CUDA x without out= is refused before anything is sent."""
+    with pytest.raises(ValueError, match="x is a CUDA array and out is None"):
+        comm.reduce_scatter(FakeCudaArray(count=4 * SIZE))
+    with pytest.raises(ValueError, match="x is a CUDA array and out is None"):
+        comm.all_gather(FakeCudaArray(count=4))
     still_works(comm)
 
 
