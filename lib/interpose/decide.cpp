@@ -17,7 +17,7 @@ Decision refuse(Why why, const char* detail = nullptr) {
   return d;
 }
 
-// Checks shared by the three calls: the process, the communicator, count.
+// Checks shared by every call: the process, the communicator, count.
 // Returns Why::none when they pass; `size` and `rank` receive the
 // communicator's size and this rank (from its cached strata Communicator
 // when it has one, without asking MPI: the routed call then finds that
@@ -43,9 +43,31 @@ Decision check_common(int count, MPI_Comm comm, int& size, int& rank) {
   return {};
 }
 
-bool overlap(const void* a, const void* b, std::size_t bytes) {
+bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
   const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
-  return x < y + bytes && y < x + bytes;
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+// The buffers of a rank that receives a reduction, as MPI defines them:
+// `send_bytes` at sendbuf (or MPI_IN_PLACE) reduced into `recv_bytes` at
+// recvbuf. Only erroneous calls fail these checks.
+Decision check_receiving(const void* sendbuf, const void* recvbuf, std::size_t send_bytes, std::size_t recv_bytes) {
+  if (recvbuf == MPI_IN_PLACE) return refuse(Why::buffers, "recvbuf is MPI_IN_PLACE");
+  if (recvbuf == nullptr) return refuse(Why::buffers, "recvbuf is null");
+  if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
+  if (sendbuf != MPI_IN_PLACE) {
+    if (sendbuf == recvbuf) return refuse(Why::buffers, "sendbuf == recvbuf without MPI_IN_PLACE");
+    if (overlap(sendbuf, send_bytes, recvbuf, recv_bytes)) return refuse(Why::buffers, "sendbuf and recvbuf overlap");
+  }
+  return {};
+}
+
+// Whether `type` (of `type_size` bytes) lies in memory as its bytes: a
+// predefined datatype without padding. Anything else (derived types,
+// MPI_DOUBLE_INT and its padding) is packed.
+bool plain_bytes(MPI_Datatype type, MPI_Count type_size) {
+  MPI_Count lb = 0, extent = 0;
+  return is_named(type) && PMPI_Type_get_extent_x(type, &lb, &extent) == MPI_SUCCESS && lb == 0 && extent == type_size;
 }
 
 }  // namespace
@@ -65,13 +87,7 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
   const bool receives = root == kAllRanks || rank == root;
   const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(*dtype);
   if (receives) {
-    if (recvbuf == MPI_IN_PLACE) return refuse(Why::buffers, "recvbuf is MPI_IN_PLACE");
-    if (recvbuf == nullptr) return refuse(Why::buffers, "recvbuf is null");
-    if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
-    if (sendbuf != MPI_IN_PLACE) {
-      if (sendbuf == recvbuf) return refuse(Why::buffers, "sendbuf == recvbuf without MPI_IN_PLACE");
-      if (overlap(sendbuf, recvbuf, bytes)) return refuse(Why::buffers, "sendbuf and recvbuf overlap");
-    }
+    if (Decision d = check_receiving(sendbuf, recvbuf, bytes, bytes); !d.to_strata()) return d;
   } else {
     if (sendbuf == MPI_IN_PLACE) return refuse(Why::buffers, "MPI_IN_PLACE on a rank that is not the root");
     if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
@@ -101,12 +117,8 @@ Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int 
   if (bytes > INT_MAX) return refuse(Why::too_large);
   if (root < 0 || root >= size) return refuse(Why::root);
 
-  // This rank's layout (local; does not change the decision): a predefined
-  // datatype without padding is the bytes themselves; anything else
-  // (derived types, MPI_DOUBLE_INT and its padding) is packed.
-  MPI_Count lb = 0, extent = 0;
-  const bool contiguous = is_named(type) && PMPI_Type_get_extent_x(type, &lb, &extent) == MPI_SUCCESS && lb == 0 &&
-                          extent == type_size;
+  // This rank's layout (local; does not change the decision).
+  const bool contiguous = plain_bytes(type, type_size);
   if (contiguous && buffer == nullptr) return refuse(Why::buffers, "buffer is null");
   Decision d;
   d.dtype = DataType::u8;
