@@ -127,4 +127,74 @@ Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int 
   return d;
 }
 
+Decision decide_reduce_scatter(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm comm) noexcept {
+  int size = 0, rank = -1;
+  if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
+  const auto dtype = reduction_dtype(type);
+  if (!dtype) return refuse(Why::datatype);
+  const auto rop = reduction_op(op);
+  if (!rop) return refuse(Why::op);
+  // Every rank sends one block per rank and receives one (with MPI_IN_PLACE,
+  // recvbuf holds all of them: its size is not checked, as MPI does not).
+  const std::size_t block = static_cast<std::size_t>(count) * dtype_size(*dtype);
+  if (Decision d = check_receiving(sendbuf, recvbuf, static_cast<std::size_t>(size) * block, block); !d.to_strata())
+    return d;
+  Decision d;
+  d.dtype = *dtype;
+  d.op = *rop;
+  d.count = static_cast<std::size_t>(count);
+  return d;
+}
+
+Decision decide_all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const void* recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept {
+  int size = 0, rank = -1;
+  if (Decision d = check_common(recvcount, comm, size, rank); !d.to_strata()) return d;
+  if (recvtype == MPI_DATATYPE_NULL) return refuse(Why::datatype);
+  // One block: recvcount x recvtype's size, identical on every rank because
+  // every rank's receive signature must match every rank's send signature.
+  // The send side's datatype and count may differ from the receive side's
+  // and from rank to rank, so they do not enter the decision.
+  MPI_Count recv_size = 0;
+  if (PMPI_Type_size_x(recvtype, &recv_size) != MPI_SUCCESS || recv_size < 0) return refuse(Why::datatype);
+  if (recv_size == 0) return refuse(Why::empty);
+  // As for MPI_Bcast, every block together stays under INT_MAX bytes, so
+  // that any rank can pack or unpack them in one MPI_Pack call. (Checking
+  // the element first keeps the product below from overflowing.)
+  if (recv_size > INT_MAX) return refuse(Why::too_large);
+  const long long block = static_cast<long long>(recvcount) * recv_size;
+  if (block > INT_MAX / size) return refuse(Why::too_large);
+
+  // This rank's send side and layouts (local; only erroneous calls fail
+  // these checks, and the layouts do not change the decision).
+  MPI_Count send_size = 0;
+  if (recvbuf == MPI_IN_PLACE) return refuse(Why::buffers, "recvbuf is MPI_IN_PLACE");
+  if (sendbuf != MPI_IN_PLACE) {
+    if (sendcount < 0) return refuse(Why::negative_count);
+    if (sendtype == MPI_DATATYPE_NULL || PMPI_Type_size_x(sendtype, &send_size) != MPI_SUCCESS)
+      return refuse(Why::buffers, "sendtype is not a datatype");
+    if (send_size < 0 || send_size > INT_MAX || sendcount * send_size != block)
+      return refuse(Why::buffers, "sendcount x sendtype is not as many bytes as recvcount x recvtype");
+  }
+  const bool recv_plain = plain_bytes(recvtype, recv_size);
+  const bool send_plain = sendbuf == MPI_IN_PLACE || plain_bytes(sendtype, send_size);
+  // (A derived datatype may hold absolute addresses, with buffers null,
+  // i.e. MPI_BOTTOM: only plain bytes are checked.)
+  if (recv_plain && recvbuf == nullptr) return refuse(Why::buffers, "recvbuf is null");
+  if (sendbuf != MPI_IN_PLACE && send_plain) {
+    if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
+    if (recv_plain && sendbuf == recvbuf) return refuse(Why::buffers, "sendbuf == recvbuf without MPI_IN_PLACE");
+    if (recv_plain &&
+        overlap(sendbuf, static_cast<std::size_t>(block), recvbuf, static_cast<std::size_t>(block) * size))
+      return refuse(Why::buffers, "sendbuf and recvbuf overlap");
+  }
+  Decision d;
+  d.dtype = DataType::u8;
+  d.count = static_cast<std::size_t>(block);
+  d.packed = !recv_plain;
+  d.send_packed = !send_plain;
+  return d;
+}
+
 }  // namespace strata::interpose
