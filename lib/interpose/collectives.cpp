@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -18,8 +19,10 @@ namespace strata::interpose {
 namespace {
 
 // What a log line says about the call's data: "MPI_INT MPI_LAND",
-// "MPI_FLOAT".
-std::string describe_args(MPI_Datatype type, const MPI_Op* op) {
+// "MPI_FLOAT", and for an MPI_Allgather whose send datatype differs from its
+// receive datatype `type` on this rank, "MPI_INT to MPI_BYTE".
+std::string describe_args(MPI_Datatype type, const MPI_Op* op, MPI_Datatype sendtype) {
+  if (sendtype != MPI_DATATYPE_NULL && sendtype != type) return type_name(sendtype) + " to " + type_name(type);
   return op ? type_name(type) + " " + op_name(*op) : type_name(type);
 }
 
@@ -42,27 +45,34 @@ std::string why_text(const Decision& d, MPI_Datatype type, const MPI_Op* op) {
   return "";
 }
 
-void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op) noexcept {
+// `sendtype`: MPI_Allgather's, unless MPI_IN_PLACE (MPI_DATATYPE_NULL for
+// the other calls).
+void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype type, const MPI_Op* op,
+                MPI_Datatype sendtype = MPI_DATATYPE_NULL) noexcept {
   if (!logging(Level::info)) return;
   if (d.why == Why::process && d.detail == kMpiNotRunning) return;  // naming the comm would need MPI
   try {
-    log_decision(fmt::format("{} on comm {} {} -> PMPI ({})", call, comm_label(comm), describe_args(type, op),
+    log_decision(fmt::format("{} on comm {} {} -> PMPI ({})", call, comm_label(comm), describe_args(type, op, sendtype),
                              why_text(d, type, op)));
   } catch (...) {
   }
 }
 
 // "MPI_FLOAT MPI_SUM -> strata (f32 sum, pscpu)": the call in MPI's terms,
-// as in the PMPI lines, then what strata ran.
+// as in the PMPI lines, then what strata ran (the algorithm its spec picks
+// for the call's larger buffer: reduce_scatter's input, all_gather's
+// output).
 void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective, MPI_Datatype type,
-                   const MPI_Op* op) noexcept {
+                   const MPI_Op* op, MPI_Datatype sendtype = MPI_DATATYPE_NULL) noexcept {
   if (!logging(Level::info)) return;
   try {
-    const std::string algorithm = entry.strata->algorithm_for(d.count * dtype_size(d.dtype), collective);
-    const std::string how = collective == Collective::broadcast
-                                ? (d.packed ? "packed, " + algorithm : algorithm)
+    const bool blockwise = collective == Collective::reduce_scatter || collective == Collective::all_gather;
+    const std::size_t blocks = blockwise ? static_cast<std::size_t>(entry.strata->size()) : 1;
+    const std::string algorithm = entry.strata->algorithm_for(blocks * d.count * dtype_size(d.dtype), collective);
+    const std::string how = !op ? (d.packed || d.send_packed ? "packed, " + algorithm : algorithm)
                                 : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
-    log_decision(fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, describe_args(type, op), how));
+    log_decision(
+        fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, describe_args(type, op, sendtype), how));
   } catch (...) {
   }
 }
@@ -177,6 +187,97 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
     }
     entry->strata->broadcast(Tensor{staging.data(), d.count, DataType::u8}, root, call_options());
     if (!is_root) rc = PMPI_Unpack(staging.data(), static_cast<int>(d.count), &position, buffer, count, type, comm);
+  });
+  if (error) return report_error(kCall, comm, error);
+  return rc;  // a failed PMPI_Pack/PMPI_Unpack already called the error handler
+}
+
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  constexpr const char* kCall = "MPI_Reduce_scatter_block";
+  Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
+  std::exception_ptr error;
+  CommEntry* entry = strata_entry(comm, d, error);
+  if (error) return report_error(kCall, comm, error);
+  if (!entry) {
+    log_to_mpi(kCall, comm, d, type, &op);
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm);
+  }
+  log_to_strata(kCall, *entry, d, Collective::reduce_scatter, type, &op);
+  // MPI_IN_PLACE: recvbuf holds every block of the input and receives the
+  // result in its first block. strata's in-place form leaves the result in
+  // this rank's block instead, so a rank other than 0 copies it to the front
+  // afterwards: one block's copy and no scratch buffer (MPI does not define
+  // what the rest of recvbuf holds then).
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const std::size_t ranks = static_cast<std::size_t>(entry->strata->size());
+  const std::size_t block_bytes = d.count * dtype_size(d.dtype);
+  const std::size_t at = static_cast<std::size_t>(entry->strata->rank()) * block_bytes;
+  const Tensor in{in_place ? recvbuf : const_cast<void*>(sendbuf), ranks * d.count, d.dtype};
+  const Tensor out{in_place ? static_cast<unsigned char*>(recvbuf) + at : recvbuf, d.count, d.dtype};
+  if ((error = run_in_strata([&] { entry->strata->reduce_scatter(in, out, d.op, call_options()); })))
+    return report_error(kCall, comm, error);
+  if (in_place && at != 0) std::memcpy(recvbuf, out.data, block_bytes);
+  return MPI_SUCCESS;
+}
+
+int all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, MPI_Comm comm) {
+  constexpr const char* kCall = "MPI_Allgather";
+  Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
+  std::exception_ptr error;
+  CommEntry* entry = strata_entry(comm, d, error);
+  if (error) return report_error(kCall, comm, error);
+  if (!entry) {
+    log_to_mpi(kCall, comm, d, recvtype, nullptr, shown_sendtype);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  log_to_strata(kCall, *entry, d, Collective::all_gather, recvtype, nullptr, shown_sendtype);
+  // strata gathers bytes: d.count per rank, rank r's at block r.
+  const int rank = entry->strata->rank();
+  const std::size_t whole = static_cast<std::size_t>(entry->strata->size()) * d.count;
+  const std::size_t at = static_cast<std::size_t>(rank) * d.count;
+  if (!d.packed && !d.send_packed) {
+    const Tensor out{recvbuf, whole, DataType::u8};
+    const Tensor in = sendbuf == MPI_IN_PLACE ? Tensor{static_cast<unsigned char*>(recvbuf) + at, d.count, DataType::u8}
+                                              : Tensor{const_cast<void*>(sendbuf), d.count, DataType::u8};
+    if ((error = run_in_strata([&] { entry->strata->all_gather(in, out, call_options()); })))
+      return report_error(kCall, comm, error);
+    return MPI_SUCCESS;
+  }
+  // A datatype that is not plain bytes on this rank, on either side (MPI's
+  // format from MPI_Pack, as for MPI_Bcast). The bytes are gathered into
+  // recvbuf where the receive side is plain bytes, else into a staging
+  // buffer unpacked into recvbuf afterwards. This rank's block is packed
+  // into its place there (from sendbuf, or with MPI_IN_PLACE from its block
+  // of recvbuf) and gathered in place, unless sendbuf is plain bytes.
+  std::vector<unsigned char> staging;
+  int rc = MPI_SUCCESS;
+  error = run_in_strata([&] {
+    auto* gathered = static_cast<unsigned char*>(recvbuf);
+    if (d.packed) {
+      staging.resize(whole);
+      gathered = staging.data();
+    }
+    Tensor in{gathered + at, d.count, DataType::u8};
+    int position = 0;
+    if (sendbuf == MPI_IN_PLACE) {  // then d.packed: recvbuf's block, in recvtype's layout
+      MPI_Aint lb = 0, extent = 0;
+      rc = PMPI_Type_get_extent(recvtype, &lb, &extent);
+      const void* mine = static_cast<unsigned char*>(recvbuf) + static_cast<MPI_Aint>(rank) * recvcount * extent;
+      if (rc == MPI_SUCCESS)
+        rc = PMPI_Pack(mine, recvcount, recvtype, in.data, static_cast<int>(d.count), &position, comm);
+    } else if (d.send_packed) {
+      rc = PMPI_Pack(sendbuf, sendcount, sendtype, in.data, static_cast<int>(d.count), &position, comm);
+    } else {
+      in.data = const_cast<void*>(sendbuf);
+    }
+    if (rc != MPI_SUCCESS) return;
+    entry->strata->all_gather(in, Tensor{gathered, whole, DataType::u8}, call_options());
+    position = 0;
+    if (d.packed)
+      rc = PMPI_Unpack(staging.data(), static_cast<int>(whole), &position, recvbuf, entry->strata->size() * recvcount,
+                       recvtype, comm);
   });
   if (error) return report_error(kCall, comm, error);
   return rc;  // a failed PMPI_Pack/PMPI_Unpack already called the error handler

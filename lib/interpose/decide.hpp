@@ -3,11 +3,13 @@
 // A correct MPI program gets the same decision on every rank of the call,
 // because it depends only on what MPI requires every rank to agree on: the
 // process-wide switches (settings.hpp), the communicator, and for
-// MPI_Allreduce / MPI_Reduce the count, datatype and op (which must be the
-// same on every rank), the root, and for MPI_Bcast the root and the message
-// size in bytes (MPI only requires the type signatures to match, so a rank
-// may describe the same bytes with another, even non-contiguous, datatype:
-// those ranks pack and unpack around strata's broadcast, see collectives.cpp).
+// MPI_Allreduce / MPI_Reduce / MPI_Reduce_scatter_block the count, datatype
+// and op (which must be the same on every rank), the root, and for
+// MPI_Bcast / MPI_Allgather the root and the message size in bytes (MPI only
+// requires the type signatures to match, so a rank may describe the same
+// bytes with another, even non-contiguous, datatype, and MPI_Allgather's
+// send and receive datatypes may differ: those ranks pack and unpack around
+// strata's call, see collectives.cpp).
 // The remaining checks are rank-local and only fail for arguments MPI itself
 // rejects or leaves undefined (MPI_IN_PLACE where it is not allowed, aliased
 // or null buffers); such calls go to PMPI_*, so the program sees MPI's own
@@ -35,17 +37,19 @@ enum class Why {
   op,              // not MPI_SUM/PROD/MIN/MAX
   root,            // root outside [0, size): MPI reports the error
   buffers,         // erroneous buffer arguments; detail says which
-  too_large,       // MPI_Bcast of more than INT_MAX bytes
+  too_large,       // MPI_Bcast, MPI_Allgather: more than INT_MAX bytes
   unavailable,     // strata could not start on this communicator; detail says why
 };
 
 struct Decision {
   Why why = Why::none;
   const char* detail = nullptr;
-  DataType dtype = DataType::u8;  // what strata sees (reductions: the element type; MPI_Bcast: bytes)
+  DataType dtype = DataType::u8;  // what strata sees (reductions: the element type; MPI_Bcast, MPI_Allgather: bytes)
   ReduceOp op = ReduceOp::sum;
-  std::size_t count = 0;          // elements of dtype
-  bool packed = false;            // MPI_Bcast: this rank packs/unpacks a non-contiguous datatype
+  std::size_t count = 0;          // elements of dtype (MPI_Reduce_scatter_block, MPI_Allgather: in one rank's block)
+  bool packed = false;            // MPI_Bcast, MPI_Allgather's receive side: this rank packs/unpacks a
+                                  // non-contiguous datatype
+  bool send_packed = false;       // MPI_Allgather: this rank packs its non-contiguous send datatype
 
   bool to_strata() const { return why == Why::none; }
 };
@@ -59,5 +63,16 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
 
 // MPI_Bcast. Local; never throws.
 Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept;
+
+// MPI_Reduce_scatter_block: `count` is recvcount, the elements of one block.
+// Local; never throws.
+Decision decide_reduce_scatter(const void* sendbuf, const void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm comm) noexcept;
+
+// MPI_Allgather, decided on the bytes of one block (recvcount x recvtype's
+// size, the same on every rank); the send side is checked against it
+// locally. Local; never throws.
+Decision decide_all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const void* recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept;
 
 }  // namespace strata::interpose

@@ -15,8 +15,9 @@
 
 namespace strata::interpose {
 
-// The strata element type MPI_Allreduce / MPI_Reduce on `type` maps to, or
-// nullopt when strata does not reduce it. Local; never throws.
+// The strata element type MPI_Allreduce / MPI_Reduce /
+// MPI_Reduce_scatter_block on `type` maps to, or nullopt when strata does
+// not reduce it. Local; never throws.
 std::optional<DataType> reduction_dtype(MPI_Datatype type) noexcept;
 
 // The strata operator for `op`, or nullopt (user-defined ops, MPI_LAND,

@@ -11,6 +11,10 @@ friends, or strata's own apps, which do not know about the interposer):
   spec-mpi          the same with STRATA_SPEC=mpi: strata's `mpi` algorithm
                     calls MPI_Allreduce itself, which must reach MPI
   off               STRATA_INTERPOSE=off: same results, nothing routed
+  blockwise         blockwise.py (Reduce_scatter_block, Allgather), run
+                    without the interposer (the script's references agree
+                    with MPI's) and with it: every result right, and the log
+                    shows which calls went to strata and which to MPI
   multiple          mpi4py's default MPI_THREAD_MULTIPLE: nothing routed
   errors-return     errors.py: a timeout comes back as MPI_ERR_OTHER
   errors-fatal      errors.py under MPI_ERRORS_ARE_FATAL: the job aborts
@@ -96,9 +100,9 @@ class Checks:
         lines = [l for l in self.out.splitlines() if re.search(pattern, l)]
         self.require(not lines, f"unexpected output matching '{pattern}': {lines[:3]}")
 
-    def collectives_passed(self, status):
+    def collectives_passed(self, status, script="collectives"):
         self.require(status == 0, f"mpirun exited {status}")
-        passed = re.findall(r"^collectives: rank (\d+): (\d+) of (\d+) checks passed$", self.out, re.M)
+        passed = re.findall(rf"^{script}: rank (\d+): (\d+) of (\d+) checks passed$", self.out, re.M)
         self.require(sorted(int(r) for r, _, _ in passed) == list(range(self.np)),
                      f"{len(passed)} of {self.np} ranks reported their checks")
         self.require(all(a == b and int(b) > 100 for _, a, b in passed), f"not every check passed: {passed}")
@@ -174,6 +178,66 @@ def check_mpi4py(mpirun, preload, np, mode):
         c.collectives_passed(status)
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_FLOAT MPI_SUM -> PMPI \(MPI_THREAD_MULTIPLE\)$", 1)
         c.no_line(r"-> strata")
+    c.done()
+
+
+def check_blockwise(mpirun, preload, np):
+    blockwise = [PYTHON, os.path.join(HERE, "blockwise.py")]
+    world = rf"MPI_COMM_WORLD \({np} ranks\)"
+    # MPI alone first: the script's numpy references must agree with MPI's
+    # own results, so that the preloaded run below is judged by MPI's
+    # semantics (MPI_IN_PLACE, type signatures), not by the script's reading.
+    status, out = run(mpirun, np, {"MPI4PY_RC_THREAD_LEVEL": "serialized"}, blockwise)
+    c = Checks(out, np)
+    c.collectives_passed(status, "blockwise")
+    c.no_line(r"strata-mpi:")
+    status, out = run(mpirun, np, mpi4py_env(preload), blockwise)
+    c.out = out  # the checks from here on read the preloaded run
+    c.collectives_passed(status, "blockwise")
+    # Reduce_scatter_block: every numpy dtype x op, and the explicitly named
+    # datatypes (MPI_MIN), routed with the element type and op strata ran.
+    numpy_types = {"f32": "MPI_FLOAT", "f64": "MPI_DOUBLE", "i32": "MPI_INT", "i64": "MPI_LONG", "u8": "MPI_UNSIGNED_CHAR",
+                   "i8": "MPI_SIGNED_CHAR", "u32": "MPI_UNSIGNED", "u64": "MPI_UNSIGNED_LONG"}
+    for dtype, mpi_type in numpy_types.items():
+        for op in ("sum", "prod", "min", "max"):
+            c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} {mpi_type} MPI_{op.upper()} -> strata "
+                              rf"\({dtype} {op}, [\w#/]+\)$")
+    explicit = {"MPI_INT8_T": "i8", "MPI_UINT8_T": "u8", "MPI_INT32_T": "i32", "MPI_UINT32_T": "u32",
+                "MPI_INT64_T": "i64", "MPI_UINT64_T": "u64", "MPI_LONG_LONG_INT": "i64", "MPI_UNSIGNED_LONG_LONG": "u64"}
+    for mpi_type, dtype in explicit.items():
+        c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} {mpi_type} MPI_MIN -> strata \({dtype} min, ")
+    # Allgather: every datatype moves as bytes, MPI_SHORT and complex too;
+    # send and receive datatypes that differ, as plain bytes or packed.
+    for mpi_type in ("MPI_FLOAT", "MPI_DOUBLE", "MPI_INT", "MPI_LONG", "MPI_UNSIGNED_CHAR", "MPI_SHORT",
+                     "MPI_C_DOUBLE_COMPLEX"):
+        c.every_rank_logs(rf"^MPI_Allgather on comm {world} {mpi_type} -> strata \([\w#/]+\)$")
+    c.every_rank_logs(rf"^MPI_Allgather on comm {world} MPI_INT to MPI_BYTE -> strata \([\w#/]+\)$", 1)
+    for r in range(np):  # even ranks send a contiguous type, odd ranks receive one
+        sent = "derived datatype to MPI_INT" if r % 2 == 0 else "MPI_INT to derived datatype"
+        c.require(any(re.search(rf"^MPI_Allgather on comm {world} {sent} -> strata \(packed, [\w#/]+\)$", line)
+                      for line in info_lines(out, r)), f"rank {r}: no packed MPI_Allgather line for {sent}")
+    # The strided receive type (Open MPI names a resized type), in place too.
+    derived = r"derived datatype( '[^']*')?"
+    c.every_rank_logs(rf"^MPI_Allgather on comm {world} MPI_INT to {derived} -> strata \(packed, [\w#/]+\)$")
+    c.every_rank_logs(rf"^MPI_Allgather on comm {world} {derived} -> strata \(packed, [\w#/]+\)$", 1)
+    # The split without rank 0, and rank 0 alone.
+    c.every_rank_logs(r"^MPI_(Reduce_scatter_block|Allgather) on comm world ranks? \S+ \(\d ranks?\) .* -> strata ", 2)
+    # Once per communicator and kind, not per call (7 calls made this one).
+    c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} MPI_FLOAT MPI_SUM -> strata ", 1)
+    # What falls through, with its reason.
+    c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
+    c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
+    c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} MPI_INT user-defined op -> PMPI "
+                      r"\(user-defined op not served\)$")
+    c.every_rank_logs(rf"^MPI_Reduce_scatter_block on comm {world} MPI_FLOAT MPI_SUM -> PMPI \(0 bytes: nothing to move\)$")
+    c.every_rank_logs(rf"^MPI_Allgather on comm {world} MPI_DOUBLE -> PMPI \(0 bytes: nothing to move\)$")
+    c.every_rank_logs(r"^MPI_Allgather on comm world ranks? \S+ \(\d ranks?\) MPI_DOUBLE -> PMPI "
+                      r"\(intercommunicators are not served\)$")
+    if np % 2 == 0:
+        c.every_rank_logs(r"^MPI_Reduce_scatter_block on comm world ranks? \S+ \(\d ranks?\) MPI_LONG MPI_SUM -> PMPI "
+                          r"\(intercommunicators are not served\)$")
+    c.no_line(r"MPI_Reduce_scatter on")  # not intercepted: MPI runs it
+    c.no_line(r"strata WARN .*strata-mpi:")
     c.done()
 
 
@@ -295,7 +359,7 @@ def main():
         fail([__doc__])
     mpirun, preload, np, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     rest = sys.argv[5:]
-    if mode in ("mpi4py", "spec-mpi", "off", "multiple", "errors-return", "errors-fatal", "errors-mismatch"):
+    if mode in ("mpi4py", "spec-mpi", "off", "multiple", "blockwise", "errors-return", "errors-fatal", "errors-mismatch"):
         probe = subprocess.run([PYTHON, "-c", "import mpi4py, numpy"], capture_output=True, text=True)
         if probe.returncode != 0:
             print(f"check_interpose: skipped: {PYTHON} cannot import mpi4py and numpy "
@@ -303,6 +367,8 @@ def main():
             sys.exit(77)
     if mode in ("mpi4py", "spec-mpi", "off", "multiple"):
         check_mpi4py(mpirun, preload, np, mode)
+    elif mode == "blockwise":
+        check_blockwise(mpirun, preload, np)
     elif mode in ("errors-return", "errors-fatal", "errors-mismatch"):
         check_errors(mpirun, preload, np, mode)
     elif mode == "bench":
