@@ -12,6 +12,7 @@
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
 #include "strata/plan.hpp"
+#include "strata/request.hpp"
 #include "strata/spec.hpp"
 #include "strata/topology.hpp"
 #include "strata/types.hpp"
@@ -21,6 +22,7 @@ namespace strata {
 class Communicator;
 namespace api {
 class Session;
+struct Prepared;
 Session& session_of(Communicator& comm);
 }  // namespace api
 
@@ -46,6 +48,8 @@ class Communicator {
   // are checked (Config::check_calls, STRATA_CHECK) or STRATA_RANKS_PER_NODE,
   // Unavailable if hwloc fails, BackendError if MPI or shared memory fails.
   explicit Communicator(MPI_Comm comm, Config config = {});
+  // Collective. Completes every started request first (their errors stay
+  // with their Request objects).
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -119,6 +123,35 @@ class Communicator {
                         const CommunicationOptions& options = {},
                         std::function<void(std::size_t pack)> on_pack_done = {});
 
+  // --- Non-blocking forms (strata/request.hpp) ------------------------------
+  // Each starts the call and returns its Request. Arguments and guarantees
+  // as for the blocking form; the tensors (and a batch's callback) must stay
+  // valid, inputs unchanged and outputs untouched, until the request
+  // completes. Errors, invalid arguments included, come from the request's
+  // test() or wait(), in order. Requests complete in the order started; a
+  // blocking call completes every request started before it. A batch's
+  // on_pack_done runs on the thread that runs the request.
+  Request iall_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+  Request ireduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options = {});
+  Request ibroadcast(Tensor buffer, int root, const CommunicationOptions& options = {});
+  Request ireduce_scatter(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+  Request iall_gather(Tensor in, Tensor out, const CommunicationOptions& options = {});
+  Request ibatch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing = {},
+                            const CommunicationOptions& options = {},
+                            std::function<void(std::size_t pack)> on_pack_done = {});
+
+  // --- Persistent forms -----------------------------------------------------
+  // Bind the call once (arguments checked, options copied) and return an
+  // inactive Request; each Request::start() runs it again on the same
+  // buffers, as the non-blocking form would. Local: nothing is sent until
+  // start(). Invalid arguments surface from each run's test()/wait() (the
+  // other ranks get Mismatch, as for a blocking call).
+  Request all_reduce_init(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+  Request reduce_init(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options = {});
+  Request broadcast_init(Tensor buffer, int root, const CommunicationOptions& options = {});
+  Request reduce_scatter_init(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options = {});
+  Request all_gather_init(Tensor in, Tensor out, const CommunicationOptions& options = {});
+
   // The algorithm (with "#shards" when > 1, "a/b" when hierarchical) this
   // communicator's spec runs for one call of `bytes` bytes on `memory`.
   // Local (no communication). Throws nothing for valid enums.
@@ -144,6 +177,8 @@ class Communicator {
 
  private:
   friend api::Session& api::session_of(Communicator& comm);
+  void run(const api::Prepared& prepared);
+  Request start(const api::Prepared& prepared, bool persistent);
   std::unique_ptr<api::Session> session_;
 };
 

@@ -81,6 +81,14 @@ struct Config {
   // through pinned host memory in chunks of 4 MiB, or of this size when it
   // is larger (docs/GPU.md).
   std::size_t chunk_bytes = 0;
+  // Run started requests (Communicator::iall_reduce, ..., start() of the
+  // persistent ones) on a progress thread of this communicator, while the
+  // caller computes, where that thread may run them: requests on host
+  // memory whose plan makes no MPI call (one node, over shared memory),
+  // every host request when MPI was initialised with MPI_THREAD_MULTIPLE.
+  // The others run inside test()/wait() as without it. STRATA_PROGRESS_THREAD=1
+  // in the environment turns it on too. docs/REQUESTS.md.
+  bool progress_thread = false;
 };
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include "strata/mpi_datatype.hpp"
 #include "strata/options.hpp"
 #include "strata/plan.hpp"
+#include "strata/request.hpp"
 #include "strata/spec.hpp"
 #include "strata/topology.hpp"
 #include "strata/types.hpp"

@@ -76,14 +76,29 @@ void Session::log_batch_plan(const BatchCall& call) {
 }
 
 void Session::run_batch(const BatchCall& call) {
+  requests_.exclusive([&] { run_batch_started(call); });
+}
+
+void Session::run_batch_started(const BatchCall& call) {
   traced(call, [&] { run_batch_call(call); });
+}
+
+bool Session::thread_may_run(const BatchCall& call) const {
+  const bool cuda = !call.batch->empty() && call.batch->front().front().memory == Memory::cuda;
+  if (cuda) return false;  // the GPU backend's setup and staging use MPI
+  return thread_may_run_host([&] {
+    for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
+      if (!choose(call.collective, pack.bytes(), Memory::host, call.options->implementation, call.spec).shared_memory)
+        return false;
+    return true;
+  });
 }
 
 void Session::run_batch_call(const BatchCall& call) {
   health_.ensure_usable();
   log_batch_plan(call);
   const util::Deadline deadline(call.options->timeout_seconds);
-  util::IdleWorkScope answering(roll_call_.get());
+  util::IdleWorkScope answering_scope(answering());
   ++sequence_;  // one number per call, as for single calls; the packs run under it
   try {
     // A batch is checked once, as a whole, before its first pack.

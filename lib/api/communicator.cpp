@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "api/calls.hpp"
 #include "api/session.hpp"
 #include "api/validate.hpp"
 #include "plan/packing.hpp"
@@ -54,88 +55,28 @@ Plan Communicator::plan_for(std::span<const Tensor> tensors, const PackingOption
 }
 
 void Communicator::all_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
-  const api::Call call{Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, in.memory, in.device,
-                       static_cast<std::size_t>(size()), &options};
-  try {
-    api::validate_options(options);
-    api::validate_op(op);
-    api::validate_tensor(in, "in");
-    api::validate_tensor(out, "out");
-    api::validate_in_out(in, out);
-    api::validate_implementation(options, in.memory, "in");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
-  session_->run(call);
+  run(api::prepare_all_reduce(size(), in, out, op, options));
 }
 
 void Communicator::reduce(Tensor in, Tensor out, ReduceOp op, int root, const CommunicationOptions& options) {
-  const bool is_root = rank() == root;
-  api::Call call{Collective::reduce, {in.data, is_root ? out.data : nullptr, in.count, in.dtype, op}, in.memory,
-                 in.device, static_cast<std::size_t>(size()), &options};
-  call.job.root = root;
-  try {
-    api::validate_options(options);
-    api::validate_op(op);
-    api::validate_root(root, size());
-    api::validate_tensor(in, "in");
-    api::validate_tensor(out, "out", /*data_required=*/is_root);
-    if (is_root || out.data != nullptr) api::validate_in_out(in, out);
-    api::validate_implementation(options, in.memory, "in");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
-  session_->run(call);
+  run(api::prepare_reduce(size(), rank(), in, out, op, root, options));
 }
 
 void Communicator::broadcast(Tensor buffer, int root, const CommunicationOptions& options) {
-  api::Call call{Collective::broadcast, {buffer.data, buffer.data, buffer.count, buffer.dtype, ReduceOp::sum},
-                 buffer.memory, buffer.device, 1, &options};
-  call.job.root = root;
-  try {
-    api::validate_options(options);
-    api::validate_root(root, size());
-    api::validate_tensor(buffer, "buffer");
-    api::validate_implementation(options, buffer.memory, "buffer");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
-  session_->run(call);
+  run(api::prepare_broadcast(size(), buffer, root, options));
 }
 
 void Communicator::reduce_scatter(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
-  const std::size_t ranks = static_cast<std::size_t>(size());
-  api::Call call{Collective::reduce_scatter, {in.data, out.data, out.count, in.dtype, op}, in.memory, in.device,
-                 ranks, &options};
-  call.blocks = ranks;
-  try {
-    api::validate_options(options);
-    api::validate_op(op);
-    api::validate_tensor(in, "in");
-    api::validate_tensor(out, "out");
-    api::validate_blocks(in, "in", out, "out", size(), rank());
-    api::validate_implementation(options, in.memory, "in");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
-  session_->run(call);
+  run(api::prepare_reduce_scatter(size(), rank(), in, out, op, options));
 }
 
 void Communicator::all_gather(Tensor in, Tensor out, const CommunicationOptions& options) {
-  const std::size_t ranks = static_cast<std::size_t>(size());
-  api::Call call{Collective::all_gather, {in.data, out.data, in.count, in.dtype, ReduceOp::sum}, in.memory,
-                 in.device, 1, &options};
-  call.blocks = ranks;
-  try {
-    api::validate_options(options);
-    api::validate_tensor(in, "in");
-    api::validate_tensor(out, "out");
-    api::validate_blocks(out, "out", in, "in", size(), rank());
-    api::validate_implementation(options, in.memory, "in");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
-  session_->run(call);
+  run(api::prepare_all_gather(size(), rank(), in, out, options));
+}
+
+void Communicator::run(const api::Prepared& prepared) {
+  if (prepared.invalid) session_->refuse(*prepared.invalid, prepared.call);
+  session_->run(prepared.call);
 }
 
 void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options,
@@ -155,18 +96,7 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
   call.packing = packing;
   call.options = &options;
   call.on_pack_done = &on_pack_done;
-  try {
-    api::validate_options(options);
-    api::validate_op(op);
-    plan::validate_packing(packing);
-    for (std::size_t i = 0; i < tensors.size(); ++i) api::validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
-    api::validate_same_memory(tensors, "tensors");
-    api::validate_batch_size(tensors, "tensors");
-    api::validate_disjoint(tensors, "tensors");
-    if (!tensors.empty()) api::validate_implementation(options, tensors[0].memory, "tensors");
-  } catch (const InvalidArgument& e) {
-    session_->refuse(e, call);
-  }
+  if (auto invalid = api::validate_batch_all_reduce(tensors, op, packing, options)) session_->refuse(*invalid, call);
   session_->run_batch(call);
 }
 

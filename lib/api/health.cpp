@@ -29,6 +29,9 @@ DeadlineExceeded missing_ranks_error(exec::RollCall* roll_call, const plan::Call
   if (!roll.earlier.empty())
     who += fmt::format("{}rank(s) {} answered from an earlier call, waiting there themselves (not counted as missing)",
                        who.empty() ? "" : "; ", fmt::join(roll.earlier, ","));
+  if (!roll_call && size > 1)
+    who = "which ranks did not arrive is unknown: the call ran on the progress thread, which may not call MPI at "
+          "this MPI thread level to ask them (MPI_THREAD_MULTIPLE lets it)";
   if (who.empty())
     who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
           "lost link, or a disagreement the call check cannot see)";

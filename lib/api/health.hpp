@@ -26,8 +26,9 @@ class Health {
 };
 
 // After `call` (on rank `rank` of `size`) passed `deadline`: asks every rank
-// where it is (`roll_call`; null on a communicator of one rank) and returns
-// the DeadlineExceeded that names the ranks that did not arrive, apart from
+// where it is (`roll_call`; null on a communicator of one rank, or where
+// this thread may not call MPI: then nobody is named) and returns the
+// DeadlineExceeded that names the ranks that did not arrive, apart from
 // ranks still waiting in an earlier call. Collective through the roll call
 // only: ranks answer from their wait loops.
 DeadlineExceeded missing_ranks_error(exec::RollCall* roll_call, const plan::CallInfo& call, int rank, int size,

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "api/validate.hpp"
 #include "exec/execute.hpp"
@@ -28,6 +30,16 @@ namespace {
 // Pipeline granularity of the chunked algorithms when Config leaves it 0.
 constexpr std::size_t kDefaultChunkBytes = 256 * 1024;
 
+// Config::progress_thread, or STRATA_PROGRESS_THREAD=1 (anything else but
+// unset, empty or 0 is refused: a typo must not silently mean "off").
+bool progress_thread_wanted(const Config& config) {
+  const char* env = std::getenv("STRATA_PROGRESS_THREAD");
+  if (!env || !*env || std::string_view(env) == "0") return config.progress_thread;
+  if (std::string_view(env) == "1") return true;
+  throw InvalidArgument(util::located(
+      fmt::format("STRATA_PROGRESS_THREAD = '{}' must be 1 (a progress thread) or 0 (none)", env)));
+}
+
 }  // namespace
 
 Session::Session(MPI_Comm comm, Config config) {
@@ -40,6 +52,7 @@ Session::Session(MPI_Comm comm, Config config) {
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
   validate_config(config);
+  const bool progress_thread = progress_thread_wanted(config);
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
   check_calls_ = call_check_wanted(config);
   config_ = std::move(config);
@@ -58,6 +71,9 @@ Session::Session(MPI_Comm comm, Config config) {
         util::log(util::LogLevel::warn, "STRATA_TRACE is set on some ranks only: trace clocks stay unaligned");
     }
     check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
+    int thread_level = MPI_THREAD_SINGLE;
+    STRATA_CHECK_MPI(MPI_Query_thread(&thread_level));
+    mpi_any_thread_ = thread_level == MPI_THREAD_MULTIPLE;
     split_ = topo::split_nodes(comm_);
     std::vector<topo::GpuRow> gpu_rows;
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows);
@@ -75,6 +91,7 @@ Session::Session(MPI_Comm comm, Config config) {
     segment_ = exec::make_node_segment(split_);
     if (size_ > 1) roll_call_ = std::make_unique<exec::RollCall>(comm_, &sequence_);
     host_context_ = {comm_, rank_, size_, &split_, segment_.get(), &workspace_, &landing_};
+    if (progress_thread) requests_.start_thread();
   } catch (...) {
     segment_.reset();
     topo::free_split(split_);
@@ -91,6 +108,7 @@ Session::Session(MPI_Comm comm, Config config) {
 }
 
 Session::~Session() {
+  requests_.shut_down();  // what was started runs while everything it needs exists
   util::trace::write_file();  // (a no-op unless tracing)
   gpu_.reset();  // the levels, then the backend
   roll_call_.reset();
@@ -111,7 +129,7 @@ void Session::mark_broken(const char* reason) {
 }
 
 void Session::blame_missing_ranks(const util::Deadline& deadline) {
-  DeadlineExceeded error = missing_ranks_error(roll_call_.get(), current_, rank_, size_, deadline);
+  DeadlineExceeded error = missing_ranks_error(answering(), current_, rank_, size_, deadline);
   health_.break_with(error.what());
   throw error;
 }
@@ -128,6 +146,16 @@ double usable_timeout(double seconds) { return std::isfinite(seconds) && seconds
 }  // namespace
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {
+  requests_.exclusive([&] { refuse_started(error, call); });
+  throw error;  // (not reached)
+}
+
+void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
+  requests_.exclusive([&] { refuse_started(error, call); });
+  throw error;  // (not reached)
+}
+
+void Session::refuse_started(const InvalidArgument& error, const Call& call) {
   auto refuse_it = [&] {
     refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds,
                     to_string(call.collective));
@@ -136,7 +164,7 @@ void Session::refuse(const InvalidArgument& error, const Call& call) {
   throw error;  // (not reached: refuse_it always throws)
 }
 
-void Session::refuse(const InvalidArgument& error, const BatchCall& call) {
+void Session::refuse_started(const InvalidArgument& error, const BatchCall& call) {
   auto refuse_it = [&] {
     refuse_numbered(error, [&] { return fingerprints_.of(call, sequence_); }, call.options->timeout_seconds, call.name());
   };
@@ -148,7 +176,7 @@ void Session::refuse_numbered(const InvalidArgument& error, const std::function<
                               double timeout_seconds, std::string_view collective) {
   if (!check_calls_ || health_.broken()) throw error;
   const util::Deadline deadline(usable_timeout(timeout_seconds));
-  util::IdleWorkScope answering(roll_call_.get());
+  util::IdleWorkScope answering_scope(answering());
   ++sequence_;  // the call takes its number, as a valid one does
   try {
     refuse_in_call(error, as_passed(), deadline, collective);
@@ -176,13 +204,36 @@ void Session::verify(const plan::Fingerprint& mine, const util::Deadline& deadli
 }
 
 void Session::run(const Call& call) {
+  requests_.exclusive([&] { run_started(call); });
+}
+
+void Session::run_started(const Call& call) {
   traced(call, [&] { run_call(call); });
+}
+
+bool Session::thread_may_run(const Call& call) const {
+  if (call.memory != Memory::host) return false;  // the GPU backend's setup and staging use MPI
+  return thread_may_run_host([&] {
+    return call.job.count == 0 ||
+           choose(call.collective, call.bytes(), Memory::host, call.options->implementation, call.spec).shared_memory;
+  });
+}
+
+bool Session::thread_may_run_host(const std::function<bool()>& every_plan_shared_memory) const {
+  if (mpi_any_thread_ || size_ == 1) return true;
+  // One node: the call check and the shared-memory plans make no MPI call.
+  if (split_.node_count != 1 || segment_ == nullptr) return false;
+  try {
+    return every_plan_shared_memory();
+  } catch (const Error&) {
+    return false;  // (a plan that cannot be made fails when the request runs, on the caller's thread)
+  }
 }
 
 void Session::run_call(const Call& call) {
   health_.ensure_usable();
   const util::Deadline deadline(call.options->timeout_seconds);
-  util::IdleWorkScope answering(roll_call_.get());
+  util::IdleWorkScope answering_scope(answering());
   ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
   try {
     if (call.memory == Memory::cuda) {

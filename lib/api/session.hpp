@@ -23,6 +23,7 @@
 #include "api/gpu_runtime.hpp"
 #include "api/health.hpp"
 #include "api/plan_cache.hpp"
+#include "api/request_queue.hpp"
 #include "exec/execute.hpp"
 #include "exec/roll_call.hpp"
 #include "gpu/backend.hpp"
@@ -64,11 +65,28 @@ class Session {
   // moves, every rank checks that all make the same call (unless
   // Config::check_calls is false or STRATA_CHECK=off): Mismatch on every
   // rank otherwise. A timeout names the ranks that really did not arrive
-  // (a roll call, exec/roll_call.hpp).
+  // (a roll call, exec/roll_call.hpp). Blocking: the requests started
+  // before it run first (requests()).
   void run(const Call& call);
 
   // Runs a batch, pack by pack, calling on_pack_done(i) as pack i lands.
+  // Blocking, like run().
   void run_batch(const BatchCall& call);
+
+  // The same, for a request in its turn (the request queue calls them).
+  void run_started(const Call& call);
+  void run_batch_started(const BatchCall& call);
+  [[noreturn]] void refuse_started(const InvalidArgument& error, const Call& call);
+  [[noreturn]] void refuse_started(const InvalidArgument& error, const BatchCall& call);
+
+  // The communicator's started requests (non-blocking and persistent calls).
+  RequestQueue& requests() { return requests_; }
+
+  // Whether running `call` makes no MPI call (host memory on one node over
+  // shared memory, or a communicator of one rank), or MPI allows calls from
+  // any thread: then the progress thread may run it.
+  bool thread_may_run(const Call& call) const;
+  bool thread_may_run(const BatchCall& call) const;
 
   // A call whose arguments failed validation on this rank is still
   // collective: with the call check on (and more than one rank), this rank
@@ -79,6 +97,9 @@ class Session {
   // DeadlineExceeded / PeerFailure when the check itself fails.
   [[noreturn]] void refuse(const InvalidArgument& error, const Call& call);
   [[noreturn]] void refuse(const InvalidArgument& error, const BatchCall& call);
+
+  // Ends the requests (runs what was started) before the communicator goes.
+  void shut_down_requests() noexcept { requests_.shut_down(); }
 
   // The plan for one call of `bytes` bytes (no communication).
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
@@ -157,6 +178,14 @@ class Session {
   // (missing_ranks_error), breaks the communicator with the answer, and
   // throws DeadlineExceeded naming the ranks that did not arrive.
   [[noreturn]] void blame_missing_ranks(const util::Deadline& deadline);
+  // Whether this thread may call MPI (the progress thread only under
+  // MPI_THREAD_MULTIPLE): the roll call's answers and questions need it.
+  bool mpi_here() const { return mpi_any_thread_ || !RequestQueue::on_progress_thread(); }
+  // thread_may_run for host memory, given whether every plan the call
+  // makes runs over the node's shared memory.
+  bool thread_may_run_host(const std::function<bool()>& every_plan_shared_memory) const;
+  // The roll call this thread may use while waiting (null where it may not call MPI).
+  exec::RollCall* answering() const { return mpi_here() ? roll_call_.get() : nullptr; }
   // `check`: run the call check first (false for a batch's packs: the batch
   // was checked once).
   void run_host(const Call& call, const util::Deadline& deadline, bool check);
@@ -194,6 +223,10 @@ class Session {
   plan::CallInfo current_;      // the call in progress, for timeout messages
   exec::HostContext host_context_;  // what host collectives run over (fixed at construction)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
+  bool mpi_any_thread_ = false;  // MPI_THREAD_MULTIPLE: the progress thread may call MPI
+  // Last, so that it goes first: its shut-down runs what is still queued
+  // while everything above still exists.
+  RequestQueue requests_;
 };
 
 // The Session of a Communicator: the one door for lib/api's facades.

@@ -1,0 +1,121 @@
+#include "api/calls.hpp"
+
+#include <fmt/format.h>
+
+#include "api/validate.hpp"
+#include "plan/packing.hpp"
+
+namespace strata::api {
+namespace {
+
+// Runs the checks; the InvalidArgument they raise, if any.
+template <typename Checks>
+std::optional<InvalidArgument> failure_of(Checks&& checks) {
+  try {
+    checks();
+  } catch (const InvalidArgument& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Prepared prepare_all_reduce(int size, Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
+  Prepared p{{Collective::all_reduce, {in.data, out.data, in.count, in.dtype, op}, in.memory, in.device,
+              static_cast<std::size_t>(size), &options},
+             std::nullopt};
+  p.invalid = failure_of([&] {
+    validate_options(options);
+    validate_op(op);
+    validate_tensor(in, "in");
+    validate_tensor(out, "out");
+    validate_in_out(in, out);
+    validate_implementation(options, in.memory, "in");
+  });
+  return p;
+}
+
+Prepared prepare_reduce(int size, int rank, Tensor in, Tensor out, ReduceOp op, int root,
+                        const CommunicationOptions& options) {
+  const bool is_root = rank == root;
+  Prepared p{{Collective::reduce, {in.data, is_root ? out.data : nullptr, in.count, in.dtype, op}, in.memory,
+              in.device, static_cast<std::size_t>(size), &options},
+             std::nullopt};
+  p.call.job.root = root;
+  p.invalid = failure_of([&] {
+    validate_options(options);
+    validate_op(op);
+    validate_root(root, size);
+    validate_tensor(in, "in");
+    validate_tensor(out, "out", /*data_required=*/is_root);
+    if (is_root || out.data != nullptr) validate_in_out(in, out);
+    validate_implementation(options, in.memory, "in");
+  });
+  return p;
+}
+
+Prepared prepare_broadcast(int size, Tensor buffer, int root, const CommunicationOptions& options) {
+  Prepared p{{Collective::broadcast, {buffer.data, buffer.data, buffer.count, buffer.dtype, ReduceOp::sum},
+              buffer.memory, buffer.device, 1, &options},
+             std::nullopt};
+  p.call.job.root = root;
+  p.invalid = failure_of([&] {
+    validate_options(options);
+    validate_root(root, size);
+    validate_tensor(buffer, "buffer");
+    validate_implementation(options, buffer.memory, "buffer");
+  });
+  return p;
+}
+
+Prepared prepare_reduce_scatter(int size, int rank, Tensor in, Tensor out, ReduceOp op,
+                                const CommunicationOptions& options) {
+  const auto ranks = static_cast<std::size_t>(size);
+  Prepared p{{Collective::reduce_scatter, {in.data, out.data, out.count, in.dtype, op}, in.memory, in.device, ranks,
+              &options},
+             std::nullopt};
+  p.call.blocks = ranks;
+  p.invalid = failure_of([&] {
+    validate_options(options);
+    validate_op(op);
+    validate_tensor(in, "in");
+    validate_tensor(out, "out");
+    validate_blocks(in, "in", out, "out", size, rank);
+    validate_implementation(options, in.memory, "in");
+  });
+  return p;
+}
+
+Prepared prepare_all_gather(int size, int rank, Tensor in, Tensor out, const CommunicationOptions& options) {
+  const auto ranks = static_cast<std::size_t>(size);
+  Prepared p{{Collective::all_gather, {in.data, out.data, in.count, in.dtype, ReduceOp::sum}, in.memory, in.device,
+              1, &options},
+             std::nullopt};
+  p.call.blocks = ranks;
+  p.invalid = failure_of([&] {
+    validate_options(options);
+    validate_tensor(in, "in");
+    validate_tensor(out, "out");
+    validate_blocks(out, "out", in, "in", size, rank);
+    validate_implementation(options, in.memory, "in");
+  });
+  return p;
+}
+
+std::optional<InvalidArgument> validate_batch_all_reduce(std::span<const Tensor> tensors, ReduceOp op,
+                                                         const PackingOptions& packing,
+                                                         const CommunicationOptions& options) {
+  return failure_of([&] {
+    validate_options(options);
+    validate_op(op);
+    plan::validate_packing(packing);
+    for (std::size_t i = 0; i < tensors.size(); ++i) validate_tensor(tensors[i], fmt::format("tensors[{}]", i));
+    validate_same_memory(tensors, "tensors");
+    validate_batch_size(tensors, "tensors");
+    validate_disjoint(tensors, "tensors");
+    if (!tensors.empty()) validate_implementation(options, tensors[0].memory, "tensors");
+  });
+}
+
+}  // namespace strata::api

@@ -1,0 +1,139 @@
+#include "api/request_queue.hpp"
+
+#include <utility>
+
+#include "util/log.hpp"
+
+namespace strata::api {
+namespace {
+
+thread_local bool progress_thread = false;
+
+}  // namespace
+
+RequestQueue::~RequestQueue() { shut_down(); }
+
+bool RequestQueue::on_progress_thread() { return progress_thread; }
+
+void RequestQueue::start_thread() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { thread_loop(); });
+}
+
+std::shared_ptr<RequestState> RequestQueue::make(std::function<void()> run, bool persistent, bool thread_may_run) {
+  auto state = std::make_shared<RequestState>();
+  state->run = std::move(run);
+  state->persistent = persistent;
+  state->thread_may_run = thread_may_run;
+  state->link = link_;
+  return state;
+}
+
+void RequestQueue::start(const std::shared_ptr<RequestState>& state) {
+  {
+    std::lock_guard lock(mutex_);
+    state->phase = RequestState::Phase::queued;
+    state->error = nullptr;
+    queue_.push_back(state);
+  }
+  if (thread_.joinable()) changed_.notify_all();
+}
+
+RequestState::Phase RequestQueue::phase(const RequestState& state) {
+  std::lock_guard lock(mutex_);
+  return state.phase;
+}
+
+std::exception_ptr RequestQueue::retire(RequestState& state) {
+  std::lock_guard lock(mutex_);
+  state.phase = RequestState::Phase::inactive;
+  return std::exchange(state.error, nullptr);
+}
+
+bool RequestQueue::run_head(bool as_thread, std::unique_lock<std::mutex>& running) {
+  (void)running;  // held by the caller: one run at a time, in queue order
+  std::shared_ptr<RequestState> head;
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.empty() || (as_thread && !queue_.front()->thread_may_run)) return false;
+    head = std::move(queue_.front());
+    queue_.pop_front();
+    head->phase = RequestState::Phase::running;
+  }
+  std::exception_ptr error;
+  try {
+    head->run();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    head->error = error;
+    head->phase = RequestState::Phase::complete;
+  }
+  changed_.notify_all();
+  return true;
+}
+
+void RequestQueue::drain_here() {
+  std::unique_lock running(running_);
+  while (run_head(/*as_thread=*/false, running)) {}
+}
+
+void RequestQueue::complete(RequestState& state) { advance(state, /*wait_for_thread=*/true); }
+
+bool RequestQueue::progress(RequestState& state) { return advance(state, /*wait_for_thread=*/false); }
+
+bool RequestQueue::advance(RequestState& state, bool wait_for_thread) {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      if (state.phase == RequestState::Phase::complete || state.phase == RequestState::Phase::inactive) return true;
+      // The progress thread runs (or will run) it, or the request before it.
+      const bool thread_takes_head = thread_.joinable() && !queue_.empty() && queue_.front()->thread_may_run;
+      if (state.phase == RequestState::Phase::running || thread_takes_head) {
+        if (!wait_for_thread) return false;
+        changed_.wait(lock);
+        continue;
+      }
+    }
+    std::unique_lock running(running_);
+    run_head(/*as_thread=*/false, running);
+  }
+}
+
+void RequestQueue::thread_loop() {
+  progress_thread = true;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && queue_.front()->thread_may_run); });
+      if (stopping_) return;
+    }
+    std::unique_lock running(running_);
+    run_head(/*as_thread=*/true, running);
+  }
+}
+
+void RequestQueue::shut_down() noexcept {
+  // Everything started runs: its buffers must not be written after the
+  // communicator is gone. Errors cannot be reported from a destructor.
+  for (;;) {
+    std::shared_ptr<RequestState> last;
+    {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) break;
+      last = queue_.back();
+    }
+    complete(*last);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  link_->queue = nullptr;
+}
+
+}  // namespace strata::api

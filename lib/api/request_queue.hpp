@@ -1,0 +1,116 @@
+// The request queue: a communicator's started requests, run one at a time
+// in the order they were started, on the calling thread (inside test(),
+// wait() and before a blocking call) or on the communicator's progress
+// thread (Config::progress_thread) where it may run them. The one part of
+// the Session that knows about threads. Internal header.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace strata::api {
+
+class RequestQueue;
+
+// How a request finds its queue: the queue while its communicator lives,
+// null after (shared by the queue and every request made over it).
+struct QueueLink {
+  RequestQueue* queue = nullptr;
+};
+
+// One request: the public strata::Request holds it, the queue runs it.
+struct RequestState {
+  // Runs the bound call once on the Session, throwing what the blocking
+  // call throws. Owns the call's arguments (api/owned_call.hpp).
+  std::function<void()> run;
+  bool persistent = false;
+  // The progress thread may run it: it makes no MPI call on the way, or
+  // MPI allows calls from any thread (MPI_THREAD_MULTIPLE).
+  bool thread_may_run = false;
+
+  // Guarded by the queue's mutex.
+  enum class Phase { inactive, queued, running, complete };
+  Phase phase = Phase::inactive;
+  std::exception_ptr error;  // the last run's, until test()/wait() reports it
+
+  std::shared_ptr<QueueLink> link;  // set by RequestQueue::make
+};
+
+class RequestQueue {
+ public:
+  RequestQueue() : link_(std::make_shared<QueueLink>(QueueLink{this})) {}
+  // shut_down() must have run (the Session does it first thing).
+  ~RequestQueue();
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
+
+  // Starts the progress thread; `thread_may_run` of each request says what it takes.
+  void start_thread();
+  bool has_thread() const { return thread_.joinable(); }
+
+  // A new inactive request over this queue.
+  std::shared_ptr<RequestState> make(std::function<void()> run, bool persistent, bool thread_may_run);
+
+  // Queues a run of `state` (inactive, made here). Never runs it here.
+  void start(const std::shared_ptr<RequestState>& state);
+
+  // The state's phase and error as of now (under the queue's lock).
+  RequestState::Phase phase(const RequestState& state);
+  // Takes the completed run's error (null if it succeeded) and makes the
+  // state inactive again. Precondition: phase(state) == complete.
+  std::exception_ptr retire(RequestState& state);
+
+  // Until `state` is complete: runs queued requests on this thread where
+  // the progress thread does not take them, else waits for it. Errors stay
+  // in the states.
+  void complete(RequestState& state);
+  // The same without waiting for the progress thread: runs on this thread
+  // what it does not take, and returns whether `state` is complete.
+  bool progress(RequestState& state);
+
+  // Runs `work` on this thread once every queued request has run, with no
+  // request running meanwhile (a blocking call). Exceptions from `work`
+  // propagate.
+  template <typename Work>
+  void exclusive(Work&& work) {
+    if (!thread_.joinable()) {  // one thread: no lock needed
+      if (!queue_.empty()) drain_here();
+      work();
+      return;
+    }
+    std::unique_lock running(running_);
+    while (run_head(/*as_thread=*/false, running)) {}
+    work();
+  }
+
+  // Runs or waits for every queued request, stops the progress thread, and
+  // detaches every state (their start() then refuses). Never throws.
+  void shut_down() noexcept;
+
+  // Whether the calling thread is the progress thread.
+  static bool on_progress_thread();
+
+ private:
+  // Runs the queue's head if there is one (and, for the progress thread,
+  // if it may run it); `running` is held. false if it ran nothing.
+  bool run_head(bool as_thread, std::unique_lock<std::mutex>& running);
+  // complete() and progress(): `wait_for_thread` says which.
+  bool advance(RequestState& state, bool wait_for_thread);
+  void drain_here();
+  void thread_loop();
+
+  std::mutex mutex_;                  // the queue, the states' phases, stopping_
+  std::condition_variable changed_;   // a request queued or completed, or stopping
+  std::deque<std::shared_ptr<RequestState>> queue_;
+  std::mutex running_;                // held while a request (or a blocking call) runs
+  std::thread thread_;
+  bool stopping_ = false;
+  std::shared_ptr<QueueLink> link_;
+};
+
+}  // namespace strata::api
