@@ -2,7 +2,7 @@
 // against a host reference, identical bits on every rank, in and out of
 // place; min/max with NaN inputs (one semantics on every path: NaN wins);
 // a message of several host-staging chunks; reduce and broadcast;
-// reduce_scatter and all_gather. Each spec is a Communicator's all_reduce_spec, so
+// reduce_scatter and all_gather; the non-blocking and persistent forms. Each spec is a Communicator's all_reduce_spec, so
 // the call takes the real path: plan (plan::choose, the control plane's
 // verdicts), execute (the registry's GPU levels, the one hierarchical
 // driver), finish.
@@ -331,6 +331,50 @@ void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
     }
 }
 
+// The started forms on CUDA tensors (they run on the caller's thread, in
+// wait()): two non-blocking all-reduces outstanding at once, waited in
+// reverse order, and a persistent all-reduce started twice on new data.
+void request_cases(Communicator& comm, const std::string& spec, int device) {
+  const std::size_t count = 4099, bytes = count * 4;
+  auto want_for = [&](int salt) {
+    std::vector<std::byte> want = make_input(DataType::f32, count, salt, false);
+    for (int q = 1; q < size; ++q)
+      host::reduce_into(want.data(), want.data(), make_input(DataType::f32, count, q + salt, false).data(), count,
+                        DataType::f32, ReduceOp::sum);
+    return want;
+  };
+  Device a(bytes), b(bytes), out_a(bytes), out_b(bytes);
+  cudaMemcpy(a.p, make_input(DataType::f32, count, rank, false).data(), bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(b.p, make_input(DataType::f32, count, rank + 1, false).data(), bytes, cudaMemcpyHostToDevice);
+  const std::string label = spec + " iall_reduce x2 then all_reduce_init";
+  if (!run_or_skip(label, [&] {
+        Request ra = comm.iall_reduce({a.p, count, DataType::f32, Memory::cuda, device},
+                                      {out_a.p, count, DataType::f32, Memory::cuda, device}, ReduceOp::sum,
+                                      {.timeout_seconds = 120});
+        Request rb = comm.iall_reduce({b.p, count, DataType::f32, Memory::cuda, device},
+                                      {out_b.p, count, DataType::f32, Memory::cuda, device}, ReduceOp::sum,
+                                      {.timeout_seconds = 120});
+        rb.wait();
+        ra.wait();
+      }))
+    return;
+  std::vector<std::byte> got(bytes);
+  cudaMemcpy(got.data(), out_a.p, bytes, cudaMemcpyDeviceToHost);
+  verdict(got == want_for(0), label + ": first request");
+  cudaMemcpy(got.data(), out_b.p, bytes, cudaMemcpyDeviceToHost);
+  verdict(got == want_for(1), label + ": second request");
+  Request p = comm.all_reduce_init({a.p, count, DataType::f32, Memory::cuda, device},
+                                   {out_a.p, count, DataType::f32, Memory::cuda, device}, ReduceOp::sum,
+                                   {.timeout_seconds = 120});
+  for (int salt : {2, 3}) {
+    cudaMemcpy(a.p, make_input(DataType::f32, count, rank + salt, false).data(), bytes, cudaMemcpyHostToDevice);
+    p.start();
+    p.wait();
+    cudaMemcpy(got.data(), out_a.p, bytes, cudaMemcpyDeviceToHost);
+    verdict(got == want_for(salt), label + ": persistent run " + std::to_string(salt));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -353,6 +397,7 @@ int main(int argc, char** argv) {
     f16_mean_overflow_case(comm, spec, device);
     rooted_cases(comm, spec, device);
     blockwise_cases(comm, spec, device);
+    request_cases(comm, spec, device);
     if (std::string(spec) == "auto")
       verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
   }
