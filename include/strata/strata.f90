@@ -17,6 +17,13 @@
 !   counts are integer(c_size_t) element counts.
 ! - Option arguments (config, options, packing) are optional: leave them out
 !   for the defaults. The derived types start out with the defaults.
+! - Requests (the non-blocking strata_i* and persistent *_init calls) are
+!   type(c_ptr) handles too, the last argument (pass it by keyword,
+!   request=req, when leaving out the options). Their buffers belong to
+!   strata until the request completes: declare them `target, asynchronous`
+!   so that the compiler neither copies them nor keeps their values in
+!   registers across strata_request_wait. Free each request with
+!   strata_request_free (it completes an active one first).
 module strata
   use, intrinsic :: iso_c_binding, only: c_int, c_long_long, c_size_t, c_double, c_char, c_ptr, c_null_ptr, &
                                          c_f_pointer, c_associated
@@ -60,6 +67,7 @@ module strata
     type(c_ptr) :: all_reduce_spec = c_null_ptr
     integer(c_size_t) :: chunk_bytes = 0
     integer(c_int) :: check_calls = 1
+    integer(c_int) :: progress_thread = 0
   end type
 
   ! strata_options: per-call options and where the call's buffers live.
@@ -81,6 +89,11 @@ module strata
   public :: strata_comm_create_f, strata_comm_free, strata_comm_rank, strata_comm_size, strata_comm_broken
   public :: strata_all_reduce, strata_reduce, strata_broadcast, strata_reduce_scatter, strata_all_gather
   public :: strata_batch_all_reduce
+  public :: strata_iall_reduce, strata_ireduce, strata_ibroadcast, strata_ireduce_scatter, strata_iall_gather
+  public :: strata_ibatch_all_reduce
+  public :: strata_all_reduce_init, strata_reduce_init, strata_broadcast_init, strata_reduce_scatter_init, &
+            strata_all_gather_init
+  public :: strata_request_test, strata_request_wait, strata_request_start, strata_request_free
   public :: strata_version, strata_last_error, strata_status_name, strata_version_string
   public :: strata_last_error_f, strata_status_name_f, strata_version_string_f
 
@@ -184,6 +197,154 @@ module strata
       integer(c_int), value :: op
       type(strata_packing), intent(in), optional :: packing
       type(strata_options), intent(in), optional :: options
+    end function
+
+    ! Non-blocking forms: the blocking call's arguments, then request, a new
+    ! handle (c_null_ptr when the call fails). Errors of the run come from
+    ! strata_request_test / strata_request_wait.
+    integer(c_int) function strata_iall_reduce(handle, in, out, count, dtype, op, options, request) &
+        bind(c, name='strata_iall_reduce')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_ireduce(handle, in, out, count, dtype, op, root, options, request) &
+        bind(c, name='strata_ireduce')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_ibroadcast(handle, buffer, count, dtype, root, options, request) &
+        bind(c, name='strata_ibroadcast')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_ireduce_scatter(handle, in, out, recv_count, dtype, op, options, request) &
+        bind(c, name='strata_ireduce_scatter')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_iall_gather(handle, in, out, send_count, dtype, options, request) &
+        bind(c, name='strata_iall_gather')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! buffers, counts and dtypes are copied; the arrays they point at are
+    ! strata's until the request completes.
+    integer(c_int) function strata_ibatch_all_reduce(handle, buffers, counts, dtypes, n, op, packing, options, &
+                                                     request) bind(c, name='strata_ibatch_all_reduce')
+      import :: c_int, c_ptr, c_size_t, strata_packing, strata_options
+      type(c_ptr), value :: handle
+      type(c_ptr), intent(in) :: buffers(*)
+      integer(c_size_t), intent(in) :: counts(*)
+      integer(c_int), intent(in) :: dtypes(*)
+      integer(c_size_t), value :: n
+      integer(c_int), value :: op
+      type(strata_packing), intent(in), optional :: packing
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! Persistent forms: bind the call (nothing is sent); each
+    ! strata_request_start runs it again on the same buffers.
+    integer(c_int) function strata_all_reduce_init(handle, in, out, count, dtype, op, options, request) &
+        bind(c, name='strata_all_reduce_init')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_reduce_init(handle, in, out, count, dtype, op, root, options, request) &
+        bind(c, name='strata_reduce_init')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_broadcast_init(handle, buffer, count, dtype, root, options, request) &
+        bind(c, name='strata_broadcast_init')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_reduce_scatter_init(handle, in, out, recv_count, dtype, op, options, request) &
+        bind(c, name='strata_reduce_scatter_init')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function strata_all_gather_init(handle, in, out, send_count, dtype, options, request) &
+        bind(c, name='strata_all_gather_init')
+      import :: c_int, c_ptr, c_size_t, strata_options
+      type(c_ptr), value :: handle, in, out
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(strata_options), intent(in), optional :: options
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! flag = 1 once the run is complete (also when it failed: the status is
+    ! its error, reported once), else 0.
+    integer(c_int) function strata_request_test(request, flag) bind(c, name='strata_request_test')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+      integer(c_int), intent(out) :: flag
+    end function
+
+    ! Returns when the run is complete, with its status.
+    integer(c_int) function strata_request_wait(request) bind(c, name='strata_request_wait')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+    end function
+
+    ! Persistent requests: runs the bound call again.
+    integer(c_int) function strata_request_start(request) bind(c, name='strata_request_start')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+    end function
+
+    ! Completes an active request first (its status is returned), releases
+    ! it and sets request to c_null_ptr.
+    integer(c_int) function strata_request_free(request) bind(c, name='strata_request_free')
+      import :: c_int, c_ptr
+      type(c_ptr), intent(inout) :: request
     end function
 
     subroutine strata_version(major, minor, patch) bind(c, name='strata_version')

@@ -9,8 +9,11 @@
  * the Fortran module.
  *
  * Ownership: strata never keeps a pointer passed to a call after the call
- * returns (buffers, options, config, spec strings); the only object strata
- * allocates for the caller is the strata_comm, released by strata_comm_free.
+ * returns (buffers, options, config, spec strings), except the buffers of a
+ * request (a non-blocking or persistent call), which are strata's until the
+ * request completes (persistent: until it is freed). The objects strata
+ * allocates for the caller are the strata_comm, released by
+ * strata_comm_free, and the strata_request, released by strata_request_free.
  */
 #ifndef STRATA_STRATA_H
 #define STRATA_STRATA_H
@@ -102,8 +105,17 @@ typedef struct strata_config {
    * STRATA_ERR_MISMATCH (strata::Config::check_calls; STRATA_CHECK=off in the
    * environment turns it off too). */
   int check_calls;
+  /* Non-zero: run started requests (strata_iall_reduce, ...,
+   * strata_request_start) on a progress thread of the communicator while
+   * the caller computes, where that thread may run them: host memory whose
+   * plan makes no MPI call (one node, over shared memory), every host
+   * request when MPI was initialised with MPI_THREAD_MULTIPLE; the others
+   * run inside strata_request_test/wait as without it. 0 (the default):
+   * none (STRATA_PROGRESS_THREAD=1 in the environment turns it on too).
+   * strata::Config::progress_thread. */
+  int progress_thread;
 } strata_config;
-#define STRATA_CONFIG_INIT {NULL, 0, 1}
+#define STRATA_CONFIG_INIT {NULL, 0, 1, 0}
 
 /* Per-call options (strata::CommunicationOptions), plus where the call's
  * buffers live (strata::Tensor's memory and device: in C they describe every
@@ -233,6 +245,107 @@ strata_status strata_all_gather(strata_comm* comm, const void* in, void* out, si
 strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
                                       const strata_dtype* dtypes, size_t n, strata_op op,
                                       const strata_packing* packing, const strata_options* options);
+
+/* ---- requests: non-blocking and persistent collectives ---------------------
+ * strata::Request (strata/request.hpp) for C. strata_iall_reduce and the
+ * other strata_i* calls start the collective and return at once; the
+ * strata_*_init calls bind one (nothing is sent) for strata_request_start
+ * to run again and again on the same buffers. Every rank starts the same
+ * calls in the same order (blocking calls included), as for blocking calls.
+ *
+ * Each takes the arguments of its blocking call, plus `req`, where a new
+ * handle owned by the caller is written (free it with strata_request_free).
+ * The call itself fails only when no request can be made: NULL comm or
+ * req, buffers / counts / dtypes NULL with n > 0 (batch), a blockwise count
+ * whose size x count overflows a size_t (INVALID_ARGUMENT, on this rank
+ * only, as for the blocking call), INTERNAL; then *req is NULL. Every other
+ * error, invalid arguments included, comes from strata_request_test or
+ * strata_request_wait with the blocking call's status and message: an
+ * argument only this rank got wrong is INVALID_ARGUMENT here and MISMATCH
+ * on the other ranks (with the call check on), and the communicator stays
+ * usable.
+ *
+ * Buffers: from the start until test reported completion or wait returned,
+ * the request's buffers belong to strata (do not write its inputs or read
+ * its outputs); afterwards nothing strata started writes into them. The
+ * options, packing and the batch's buffers / counts / dtypes arrays are
+ * copied: they may be reused at once.
+ *
+ * Progress: a communicator runs its requests one at a time in the order
+ * they were started, inside strata_request_test and strata_request_wait
+ * (and before any blocking call on it, which first completes every request
+ * started before it), or on its progress thread (strata_config's
+ * progress_thread). So test runs the requests started before this one and
+ * this one, waiting for the other ranks as wait does (bounded by the
+ * call's timeout), unless the progress thread runs them.
+ *
+ * Requests outlive their communicator: strata_comm_free completes every
+ * request started on it first (their errors stay with the requests), and a
+ * persistent request cannot be started afterwards (INVALID_ARGUMENT).
+ * One thread at a time may use a communicator and its requests. */
+
+/* Opaque handle to a strata::Request. */
+typedef struct strata_request strata_request;
+
+/* Non-blocking forms: arguments and results as strata_all_reduce,
+ * strata_reduce, strata_broadcast, strata_reduce_scatter,
+ * strata_all_gather and strata_batch_all_reduce. */
+strata_status strata_iall_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, const strata_options* options, strata_request** req);
+strata_status strata_ireduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                             strata_op op, int root, const strata_options* options, strata_request** req);
+strata_status strata_ibroadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                                const strata_options* options, strata_request** req);
+strata_status strata_ireduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                     strata_dtype dtype, strata_op op, const strata_options* options,
+                                     strata_request** req);
+strata_status strata_iall_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
+                                 const strata_options* options, strata_request** req);
+strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
+                                       const strata_dtype* dtypes, size_t n, strata_op op,
+                                       const strata_packing* packing, const strata_options* options,
+                                       strata_request** req);
+
+/* Persistent forms: bind the call (local: nothing is sent) and write an
+ * inactive request to *req; each strata_request_start runs it again on the
+ * same buffers, reading the inputs anew. Invalid arguments surface from
+ * each run's test or wait. */
+strata_status strata_all_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                     strata_op op, const strata_options* options, strata_request** req);
+strata_status strata_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, int root, const strata_options* options, strata_request** req);
+strata_status strata_broadcast_init(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                                    const strata_options* options, strata_request** req);
+strata_status strata_reduce_scatter_init(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                         strata_dtype dtype, strata_op op, const strata_options* options,
+                                         strata_request** req);
+strata_status strata_all_gather_init(strata_comm* comm, const void* in, void* out, size_t send_count,
+                                     strata_dtype dtype, const strata_options* options, strata_request** req);
+
+/* *flag = 1 once req's run is complete, else 0 (the run goes on). The
+ * status is the run's, reported once: STRATA_OK, or its error with
+ * *flag = 1 (the run is over). A complete request is inactive: later tests
+ * give 1 and STRATA_OK; a persistent one can be started again. An inactive
+ * request gives 1 at once. INVALID_ARGUMENT if req or flag is NULL. */
+strata_status strata_request_test(strata_request* req, int* flag);
+
+/* Returns when req's run is complete, with its status (once, as test).
+ * Returns STRATA_OK at once for an inactive request. INVALID_ARGUMENT if
+ * req is NULL. */
+strata_status strata_request_wait(strata_request* req);
+
+/* Persistent requests only: starts another run of the bound call.
+ * INVALID_ARGUMENT if req is NULL, not persistent, still running (wait for
+ * it first) or its communicator was freed. */
+strata_status strata_request_start(strata_request* req);
+
+/* Releases *req and sets *req to NULL. An active request (started and not
+ * yet reported complete by test or wait) is completed first, as
+ * strata_request_wait would (there is no cancel), so its buffers are never
+ * written after this returns; its status is returned (the handle is
+ * released either way). NULL or *req == NULL is a no-op returning
+ * STRATA_OK. */
+strata_status strata_request_free(strata_request** req);
 
 /* ---- errors and version ---------------------------------------------------- */
 

@@ -13,9 +13,13 @@
 #include "strata/strata.hpp"
 #include "util/where.hpp"
 
-// The handle behind the opaque strata_comm*.
+// The handles behind the opaque strata_comm* and strata_request*.
 struct strata_comm {
   strata::Communicator comm;
+};
+
+struct strata_request {
+  strata::Request request;
 };
 
 namespace strata::capi {
@@ -85,6 +89,7 @@ Config config_of(const strata_config* config) {
   result.all_reduce_spec = c.all_reduce_spec ? c.all_reduce_spec : "";
   result.chunk_bytes = c.chunk_bytes;
   result.check_calls = c.check_calls != 0;
+  result.progress_thread = c.progress_thread != 0;
   return result;
 }
 
@@ -98,6 +103,39 @@ template <typename T>
 void require_out(const T* out, const char* name) {
   if (out == nullptr)
     throw InvalidArgument(util::located(fmt::format("{} is NULL; pass the address of a variable to receive it", name)));
+}
+
+strata::Request& request_of(strata_request* req) {
+  if (req == nullptr)
+    throw InvalidArgument(util::located("req is NULL; pass a request made by one of the strata_i* or *_init calls"));
+  return req->request;
+}
+
+// A request-making call: *req = NULL until make() returned the request,
+// which then goes into a new handle (make throws only where no request can
+// be made; the C++ calls report the rest from the request).
+template <typename Make>
+strata_status make_request(const char* function, strata_request** req, Make&& make) {
+  if (req != nullptr) *req = nullptr;
+  return guarded(function, [&] {
+    require_out(req, "req");
+    *req = new strata_request{make()};
+  });
+}
+
+// A batch's tensors (the C++ call copies them: the arrays need not outlive it).
+std::vector<Tensor> batch_tensors(void* const* buffers, const size_t* counts, const strata_dtype* dtypes, size_t n,
+                                  const Call& call) {
+  if (n > 0 && (buffers == nullptr || counts == nullptr || dtypes == nullptr))
+    throw InvalidArgument(
+        util::located(fmt::format("n = {} but {} NULL; pass n entries in each of buffers, counts and dtypes", n,
+                                  buffers == nullptr  ? "buffers is"
+                                  : counts == nullptr ? "counts is"
+                                                      : "dtypes is")));
+  std::vector<Tensor> tensors;
+  tensors.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) tensors.push_back(tensor(buffers[i], counts[i], dtypes[i], call));
+  return tensors;
 }
 
 strata_status create(const char* function, MPI_Comm comm, const strata_config* config, strata_comm** out) {
@@ -226,18 +264,154 @@ strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, c
                                       const strata_packing* packing, const strata_options* options) {
   return guarded("strata_batch_all_reduce", [&] {
     Communicator& c = comm_of(comm);
-    if (n > 0 && (buffers == nullptr || counts == nullptr || dtypes == nullptr))
-      throw InvalidArgument(
-          util::located(fmt::format("n = {} but {} NULL; pass n entries in each of buffers, counts and dtypes", n,
-                                    buffers == nullptr  ? "buffers is"
-                                    : counts == nullptr ? "counts is"
-                                                        : "dtypes is")));
     const Call call = call_of(options);
-    std::vector<Tensor> tensors;
-    tensors.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) tensors.push_back(tensor(buffers[i], counts[i], dtypes[i], call));
+    std::vector<Tensor> tensors = batch_tensors(buffers, counts, dtypes, n, call);
     c.batch_all_reduce(tensors, op_of(op), packing_of(packing), call.options);
   });
+}
+
+// Non-blocking forms.
+
+strata_status strata_iall_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, const strata_options* options, strata_request** req) {
+  return make_request("strata_iall_reduce", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).iall_reduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
+                                     call.options);
+  });
+}
+
+strata_status strata_ireduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                             strata_op op, int root, const strata_options* options, strata_request** req) {
+  return make_request("strata_ireduce", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).ireduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op), root,
+                                 call.options);
+  });
+}
+
+strata_status strata_ibroadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                                const strata_options* options, strata_request** req) {
+  return make_request("strata_ibroadcast", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).ibroadcast(tensor(buffer, count, dtype, call), root, call.options);
+  });
+}
+
+strata_status strata_ireduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                     strata_dtype dtype, strata_op op, const strata_options* options,
+                                     strata_request** req) {
+  return make_request("strata_ireduce_scatter", req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return c.ireduce_scatter(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
+                             tensor(out, recv_count, dtype, call), op_of(op), call.options);
+  });
+}
+
+strata_status strata_iall_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
+                                 const strata_options* options, strata_request** req) {
+  return make_request("strata_iall_gather", req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return c.iall_gather(tensor(in, send_count, dtype, call),
+                         tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
+  });
+}
+
+strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
+                                       const strata_dtype* dtypes, size_t n, strata_op op,
+                                       const strata_packing* packing, const strata_options* options,
+                                       strata_request** req) {
+  return make_request("strata_ibatch_all_reduce", req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    std::vector<Tensor> tensors = batch_tensors(buffers, counts, dtypes, n, call);
+    return c.ibatch_all_reduce(tensors, op_of(op), packing_of(packing), call.options);
+  });
+}
+
+// Persistent forms.
+
+strata_status strata_all_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                     strata_op op, const strata_options* options, strata_request** req) {
+  return make_request("strata_all_reduce_init", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).all_reduce_init(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
+                                         call.options);
+  });
+}
+
+strata_status strata_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, int root, const strata_options* options, strata_request** req) {
+  return make_request("strata_reduce_init", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).reduce_init(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
+                                     root, call.options);
+  });
+}
+
+strata_status strata_broadcast_init(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                                    const strata_options* options, strata_request** req) {
+  return make_request("strata_broadcast_init", req, [&] {
+    const Call call = call_of(options);
+    return comm_of(comm).broadcast_init(tensor(buffer, count, dtype, call), root, call.options);
+  });
+}
+
+strata_status strata_reduce_scatter_init(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                         strata_dtype dtype, strata_op op, const strata_options* options,
+                                         strata_request** req) {
+  return make_request("strata_reduce_scatter_init", req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return c.reduce_scatter_init(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
+                                 tensor(out, recv_count, dtype, call), op_of(op), call.options);
+  });
+}
+
+strata_status strata_all_gather_init(strata_comm* comm, const void* in, void* out, size_t send_count,
+                                     strata_dtype dtype, const strata_options* options, strata_request** req) {
+  return make_request("strata_all_gather_init", req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return c.all_gather_init(tensor(in, send_count, dtype, call),
+                             tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
+  });
+}
+
+// Requests.
+
+strata_status strata_request_test(strata_request* req, int* flag) {
+  if (flag != nullptr) *flag = 0;
+  return guarded("strata_request_test", [&] {
+    require_out(flag, "flag");
+    Request& request = request_of(req);
+    // test() throws the run's error once the run is over: complete either way.
+    try {
+      *flag = request.test() ? 1 : 0;
+    } catch (...) {
+      *flag = 1;
+      throw;
+    }
+  });
+}
+
+strata_status strata_request_wait(strata_request* req) {
+  return guarded("strata_request_wait", [&] { request_of(req).wait(); });
+}
+
+strata_status strata_request_start(strata_request* req) {
+  return guarded("strata_request_start", [&] { request_of(req).start(); });
+}
+
+strata_status strata_request_free(strata_request** req) {
+  if (req == nullptr || *req == nullptr) return STRATA_OK;
+  // Completed here rather than in ~Request, which could only log the error.
+  const strata_status status = guarded("strata_request_free", [&] { (*req)->request.wait(); });
+  delete *req;  // inactive now: ~Request does nothing
+  *req = nullptr;
+  return status;
 }
 
 void strata_version(int* major, int* minor, int* patch) {

@@ -6,6 +6,7 @@
 
 #include "arrays.hpp"
 #include "convert.hpp"
+#include "request.hpp"
 #include "util/where.hpp"
 
 namespace strata_py {
@@ -50,46 +51,90 @@ strata::PackingOptions packing_options(int num_packs, long long agg_small_grads_
   return packing;
 }
 
-py::object all_reduce(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
+// Which form of a collective a method runs: the blocking call, the
+// non-blocking one (a started strata.Request) or the persistent one (a
+// bound strata.Request, started by its start()).
+enum class Form { blocking, started, persistent };
+
+// Runs the call of `form`: `call(c)` makes the C++ call of that form on the
+// communicator. Blocking: returns `result` once the call returned. Started
+// and persistent: returns a strata.Request (`name`) holding `arrays` and
+// `result`, which its wait() returns. Waits for the arrays' CUDA producers
+// before the call runs (persistent: at each start()).
+template <Form form, class Call>
+py::object launch(const std::shared_ptr<PyCommunicator>& self, CallArrays& arrays, py::object result,
+                  const char* name, Call&& call) {
+  if constexpr (form == Form::blocking) {
+    (void)name;
+    {
+      py::gil_scoped_release release;
+      wait_for_producers(*arrays.views);
+      self->call(call);
+    }
+    return result;
+  } else {
+    strata::Request request = [&] {
+      py::gil_scoped_release release;
+      if constexpr (form == Form::started) wait_for_producers(*arrays.views);
+      return self->call(call);
+    }();
+    return py::cast(std::make_unique<PyRequest>(self, std::move(request), std::move(arrays), std::move(result),
+                                                name));
+  }
+}
+
+// The method's name for each form ("all_reduce", "all_reduce_async", "all_reduce_init").
+template <Form form>
+const char* method_name(const char* blocking, const char* started, const char* persistent) {
+  return form == Form::blocking ? blocking : form == Form::started ? started : persistent;
+}
+
+template <Form form>
+py::object all_reduce(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle op,
+                      py::handle options) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
   const bool in_place = out.is_none() || out.is(x);
-  ArrayViews views;
-  const ArrayView& in = views.emplace_back(x, "x", in_place ? Access::write : Access::read);
-  const ArrayView& result = in_place ? in : views.emplace_back(out, "out", Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.all_reduce(in.tensor(), result.tensor(), reduce_op, opts); });
-  }
-  return in_place ? x : out;
+  CallArrays arrays(form != Form::blocking);
+  const strata::Tensor in = arrays.view(x, "x", in_place ? Access::write : Access::read).tensor();
+  const strata::Tensor result = in_place ? in : arrays.view(out, "out", Access::write).tensor();
+  return launch<form>(self, arrays, in_place ? x : out,
+                      method_name<form>("all_reduce", "all_reduce_async", "all_reduce_init"),
+                      [&](strata::Communicator& c) {
+                        if constexpr (form == Form::blocking) c.all_reduce(in, result, reduce_op, opts);
+                        else if constexpr (form == Form::started) return c.iall_reduce(in, result, reduce_op, opts);
+                        else return c.all_reduce_init(in, result, reduce_op, opts);
+                      });
 }
 
-py::object reduce(PyCommunicator& self, py::object x, int root, py::object out, py::handle op, py::handle options) {
+template <Form form>
+py::object reduce(std::shared_ptr<PyCommunicator> self, py::object x, int root, py::object out, py::handle op,
+                  py::handle options) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
   const bool in_place = out.is_none() || out.is(x);
-  ArrayViews views;
-  const ArrayView& in = views.emplace_back(x, "x", in_place ? Access::write : Access::read);
-  const ArrayView& result = in_place ? in : views.emplace_back(out, "out", Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.reduce(in.tensor(), result.tensor(), reduce_op, root, opts); });
-  }
-  return in_place ? x : out;
+  CallArrays arrays(form != Form::blocking);
+  const strata::Tensor in = arrays.view(x, "x", in_place ? Access::write : Access::read).tensor();
+  const strata::Tensor result = in_place ? in : arrays.view(out, "out", Access::write).tensor();
+  return launch<form>(self, arrays, in_place ? x : out, method_name<form>("reduce", "reduce_async", "reduce_init"),
+                      [&](strata::Communicator& c) {
+                        if constexpr (form == Form::blocking) c.reduce(in, result, reduce_op, root, opts);
+                        else if constexpr (form == Form::started) return c.ireduce(in, result, reduce_op, root, opts);
+                        else return c.reduce_init(in, result, reduce_op, root, opts);
+                      });
 }
 
-py::object broadcast(PyCommunicator& self, py::object x, int root, py::handle options) {
+template <Form form>
+py::object broadcast(std::shared_ptr<PyCommunicator> self, py::object x, int root, py::handle options) {
   const strata::CommunicationOptions opts = to_options(options, "options");
-  ArrayViews views;
-  const ArrayView& buffer = views.emplace_back(x, "x", Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.broadcast(buffer.tensor(), root, opts); });
-  }
-  return x;
+  CallArrays arrays(form != Form::blocking);
+  const strata::Tensor buffer = arrays.view(x, "x", Access::write).tensor();
+  return launch<form>(self, arrays, x, method_name<form>("broadcast", "broadcast_async", "broadcast_init"),
+                      [&](strata::Communicator& c) {
+                        if constexpr (form == Form::blocking) c.broadcast(buffer, root, opts);
+                        else if constexpr (form == Form::started) return c.ibroadcast(buffer, root, opts);
+                        else return c.broadcast_init(buffer, root, opts);
+                      });
 }
 
 // numpy's name for a strata dtype; bf16 has none (numpy has no bfloat16).
@@ -137,44 +182,48 @@ py::object new_result(py::handle x, const ArrayView& in, const py::tuple& shape,
   return py::module_::import("numpy").attr("empty")(shape, dtype);
 }
 
-py::object reduce_scatter(PyCommunicator& self, py::object x, py::object out, py::handle op, py::handle options) {
+template <Form form>
+py::object reduce_scatter(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle op,
+                          py::handle options) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
-  ArrayViews views;
-  const ArrayView& in = views.emplace_back(x, "x", Access::read);
+  const char* name = method_name<form>("reduce_scatter", "reduce_scatter_async", "reduce_scatter_init");
+  CallArrays arrays(form != Form::blocking);
+  const ArrayView& in = arrays.view(x, "x", Access::read);
   // x's size // ranks: when x's size is no multiple of the ranks, strata
   // refuses the call (on every rank, naming the counts), as for any `out`.
   if (out.is_none())
-    out = new_result(x, in, py::make_tuple(in.tensor().count / static_cast<std::size_t>(self.size())),
-                     "reduce_scatter");
-  const ArrayView& result = views.emplace_back(out, "out", Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.reduce_scatter(in.tensor(), result.tensor(), reduce_op, opts); });
-  }
-  return out;
+    out = new_result(x, in, py::make_tuple(in.tensor().count / static_cast<std::size_t>(self->size())), name);
+  const strata::Tensor whole = in.tensor();
+  const strata::Tensor result = arrays.view(out, "out", Access::write).tensor();
+  return launch<form>(self, arrays, out, name, [&](strata::Communicator& c) {
+    if constexpr (form == Form::blocking) c.reduce_scatter(whole, result, reduce_op, opts);
+    else if constexpr (form == Form::started) return c.ireduce_scatter(whole, result, reduce_op, opts);
+    else return c.reduce_scatter_init(whole, result, reduce_op, opts);
+  });
 }
 
-py::object all_gather(PyCommunicator& self, py::object x, py::object out, py::handle options) {
+template <Form form>
+py::object all_gather(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle options) {
   const strata::CommunicationOptions opts = to_options(options, "options");
-  ArrayViews views;
-  const ArrayView& in = views.emplace_back(x, "x", Access::read);
+  const char* name = method_name<form>("all_gather", "all_gather_async", "all_gather_init");
+  CallArrays arrays(form != Form::blocking);
+  const ArrayView& in = arrays.view(x, "x", Access::read);
   if (out.is_none()) {
     // (size, *x.shape): out[r] is rank r's x, and the elements lie as the
     // flat blocks do.
     py::list shape;
-    shape.append(self.size());
+    shape.append(self->size());
     for (std::size_t extent : in.shape()) shape.append(extent);
-    out = new_result(x, in, py::tuple(shape), "all_gather");
+    out = new_result(x, in, py::tuple(shape), name);
   }
-  const ArrayView& result = views.emplace_back(out, "out", Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.all_gather(in.tensor(), result.tensor(), opts); });
-  }
-  return out;
+  const strata::Tensor mine = in.tensor();
+  const strata::Tensor result = arrays.view(out, "out", Access::write).tensor();
+  return launch<form>(self, arrays, out, name, [&](strata::Communicator& c) {
+    if constexpr (form == Form::blocking) c.all_gather(mine, result, opts);
+    else if constexpr (form == Form::started) return c.iall_gather(mine, result, opts);
+    else return c.all_gather_init(mine, result, opts);
+  });
 }
 
 // A batch argument: a list or tuple of arrays (TypeError otherwise).
@@ -193,20 +242,26 @@ std::vector<strata::Tensor> tensors_of(py::handle arrays, ArrayViews& views, Acc
   return tensors;
 }
 
-py::object batch_all_reduce(PyCommunicator& self, py::object arrays, py::handle op, py::handle options, int num_packs,
-                            long long agg_small_grads_max_bytes, int agg_small_grads_max_group) {
+// There is no persistent batch (nor in C++).
+template <Form form>
+py::object batch_all_reduce(std::shared_ptr<PyCommunicator> self, py::object arrays, py::handle op,
+                            py::handle options, int num_packs, long long agg_small_grads_max_bytes,
+                            int agg_small_grads_max_group) {
+  static_assert(form != Form::persistent);
   check_array_list(arrays);
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
   const strata::CommunicationOptions opts = to_options(options, "options");
   const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
-  ArrayViews views;
-  std::vector<strata::Tensor> tensors = tensors_of(arrays, views, Access::write);
-  {
-    py::gil_scoped_release release;
-    wait_for_producers(views);
-    self.call([&](strata::Communicator& c) { c.batch_all_reduce(tensors, reduce_op, packing, opts); });
-  }
-  return arrays;
+  CallArrays views(form != Form::blocking);
+  std::vector<strata::Tensor> tensors = tensors_of(arrays, *views.views, Access::write);
+  // The list and each array: the caller may change the list meanwhile.
+  views.keep(arrays);
+  for (py::handle array : arrays) views.keep(array);
+  return launch<form>(self, views, arrays, form == Form::blocking ? "batch_all_reduce" : "batch_all_reduce_async",
+                      [&](strata::Communicator& c) {
+                        if constexpr (form == Form::blocking) c.batch_all_reduce(tensors, reduce_op, packing, opts);
+                        else return c.ibatch_all_reduce(tensors, reduce_op, packing, opts);
+                      });
 }
 
 std::string algorithm_for(PyCommunicator& self, long long nbytes, py::handle collective, py::handle memory) {
@@ -251,7 +306,7 @@ void bind_communicator(py::module_& m) {
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 Collectives over an mpi4py communicator.
 
-Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True) is collective over
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False) is collective over
 `comm` (every rank must construct it) and duplicates it, so strata's traffic
 never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
 "auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
@@ -259,11 +314,17 @@ tuple form ("xring", 2, -1) / [("tree", 1, 4096), ("xring", 2, -1)] (limits in
 bytes, the last -1). chunk_bytes: pipeline chunk of the ring algorithms
 (0 = default, else 4096 .. 1 GiB). check_calls: before any data moves, every
 rank checks that all make the same call (strata.Mismatch on every rank
-otherwise; STRATA_CHECK=off also turns it off). Raises ValueError
-(strata.InvalidArgument) for a bad spec or chunk size.
+otherwise; STRATA_CHECK=off also turns it off). progress_thread: run the
+requests of the *_async and *_init methods on a thread of the communicator
+while Python computes, where that thread may run them (host arrays; with
+mpi4py's default MPI_THREAD_MULTIPLE every host request;
+STRATA_PROGRESS_THREAD=1 also turns it on); the others run inside their
+test() and wait(). Raises ValueError (strata.InvalidArgument) for a bad spec
+or chunk size.
 Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
-      .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls) {
+      .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls,
+                       bool progress_thread) {
              if (chunk_bytes < 0)
                throw InvalidArgument(
                    strata::util::located(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes)));
@@ -272,11 +333,12 @@ in a long-lived structure.)doc")
              config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
              config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              config.check_calls = check_calls;
+             config.progress_thread = progress_thread;
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
            py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0,
-           py::arg("check_calls") = true)
+           py::arg("check_calls") = true, py::arg("progress_thread") = false)
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(
@@ -294,7 +356,7 @@ in a long-lived structure.)doc")
             return self.closed();
           },
           "True after close().")
-      .def("all_reduce", &all_reduce, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
+      .def("all_reduce", &all_reduce<Form::blocking>, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
            py::arg("options") = py::none(), R"doc(
 Every rank's `out` receives op over every rank's `x`; in place (into `x`)
 when out is None or out is x. Returns the array holding the result.
@@ -306,17 +368,18 @@ CUDA memory. Raises ValueError (strata.InvalidArgument, before anything is
 sent), strata.DeadlineExceeded (a TimeoutError; options.timeout_seconds),
 strata.PeerFailure, strata.Unavailable (CUDA arrays without a GPU backend),
 strata.BackendError. Runs without the GIL.)doc")
-      .def("reduce", &reduce, py::arg("x"), py::arg("root"), py::arg("out") = py::none(), py::arg("op") = "sum",
-           py::arg("options") = py::none(), R"doc(
+      .def("reduce", &reduce<Form::blocking>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
 Like all_reduce, but only rank `root` receives the result (in `out`, or in
 `x` when out is None or out is x); other ranks' buffers are not written.
 Returns `out` (or `x`) on every rank. ValueError for a root outside
 [0, size).)doc")
-      .def("broadcast", &broadcast, py::arg("x"), py::arg("root"), py::arg("options") = py::none(), R"doc(
+      .def("broadcast", &broadcast<Form::blocking>, py::arg("x"), py::arg("root"), py::arg("options") = py::none(),
+           R"doc(
 Copies rank `root`'s `x` into every other rank's `x` (same size and dtype
 everywhere; writable everywhere). Returns `x`.)doc")
-      .def("reduce_scatter", &reduce_scatter, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
-           py::arg("options") = py::none(), R"doc(
+      .def("reduce_scatter", &reduce_scatter<Form::blocking>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
 Rank r's result is op over every rank's block r of `x`, where x's elements
 (C order, any shape) are `size` blocks of x.size // size elements, block r
 the r-th (MPI_Reduce_scatter_block, ncclReduceScatter). The result goes to
@@ -327,8 +390,8 @@ written otherwise. Returns the array holding the result. ValueError when
 x.size is not size times out's size (with out=None: not a multiple of
 size). op, dtypes and errors as all_reduce; "mean" divides by size. Runs
 without the GIL.)doc")
-      .def("all_gather", &all_gather, py::arg("x"), py::arg("out") = py::none(), py::arg("options") = py::none(),
-           R"doc(
+      .def("all_gather", &all_gather<Form::blocking>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("options") = py::none(), R"doc(
 Every rank receives every rank's `x`, rank r's at block r of the result
 (MPI_Allgather, ncclAllGather): `out` holds size x x.size elements (any
 shape; block r is its r-th run of x.size elements in C order), or, when out
@@ -338,7 +401,7 @@ of this rank's block of out (out[rank] of such an array). Returns the array
 holding the result; identical bits on every rank. ValueError when out's
 size is not size times x.size. Errors as all_reduce. Runs without the
 GIL.)doc")
-      .def("batch_all_reduce", &batch_all_reduce, py::arg("arrays"), py::arg("op") = "sum",
+      .def("batch_all_reduce", &batch_all_reduce<Form::blocking>, py::arg("arrays"), py::arg("op") = "sum",
            py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
            py::arg("agg_small_grads_max_group") = 10, R"doc(
 All-reduces each array of the list in place, packed into few transfers:
@@ -348,6 +411,56 @@ agg_small_grads_max_group are > 0; else options.bytes_per_pack (0 =
 automatic). Arrays must not overlap. Returns `arrays`. Packed floating-point
 results may differ in the last bits from per-array all_reduce (still
 identical on every rank).)doc")
+      .def("all_reduce_async", &all_reduce<Form::started>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+all_reduce, started: returns a strata.Request at once, whose wait()
+returns what all_reduce returns (the array holding the result). Arguments,
+results and errors as all_reduce; the errors (ValueError for this rank's
+invalid arguments included, strata.Mismatch on the others) come from the
+request's test() or wait(). The request holds the arrays until it
+completes: do not read `out` (or an in-place `x`) or write `x` meanwhile.
+Requests complete in the order started; a blocking call completes those
+started before it.)doc")
+      .def("reduce_async", &reduce<Form::started>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(),
+           "reduce, started: returns a strata.Request whose wait() returns what reduce returns (see all_reduce_async).")
+      .def("broadcast_async", &broadcast<Form::started>, py::arg("x"), py::arg("root"), py::arg("options") = py::none(),
+           "broadcast, started: returns a strata.Request whose wait() returns x (see all_reduce_async).")
+      .def("reduce_scatter_async", &reduce_scatter<Form::started>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(),
+           "reduce_scatter, started: returns a strata.Request whose wait() returns the array holding the result (with "
+           "out=None the new array, allocated now; see all_reduce_async).")
+      .def("all_gather_async", &all_gather<Form::started>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("options") = py::none(),
+           "all_gather, started: returns a strata.Request whose wait() returns the array holding the result (with "
+           "out=None the new array, allocated now; see all_reduce_async).")
+      .def("batch_all_reduce_async", &batch_all_reduce<Form::started>, py::arg("arrays"), py::arg("op") = "sum",
+           py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
+           py::arg("agg_small_grads_max_group") = 10,
+           "batch_all_reduce, started: returns a strata.Request whose wait() returns `arrays` (see all_reduce_async). "
+           "The request holds the list and each array until it completes.")
+      .def("all_reduce_init", &all_reduce<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+all_reduce, bound for repeated use: returns an inactive, persistent
+strata.Request; each start() runs all_reduce(x, out, op, options) again on
+the same arrays, reading x anew, and wait() returns what all_reduce
+returns. Local: nothing is sent until start(). Arguments as all_reduce;
+invalid arguments surface from each run's test() or wait(). The request
+holds the arrays for its whole life.)doc")
+      .def("reduce_init", &reduce<Form::persistent>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(),
+           "reduce, bound for repeated use: a persistent strata.Request (see all_reduce_init).")
+      .def("broadcast_init", &broadcast<Form::persistent>, py::arg("x"), py::arg("root"),
+           py::arg("options") = py::none(),
+           "broadcast, bound for repeated use: a persistent strata.Request (see all_reduce_init).")
+      .def("reduce_scatter_init", &reduce_scatter<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(),
+           "reduce_scatter, bound for repeated use: a persistent strata.Request (see all_reduce_init); with out=None "
+           "the result array is allocated once, now, and every run writes into it.")
+      .def("all_gather_init", &all_gather<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
+           py::arg("options") = py::none(),
+           "all_gather, bound for repeated use: a persistent strata.Request (see all_reduce_init); with out=None the "
+           "result array is allocated once, now, and every run writes into it.")
       .def("algorithm_for", &algorithm_for, py::arg("nbytes"), py::arg("collective") = "all_reduce",
            py::arg("memory") = "host",
            "The algorithm this communicator's spec runs for one call of `nbytes` bytes (\"pscpu\", \"xring#2\", "

@@ -31,6 +31,15 @@ class PyCommunicator {
     return f(*comm_);
   }
 
+  // Runs f() under the call lock, open or closed: a strata::Request made
+  // here (strata.Request) is used under it, and outlives close(), which
+  // completes it. Call without the GIL.
+  template <class F>
+  decltype(auto) locked(F&& f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f();
+  }
+
   // Frees the strata::Communicator (and its MPI communicator) now rather
   // than at garbage collection; idempotent. Local, not collective. Call
   // without the GIL (it waits for a running call).

@@ -9,6 +9,7 @@
 #include "cuda_support.hpp"
 #include "errors.hpp"
 #include "facades.hpp"
+#include "request.hpp"
 #include "strata/options.hpp"
 #include "strata/types.hpp"
 #include "strata/version.hpp"
@@ -75,6 +76,7 @@ PYBIND11_MODULE(_strata, m) {
   strata_py::register_errors(m);
   bind_types(m);
   strata_py::bind_communicator(m);
+  strata_py::bind_request(m);
   strata_py::bind_facades(m);
   m.attr("__version__") = strata::version;
   m.attr("cuda_built") = strata::have_cuda;  // the library's GPU backend (the module follows it)

@@ -34,6 +34,7 @@ from ._strata import (  # noqa: F401
     NcclAllReduce,
     ReduceOp,
     ReductionToOneDevice,
+    Request,
     __version__,
     all_reduce_spec_text,
     cuda_built,
@@ -42,5 +43,6 @@ from ._strata import (  # noqa: F401
 __all__ = [
     "BackendError", "CollectiveHints", "CommunicationOptions", "Communicator", "CrossDeviceOps",
     "DeadlineExceeded", "Error", "InvalidArgument", "Mismatch", "MultiWorkerAllReduce", "NcclAllReduce",
-    "PeerFailure", "ReduceOp", "ReductionToOneDevice", "Unavailable", "all_reduce_spec_text", "cuda_built",
+    "PeerFailure", "ReduceOp", "ReductionToOneDevice", "Request", "Unavailable", "all_reduce_spec_text",
+    "cuda_built",
 ]

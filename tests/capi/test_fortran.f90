@@ -3,9 +3,14 @@
 ! broadcast and reduce with a 0-based root, a batch, options,
 ! reduce_scatter (real(4) sum) and all_gather (integer, in place) at
 ! 0-based blocks, and an invalid root giving STRATA_ERR_INVALID_ARGUMENT
-! with a message, each checked against values computed here from known
-! inputs. Prints one line per failure and exits 1 if any rank failed, 0
-! otherwise.
+! with a message; requests: non-blocking all_reduce, broadcast,
+! reduce_scatter, all_gather, reduce and batch outstanding together and
+! waited out of order (one by a test loop), a persistent all_reduce started
+! on new data each round, freeing an active request, an invalid root on the
+! last rank (INVALID_ARGUMENT there, MISMATCH elsewhere, from wait), and a
+! communicator with the progress thread; each checked against values
+! computed here from known inputs. Prints one line per failure and exits 1
+! if any rank failed, 0 otherwise.
 program test_fortran
   use, intrinsic :: iso_c_binding
   use mpi
@@ -17,6 +22,14 @@ program test_fortran
   real(c_double), target :: d(n)
   real(c_float), allocatable, target :: whole(:), block(:)
   integer(c_int), allocatable, target :: gathered(:)
+  ! Buffers of requests: strata's until the request completes.
+  real(c_float), target, asynchronous :: xa(n), ya(n)
+  integer(c_int), target, asynchronous :: ka(n), kb(n)
+  real(c_double), target, asynchronous :: da(n)
+  real(c_float), allocatable, target, asynchronous :: wa(:), ba(:), ga(:)
+  type(c_ptr) :: requests(6), persistent, tcomm
+  integer(c_int) :: flag
+  integer :: round, q
   type(c_ptr) :: comm, buffers(2)
   integer(c_size_t) :: counts(2)
   integer(c_int) :: dtypes(2), status, value, major, minor, patch
@@ -135,8 +148,18 @@ program test_fortran
   call check(index(message, 'strata [') == 1 .and. index(message, ']: strata_broadcast: root') > 0, &
              'bad root message: ' // message)
 
+  call test_requests(comm)
+
   status = strata_comm_free(comm)
   call check(status == STRATA_OK .and. .not. c_associated(comm), 'strata_comm_free')
+
+  ! The same requests on a communicator with the progress thread.
+  config%progress_thread = 1
+  status = strata_comm_create_f(MPI_COMM_WORLD, config, tcomm)
+  call expect_ok(status, 'strata_comm_create_f with progress_thread')
+  call test_requests(tcomm)
+  status = strata_comm_free(tcomm)
+  call check(status == STRATA_OK .and. .not. c_associated(tcomm), 'strata_comm_free (progress thread)')
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
@@ -150,6 +173,118 @@ program test_fortran
   if (total /= 0) error stop 1
 
 contains
+
+  ! The request interfaces on `handle` (see the program's header).
+  subroutine test_requests(handle)
+    type(c_ptr), intent(in) :: handle
+    integer(c_int) :: bad_root
+    if (allocated(wa)) deallocate (wa, ba, ga)
+    allocate (wa(m * nranks), ba(m), ga(m * nranks))
+
+    ! Six requests outstanding: real(4) sum out of place, real(8) broadcast
+    ! from the last rank, reduce_scatter, all_gather, integer reduce to rank
+    ! 0, a batch of one real(4) array (into wa after the reduce_scatter).
+    xa = [(0.5 * (rank + 1) + mod(i, 13), i = 1, n)]
+    ya = -1
+    da = -1
+    if (rank == nranks - 1) da = [(1.0d0 / (i + 3), i = 1, n)]
+    ga = -1
+    ba = -1
+    ka = [(rank * 1000 + i, i = 1, n)]
+    kb = -1
+    status = strata_iall_reduce(handle, c_loc(xa), c_loc(ya), int(n, c_size_t), STRATA_F32, STRATA_SUM, &
+                                request=requests(1))
+    call expect_ok(status, 'strata_iall_reduce')
+    status = strata_ibroadcast(handle, c_loc(da), int(n, c_size_t), STRATA_F64, nranks - 1, request=requests(2))
+    call expect_ok(status, 'strata_ibroadcast')
+    wa = [(0.25 * j + rank, j = 1, m * nranks)]
+    status = strata_ireduce_scatter(handle, c_loc(wa), c_loc(ba), int(m, c_size_t), STRATA_F32, STRATA_SUM, &
+                                    request=requests(3))
+    call expect_ok(status, 'strata_ireduce_scatter')
+    ga(rank * m + 1:(rank + 1) * m) = [(100.0 * rank + i, i = 1, m)]
+    status = strata_iall_gather(handle, c_loc(ga(rank * m + 1)), c_loc(ga), int(m, c_size_t), STRATA_F32, &
+                                request=requests(4))
+    call expect_ok(status, 'strata_iall_gather')
+    status = strata_ireduce(handle, c_loc(ka), merge(c_loc(kb), c_null_ptr, rank == 0), int(n, c_size_t), &
+                            STRATA_I32, STRATA_SUM, 0, request=requests(5))
+    call expect_ok(status, 'strata_ireduce')
+    buffers(1) = c_loc(xa)
+    counts(1) = int(n, c_size_t)
+    dtypes(1) = STRATA_F32
+    ! xa is also the first request's input: the batch reduces it in place
+    ! after that request ran (requests run in the order started).
+    status = strata_ibatch_all_reduce(handle, buffers, counts, dtypes, 1_c_size_t, STRATA_MAX, &
+                                      request=requests(6))
+    call expect_ok(status, 'strata_ibatch_all_reduce')
+
+    status = strata_request_wait(requests(4))
+    call expect_ok(status, 'strata_request_wait (all_gather)')
+    flag = 0
+    do while (flag == 0)
+      status = strata_request_test(requests(2), flag)
+      call expect_ok(status, 'strata_request_test (broadcast)')
+      if (status /= STRATA_OK) exit
+    end do
+    do q = 6, 1, -1
+      status = strata_request_wait(requests(q))
+      call expect_ok(status, 'strata_request_wait')
+    end do
+    call check(all(ya == [(nranks * (mod(i, 13) + 0.0) + 0.5 * nranks * (nranks + 1) / 2, i = 1, n)]), &
+               'iall_reduce values')
+    call check(all(xa == [(0.5 * nranks + mod(i, 13), i = 1, n)]), 'ibatch_all_reduce (max) values')
+    call check(all(da == [(1.0d0 / (i + 3), i = 1, n)]), 'ibroadcast values')
+    call check(all(ba == [(nranks * 0.25 * (rank * m + i) + nranks * (nranks - 1) / 2, i = 1, m)]), &
+               'ireduce_scatter values')
+    call check(all(ga == [((100.0 * r + i, i = 1, m), r = 0, nranks - 1)]), 'iall_gather values')
+    if (rank == 0) call check(all(kb == [(1000 * nranks * (nranks - 1) / 2 + nranks * i, i = 1, n)]), &
+                              'ireduce values')
+    do q = 1, 6
+      status = strata_request_free(requests(q))
+      call check(status == STRATA_OK .and. .not. c_associated(requests(q)), 'strata_request_free')
+    end do
+
+    ! Persistent: bound once, started three times on new data.
+    status = strata_all_reduce_init(handle, c_loc(ka), c_loc(kb), int(n, c_size_t), STRATA_I32, STRATA_SUM, &
+                                    request=persistent)
+    call expect_ok(status, 'strata_all_reduce_init')
+    do round = 1, 3
+      ka = [((rank + 1) * round + i, i = 1, n)]
+      kb = -1
+      status = strata_request_start(persistent)
+      call expect_ok(status, 'strata_request_start')
+      status = strata_request_wait(persistent)
+      call expect_ok(status, 'strata_request_wait (persistent)')
+      call check(all(kb == [(round * nranks * (nranks + 1) / 2 + nranks * i, i = 1, n)]), 'persistent values')
+    end do
+    status = strata_request_free(persistent)
+    call check(status == STRATA_OK .and. .not. c_associated(persistent), 'strata_request_free (persistent)')
+
+    ! Freeing an active request completes it.
+    ya = [(rank + i, i = 1, n)]
+    status = strata_iall_reduce(handle, c_loc(ya), c_loc(ya), int(n, c_size_t), STRATA_F32, STRATA_MIN, &
+                                request=requests(1))
+    call expect_ok(status, 'strata_iall_reduce (min, in place)')
+    status = strata_request_free(requests(1))
+    call check(status == STRATA_OK .and. .not. c_associated(requests(1)), 'strata_request_free (active)')
+    call check(all(ya == [(real(i, c_float), i = 1, n)]), 'request completed by strata_request_free')
+
+    ! An invalid root on the last rank: INVALID_ARGUMENT there, MISMATCH elsewhere.
+    bad_root = merge(nranks, 0, rank == nranks - 1)
+    status = strata_ireduce(handle, c_loc(ka), c_loc(kb), int(n, c_size_t), STRATA_I32, STRATA_SUM, bad_root, &
+                            request=requests(1))
+    call expect_ok(status, 'strata_ireduce (invalid root)')
+    status = strata_request_wait(requests(1))
+    message = strata_last_error_f()
+    if (rank == nranks - 1) then
+      call check(status == STRATA_ERR_INVALID_ARGUMENT, 'invalid root gave ' // strata_status_name_f(status))
+    else
+      call check(status == STRATA_ERR_MISMATCH, 'the others gave ' // strata_status_name_f(status))
+    end if
+    call check(index(message, ']: strata_request_wait: ') > 0 .and. index(message, 'root') > 0, &
+               'invalid root message: ' // message)
+    status = strata_request_free(requests(1))
+    call check(status == STRATA_OK, 'strata_request_free (after the error)')
+  end subroutine
 
   subroutine check(ok, what)
     logical, intent(in) :: ok
