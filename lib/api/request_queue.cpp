@@ -16,7 +16,8 @@ RequestQueue::~RequestQueue() { shut_down(); }
 bool RequestQueue::on_progress_thread() { return progress_thread; }
 
 void RequestQueue::start_thread() {
-  if (thread_.joinable()) return;
+  if (threaded_) return;
+  threaded_ = true;  // before the thread exists: it reads it
   thread_ = std::thread([this] { thread_loop(); });
 }
 
@@ -31,21 +32,21 @@ std::shared_ptr<RequestState> RequestQueue::make(std::function<void()> run, bool
 
 void RequestQueue::start(const std::shared_ptr<RequestState>& state) {
   {
-    std::lock_guard lock(mutex_);
+    auto lock = guarded(mutex_);
     state->phase = RequestState::Phase::queued;
     state->error = nullptr;
     queue_.push_back(state);
   }
-  if (thread_.joinable()) changed_.notify_all();
+  if (threaded_) changed_.notify_all();
 }
 
 RequestState::Phase RequestQueue::phase(const RequestState& state) {
-  std::lock_guard lock(mutex_);
+  auto lock = guarded(mutex_);
   return state.phase;
 }
 
 std::exception_ptr RequestQueue::retire(RequestState& state) {
-  std::lock_guard lock(mutex_);
+  auto lock = guarded(mutex_);
   state.phase = RequestState::Phase::inactive;
   return std::exchange(state.error, nullptr);
 }
@@ -54,7 +55,7 @@ bool RequestQueue::run_head(bool as_thread, std::unique_lock<std::mutex>& runnin
   (void)running;  // held by the caller: one run at a time, in queue order
   std::shared_ptr<RequestState> head;
   {
-    std::lock_guard lock(mutex_);
+    auto lock = guarded(mutex_);
     if (queue_.empty() || (as_thread && !queue_.front()->thread_may_run)) return false;
     head = std::move(queue_.front());
     queue_.pop_front();
@@ -67,16 +68,16 @@ bool RequestQueue::run_head(bool as_thread, std::unique_lock<std::mutex>& runnin
     error = std::current_exception();
   }
   {
-    std::lock_guard lock(mutex_);
+    auto lock = guarded(mutex_);
     head->error = error;
     head->phase = RequestState::Phase::complete;
   }
-  changed_.notify_all();
+  if (threaded_) changed_.notify_all();
   return true;
 }
 
 void RequestQueue::drain_here() {
-  std::unique_lock running(running_);
+  auto running = guarded(running_);
   while (run_head(/*as_thread=*/false, running)) {}
 }
 
@@ -87,17 +88,17 @@ bool RequestQueue::progress(RequestState& state) { return advance(state, /*wait_
 bool RequestQueue::advance(RequestState& state, bool wait_for_thread) {
   for (;;) {
     {
-      std::unique_lock lock(mutex_);
+      auto lock = guarded(mutex_);
       if (state.phase == RequestState::Phase::complete || state.phase == RequestState::Phase::inactive) return true;
       // The progress thread runs (or will run) it, or the request before it.
-      const bool thread_takes_head = thread_.joinable() && !queue_.empty() && queue_.front()->thread_may_run;
+      const bool thread_takes_head = threaded_ && !stopping_ && !queue_.empty() && queue_.front()->thread_may_run;
       if (state.phase == RequestState::Phase::running || thread_takes_head) {
         if (!wait_for_thread) return false;
         changed_.wait(lock);
         continue;
       }
     }
-    std::unique_lock running(running_);
+    auto running = guarded(running_);
     run_head(/*as_thread=*/false, running);
   }
 }
@@ -106,11 +107,11 @@ void RequestQueue::thread_loop() {
   progress_thread = true;
   for (;;) {
     {
-      std::unique_lock lock(mutex_);
+      auto lock = guarded(mutex_);
       changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && queue_.front()->thread_may_run); });
       if (stopping_) return;
     }
-    std::unique_lock running(running_);
+    auto running = guarded(running_);
     run_head(/*as_thread=*/true, running);
   }
 }
@@ -121,14 +122,14 @@ void RequestQueue::shut_down() noexcept {
   for (;;) {
     std::shared_ptr<RequestState> last;
     {
-      std::lock_guard lock(mutex_);
+      auto lock = guarded(mutex_);
       if (queue_.empty()) break;
       last = queue_.back();
     }
     complete(*last);
   }
   {
-    std::lock_guard lock(mutex_);
+    auto lock = guarded(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();

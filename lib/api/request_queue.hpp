@@ -51,7 +51,7 @@ class RequestQueue {
 
   // Starts the progress thread; `thread_may_run` of each request says what it takes.
   void start_thread();
-  bool has_thread() const { return thread_.joinable(); }
+  bool has_thread() const { return threaded_; }
 
   // A new inactive request over this queue.
   std::shared_ptr<RequestState> make(std::function<void()> run, bool persistent, bool thread_may_run);
@@ -78,12 +78,12 @@ class RequestQueue {
   // propagate.
   template <typename Work>
   void exclusive(Work&& work) {
-    if (!thread_.joinable()) {  // one thread: no lock needed
+    if (!threaded_) {  // one thread: no lock needed
       if (!queue_.empty()) drain_here();
       work();
       return;
     }
-    std::unique_lock running(running_);
+    auto running = guarded(running_);
     while (run_head(/*as_thread=*/false, running)) {}
     work();
   }
@@ -99,6 +99,12 @@ class RequestQueue {
   // Runs the queue's head if there is one (and, for the progress thread,
   // if it may run it); `running` is held. false if it ran nothing.
   bool run_head(bool as_thread, std::unique_lock<std::mutex>& running);
+  // A lock on `m` while there is a progress thread; without one the
+  // communicator is used by one thread only (its contract) and nothing
+  // needs locking: the persistent small call pays for no lock.
+  std::unique_lock<std::mutex> guarded(std::mutex& m) {
+    return threaded_ ? std::unique_lock(m) : std::unique_lock(m, std::defer_lock);
+  }
   // complete() and progress(): `wait_for_thread` says which.
   bool advance(RequestState& state, bool wait_for_thread);
   void drain_here();
@@ -109,6 +115,10 @@ class RequestQueue {
   std::deque<std::shared_ptr<RequestState>> queue_;
   std::mutex running_;                // held while a request (or a blocking call) runs
   std::thread thread_;
+  // Whether a progress thread exists: set before it starts (so the thread
+  // sees it) and never cleared, unlike thread_, which its own start assigns
+  // only after the thread may already be running.
+  bool threaded_ = false;
   bool stopping_ = false;
   std::shared_ptr<QueueLink> link_;
 };
