@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
@@ -33,10 +34,14 @@ void strata_op(void* in, void* inout, int* len, MPI_Datatype*) {
 template <DataType D>
 MPI_Op strata_mpi_op(ReduceOp op) {
   // Created once per process on first use and kept until MPI_Finalize.
+  // Under a lock: communicators' progress threads may ask at once
+  // (MPI_THREAD_MULTIPLE, docs/REQUESTS.md).
+  static std::mutex creating;
   static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   static MPI_User_function* const fns[4] = {strata_op<D, ReduceOp::sum>, strata_op<D, ReduceOp::min>,
                                             strata_op<D, ReduceOp::max>, strata_op<D, ReduceOp::prod>};
   const int index = op == ReduceOp::min ? 1 : op == ReduceOp::max ? 2 : op == ReduceOp::prod ? 3 : 0;
+  std::lock_guard lock(creating);
   if (ops[index] == MPI_OP_NULL) STRATA_CHECK_MPI(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
   return ops[index];
 }
