@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <exception>
 #include <mutex>
 #include <sstream>
@@ -291,7 +292,11 @@ int watchdog_seconds() {
 int main(int argc, char** argv) {
   using namespace strata::test;
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // STRATA_TEST_MPI_THREAD=multiple asks for MPI_THREAD_MULTIPLE (the
+  // progress thread may then call MPI: tests/mpi/test_requests.cpp).
+  const char* level = std::getenv("STRATA_TEST_MPI_THREAD");
+  const bool multiple = level != nullptr && std::string_view(level) == "multiple";
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
   const int rank = world_rank(), size = world_size();
 
   int failed_cases = 0, failed_asserts = 0, asserts = 0;

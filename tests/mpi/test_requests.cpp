@@ -6,9 +6,9 @@
 // data; a request dropped without wait (completed, nothing written after);
 // errors from wait() (invalid arguments on one rank, ranks disagreeing);
 // where the progress thread runs a request (a batch's on_pack_done names
-// the thread), and a rank that never calls test() or wait() still
-// finishing its part on the progress thread; a timeout while a request is
-// outstanding.
+// the thread: under MPI_THREAD_MULTIPLE also requests across virtual
+// nodes), and a rank that never calls test() or wait() still finishing its
+// part on the progress thread; a timeout while a request is outstanding.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -256,9 +256,12 @@ TEST_CASE("where a request runs: the progress thread takes one-node shared-memor
     on_caller = std::this_thread::get_id() == caller;
     ++packs;
   });
-  // MPI_THREAD_FUNNELED (the harness): the thread may not call MPI, so only
-  // a one-node shared-memory plan (or a single rank) runs there.
-  const bool thread_runs_it = one_node;
+  // Below MPI_THREAD_MULTIPLE (the harness asks for FUNNELED unless
+  // STRATA_TEST_MPI_THREAD=multiple) the thread may not call MPI, so only a
+  // one-node shared-memory plan (or a single rank) runs there.
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  const bool thread_runs_it = one_node || level == MPI_THREAD_MULTIPLE;
   if (thread_runs_it) {
     // Never calling test() or wait(): the progress thread finishes this
     // rank's part on its own (bounded wait, not a timing assertion).
