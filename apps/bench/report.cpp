@@ -20,6 +20,13 @@ std::string figure(const std::optional<double>& v, int width, int decimals) {
 
 constexpr const char* kNoBandwidth = "simulated device: no bandwidth";
 
+// How the form makes strata's call, for the header.
+std::string form_description(const std::string& form) {
+  if (form == "nonblocking") return "the i* call, then Request::wait, per call";
+  if (form == "persistent") return "the *_init request bound once per size, then Request::start and wait per call";
+  return "the blocking call";
+}
+
 }  // namespace
 
 void print_header(Output& out, const RunInfo& info) {
@@ -38,6 +45,8 @@ void print_header(Output& out, const RunInfo& info) {
   line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size{})", info.algorithm,
                         info.devices.empty() ? "" : "; for CUDA memory it repeats the spec"));
   if (!info.packing.empty()) line(out, fmt::format("# packing: {}", info.packing));
+  line(out, fmt::format("# form {}: {}; progress thread {}", info.form, form_description(info.form),
+                        info.progress_thread ? "on" : "off"));
   if (!info.model.empty())
     line(out, fmt::format("# model {}: {} gradient tensors, {} parameters ({})", info.model, info.model_tensors,
                           info.model_parameters, info.model_source));

@@ -34,6 +34,10 @@ struct RunInfo {
   int iters = 0, warmup = 0;
   double timeout_seconds = 0;
   std::string packing;  // batch: "automatic", "bytes_per_pack=B" or "num_packs=N"
+  std::string form = "blocking";  // --form: blocking, nonblocking or persistent
+  // Config::progress_thread as the communicator got it: --progress-thread
+  // or STRATA_PROGRESS_THREAD=1.
+  bool progress_thread = false;
   // --collective batch only.
   std::string model, model_source;
   std::size_t model_tensors = 0, model_parameters = 0;

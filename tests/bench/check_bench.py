@@ -25,6 +25,9 @@ the JSON, '-' in the table, no "GB/s" figure on stdout, and the table's
 "simulated device: no bandwidth" note); a real one must have the bandwidth
 columns consistent with the times.
 
+The JSON and the table must report `--form` and `--progress-thread` as
+given.
+
 Prefix an argument with `env:` to set an environment variable instead
 (`env:STRATA_BENCH_CORRUPT=1`), or with `msg:` to require that text in the
 output (`msg:not CUDA-aware`). No timing is asserted: only structure,
@@ -75,6 +78,29 @@ def check_no_bandwidth(doc, table):
         fail(f"a simulated device, yet the table claims bandwidth: {figures[:3]}")
     if "simulated device: no bandwidth" not in table:
         fail("a simulated device, and the table does not say 'simulated device: no bandwidth'")
+
+
+def flag_value(args, flag, default):
+    """The last value of `flag` in strata-bench's arguments (the last one wins there too)."""
+    value = default
+    for i, a in enumerate(args[:-1]):
+        if a == flag:
+            value = args[i + 1]
+    return value
+
+
+def check_form(doc, args, env, table):
+    """The form and the progress thread are reported as given, in the JSON
+    and the table's header."""
+    form = flag_value(args, "--form", "blocking")
+    progress_thread = "--progress-thread" in args or env.get("STRATA_PROGRESS_THREAD") == "1"
+    for key, want in (("form", form), ("progress_thread", progress_thread)):
+        if doc.get(key) != want:
+            fail(f"the JSON's {key!r} is {doc.get(key)!r}, the command line asked for {want!r}")
+    header = f"# form {form}: "
+    if not any(line.startswith(header) and line.endswith(f"progress thread {'on' if progress_thread else 'off'}")
+               for line in table.splitlines()):
+        fail(f"the table's header has no '{header}...; progress thread {'on' if progress_thread else 'off'}' line")
 
 
 def check_rows(doc, expect_wrong):
@@ -215,6 +241,7 @@ def main():
         if doc["ranks"] != int(np):
             fail(f"JSON says {doc['ranks']} ranks, ran {np}")
         check_rows(doc, expect_wrong=expect in ("wrong", "wrong-or-skip"))
+        check_form(doc, args, env, proc.stdout)
         if doc["simulated"]:
             check_no_bandwidth(doc, proc.stdout)
         elif "simulated device" in proc.stdout or doc.get("simulated_device") is not None:
