@@ -1,7 +1,8 @@
 // strata-bench's driver: parses the command line, then for every size
 // initialises data, checks one call against the exact reference, times
-// strata in the --form asked for (forms.hpp; the check runs that form too)
-// and (optionally) the MPI or NCCL baseline, and prints a row. The
+// strata in the --form asked for (forms.hpp; the check runs that form too),
+// (optionally) the MPI or NCCL baseline and --overlap's figures
+// (overlap.hpp), and prints a row. The
 // collective-specific parts are the descriptors in collectives.cpp; what is
 // CUDA-specific goes through cuda_buffers.hpp and nccl_baseline.hpp to
 // strata-bench-cuda.so, which is loaded only for --memory cuda.
@@ -29,6 +30,7 @@
 #include "nccl_baseline.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "overlap.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -175,6 +177,10 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
   }
   row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { call.run(); });
   if (baseline) row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline);
+  if (o.overlap) {
+    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, [&] { c.run(ctx, buffers); });
+    if (simulated) row.overlap->percent.reset();  // a simulator's times say nothing about a GPU's overlap
+  }
   fill_bandwidths(row, bus_factor);
   return row;
 }
@@ -271,6 +277,7 @@ int run(const Options& o, const World& w) {
   // As strata decides it: the flag, or the environment (session.cpp).
   const char* thread_env = std::getenv("STRATA_PROGRESS_THREAD");
   info.progress_thread = o.progress_thread || (thread_env && std::string(thread_env) == "1");
+  info.overlap = o.overlap;
   if (o.collective == CollectiveKind::batch)
     info.packing = o.num_packs > 0        ? fmt::format("num_packs={}", o.num_packs)
                    : o.bytes_per_pack > 0 ? fmt::format("bytes_per_pack={}", o.bytes_per_pack)

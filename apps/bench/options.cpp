@@ -229,7 +229,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("bytes-per-pack", po::value(&bytes_per_pack)->default_value(bytes_per_pack), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
       ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)")
       ("form", po::value(&form)->default_value(form), "how strata's call is made in the timed loop: blocking | nonblocking (iall_reduce etc., then Request::wait) | persistent (all_reduce_init etc. once per size, then start + wait per call; not for batch)")
-      ("progress-thread", po::bool_switch(&o.progress_thread), "Config::progress_thread: started requests may run on the communicator's progress thread (strata/request.hpp)");
+      ("progress-thread", po::bool_switch(&o.progress_thread), "Config::progress_thread: started requests may run on the communicator's progress thread (strata/request.hpp)")
+      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
@@ -277,7 +278,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
              "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
              "  mpirun -np 4 strata-bench -a 'tree:64k:xring' -d bf16 -o mean -J out.json\n"
              "  mpirun -np 2 strata-bench --collective batch --model resnet50 --baseline mpi\n"
-             "  mpirun -np 2 strata-bench -b 1M -e 64M --form nonblocking --progress-thread\n"
+             "  mpirun -np 2 strata-bench -b 1M -e 64M --form nonblocking --overlap --progress-thread\n"
              "  mpirun -np 1 strata-bench -m cuda -a nccl --baseline nccl -b 8 -e 64K\n"
              "See docs/BENCHMARKING.md for the columns and what is timed.\n";
       *help_text = out.str();
@@ -310,6 +311,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   if (o.form == Form::persistent && o.collective == CollectiveKind::batch)
     throw UsageError("--form persistent with --collective batch: strata has no persistent batch_all_reduce (use "
                      "--form nonblocking: ibatch_all_reduce)");
+  if (o.overlap && o.form == Form::blocking)
+    throw UsageError("--overlap needs a started call to overlap: add --form nonblocking or --form persistent");
   if (o.collective == CollectiveKind::batch) {
     if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));
     if (!find_model(o.model)) throw UsageError(fmt::format("--model = '{}' is not one of: {}", o.model, model_names()));

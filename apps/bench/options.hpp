@@ -48,6 +48,9 @@ struct Options {
   Baseline baseline = Baseline::none;
   Form form = Form::blocking;
   bool progress_thread = false;  // Config::progress_thread
+  // Per size, how much of a started call a computation hides (OSU's
+  // osu_iallreduce method): started forms only.
+  bool overlap = false;
   // Host memory: rank 0's single-core memcpy bandwidth; CUDA memory: rank
   // 0's pinned device->host and host->device copy bandwidth.
   bool memcpy_reference = false;
