@@ -8,17 +8,26 @@
 namespace bench {
 namespace {
 
-// The fastest of a few runs: calibration wants the loop's own speed, not
-// the odd run the OS stretched.
+// The middle one of three runs: the speed the timed runs will see. On a
+// shared or virtual machine the loop's speed varies by 2x and more from run
+// to run (other work, frequency, steal), so neither the fastest run nor a
+// single one is a fair target.
 double seconds_of(std::uint64_t iterations) {
-  double best = 0;
-  for (int run = 0; run < 3; ++run) {
+  double seconds[3];
+  for (double& s : seconds) {
     const double start = MPI_Wtime();
     compute(iterations);
-    const double seconds = MPI_Wtime() - start;
-    best = run == 0 ? seconds : std::min(best, seconds);
+    s = MPI_Wtime() - start;
   }
-  return best;
+  std::sort(seconds, seconds + 3);
+  return seconds[1];
+}
+
+// `iterations` scaled so that a run that took `took` takes `seconds` (the
+// loop's time is linear in its iterations).
+std::uint64_t scaled(std::uint64_t iterations, double took, double seconds) {
+  if (took <= 0) return iterations;
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iterations) * seconds / took));
 }
 
 }  // namespace
@@ -45,9 +54,10 @@ std::uint64_t calibrate_compute(double seconds) {
     iterations *= 2;
     took = seconds_of(iterations);
   }
-  if (took <= 0) return iterations;
-  // The loop's time is linear in its iterations.
-  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(iterations) * seconds / took));
+  iterations = scaled(iterations, took, seconds);
+  // Once more at the target's length: short runs fit between the OS's
+  // interruptions that long ones include, so they underestimate a long run.
+  return scaled(iterations, seconds_of(iterations), seconds);
 }
 
 Overlap measure_overlap(MPI_Comm comm, int warmup, int iters, FormCall& call, const std::function<void()>& blocking) {

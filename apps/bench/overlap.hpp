@@ -30,7 +30,8 @@ double overlap_percent(double pure_us, double compute_us, double total_us);
 void compute(std::uint64_t iterations);
 
 // Iterations of compute() that take about `seconds` on this rank: doubled
-// from 1 until one run takes at least half of it, then scaled. Local.
+// from 1 until a run takes at least half of it, scaled, then scaled once
+// more after a run at that length (each run the middle of three). Local.
 std::uint64_t calibrate_compute(double seconds);
 
 // The three times and the overlap for the buffers' current size, `call`
