@@ -7,6 +7,7 @@ namespace {
 
 using strata::DataType;
 using strata::ReduceOp;
+using strata::Request;
 
 // MPI has no mean: the baseline times the sum, which is the communication a
 // mean needs (strata divides locally afterwards).
@@ -32,6 +33,8 @@ double blockwise_factor(int n) { return n > 1 ? double(n - 1) / n : 1.0; }
 
 // --- all_reduce: every rank gets op(in) --------------------------------------
 void all_reduce_run(Context& c, Buffers& b) { c.comm.all_reduce(b.in()[0], b.out()[0], c.op, c.call); }
+Request all_reduce_start(Context& c, Buffers& b) { return c.comm.iall_reduce(b.in()[0], b.out()[0], c.op, c.call); }
+Request all_reduce_bind(Context& c, Buffers& b) { return c.comm.all_reduce_init(b.in()[0], b.out()[0], c.op, c.call); }
 void all_reduce_baseline(Context& c, Buffers& b) {
   const auto& in = b.in()[0];
   MPI_Allreduce(b.in_place() ? MPI_IN_PLACE : in.data, b.out()[0].data, mpi_count(in), strata::mpi_datatype(in.dtype), mpi_op(c.op),
@@ -40,6 +43,8 @@ void all_reduce_baseline(Context& c, Buffers& b) {
 
 // --- reduce: only the root gets op(in) ---------------------------------------
 void reduce_run(Context& c, Buffers& b) { c.comm.reduce(b.in()[0], b.out()[0], c.op, c.root, c.call); }
+Request reduce_start(Context& c, Buffers& b) { return c.comm.ireduce(b.in()[0], b.out()[0], c.op, c.root, c.call); }
+Request reduce_bind(Context& c, Buffers& b) { return c.comm.reduce_init(b.in()[0], b.out()[0], c.op, c.root, c.call); }
 void reduce_baseline(Context& c, Buffers& b) {
   const auto& in = b.in()[0];
   int rank = 0;
@@ -51,6 +56,8 @@ void reduce_baseline(Context& c, Buffers& b) {
 
 // --- broadcast: every rank gets the root's buffer -----------------------------
 void broadcast_run(Context& c, Buffers& b) { c.comm.broadcast(b.in()[0], c.root, c.call); }
+Request broadcast_start(Context& c, Buffers& b) { return c.comm.ibroadcast(b.in()[0], c.root, c.call); }
+Request broadcast_bind(Context& c, Buffers& b) { return c.comm.broadcast_init(b.in()[0], c.root, c.call); }
 void broadcast_baseline(Context& c, Buffers& b) {
   const auto& t = b.in()[0];
   MPI_Bcast(t.data, mpi_count(t), strata::mpi_datatype(t.dtype), c.root, c.mpi_comm);
@@ -58,6 +65,8 @@ void broadcast_baseline(Context& c, Buffers& b) {
 
 // --- batch: one batch_all_reduce of a model's gradients, in place -------------
 void batch_run(Context& c, Buffers& b) { c.comm.batch_all_reduce(b.in(), c.op, c.packing, c.call); }
+Request batch_start(Context& c, Buffers& b) { return c.comm.ibatch_all_reduce(b.in(), c.op, c.packing, c.call); }
+// (no persistent batch in strata: --form persistent refuses batch)
 void batch_baseline(Context& c, Buffers& b) {
   // What a framework without a batching library does: one call per tensor.
   for (const auto& t : b.in())
@@ -66,6 +75,12 @@ void batch_baseline(Context& c, Buffers& b) {
 
 // --- reduce_scatter: rank r gets op over every rank's block r ---------------
 void reduce_scatter_run(Context& c, Buffers& b) { c.comm.reduce_scatter(b.in()[0], b.out()[0], c.op, c.call); }
+Request reduce_scatter_start(Context& c, Buffers& b) {
+  return c.comm.ireduce_scatter(b.in()[0], b.out()[0], c.op, c.call);
+}
+Request reduce_scatter_bind(Context& c, Buffers& b) {
+  return c.comm.reduce_scatter_init(b.in()[0], b.out()[0], c.op, c.call);
+}
 void reduce_scatter_baseline(Context& c, Buffers& b) {
   // MPI's in place reads the whole input from recvbuf and writes its start.
   const auto& in = b.in()[0];
@@ -80,6 +95,8 @@ void reduce_scatter_baseline(Context& c, Buffers& b) {
 
 // --- all_gather: every rank gets every rank's block ---------------------------
 void all_gather_run(Context& c, Buffers& b) { c.comm.all_gather(b.in()[0], b.out()[0], c.call); }
+Request all_gather_start(Context& c, Buffers& b) { return c.comm.iall_gather(b.in()[0], b.out()[0], c.call); }
+Request all_gather_bind(Context& c, Buffers& b) { return c.comm.all_gather_init(b.in()[0], b.out()[0], c.call); }
 void all_gather_baseline(Context& c, Buffers& b) {
   const auto& in = b.in()[0];
   const MPI_Datatype type = strata::mpi_datatype(in.dtype);
@@ -88,19 +105,22 @@ void all_gather_baseline(Context& c, Buffers& b) {
 }
 
 const Collective kAllReduce{"all_reduce", strata::Collective::all_reduce, "MPI_Allreduce", "ncclAllReduce", "2(n-1)/n",
-                            all_reduce_factor, false, true, false, false, all_reduce_run, all_reduce_baseline};
+                            all_reduce_factor, false, true, false, false, all_reduce_run, all_reduce_baseline,
+                            all_reduce_start, all_reduce_bind};
 const Collective kReduce{"reduce", strata::Collective::reduce, "MPI_Reduce", "ncclReduce", "1", one_factor, true, true,
-                         true, false, reduce_run, reduce_baseline};
+                         true, false, reduce_run, reduce_baseline, reduce_start, reduce_bind};
 const Collective kBroadcast{"broadcast", strata::Collective::broadcast, "MPI_Bcast", "ncclBroadcast", "1", one_factor,
-                            true, false, false, true, broadcast_run, broadcast_baseline};
+                            true, false, false, true, broadcast_run, broadcast_baseline, broadcast_start,
+                            broadcast_bind};
 const Collective kBatch{"batch", strata::Collective::all_reduce, "MPI_Allreduce per tensor", "ncclAllReduce per tensor", "2(n-1)/n",
-                        all_reduce_factor, false, true, false, true, batch_run, batch_baseline};
+                        all_reduce_factor, false, true, false, true, batch_run, batch_baseline, batch_start, nullptr};
 const Collective kReduceScatter{"reduce_scatter", strata::Collective::reduce_scatter, "MPI_Reduce_scatter_block",
                                 "ncclReduceScatter", "(n-1)/n", blockwise_factor, false, true, false, false,
-                                reduce_scatter_run, reduce_scatter_baseline, Blocks::input};
+                                reduce_scatter_run, reduce_scatter_baseline, reduce_scatter_start, reduce_scatter_bind,
+                                Blocks::input};
 const Collective kAllGather{"all_gather", strata::Collective::all_gather, "MPI_Allgather", "ncclAllGather", "(n-1)/n",
                             blockwise_factor, false, false, false, false, all_gather_run, all_gather_baseline,
-                            Blocks::output};
+                            all_gather_start, all_gather_bind, Blocks::output};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// One small descriptor per collective, nccl-tests style: how to start it in
-// strata, how to start the MPI baseline (the NCCL one lives with the CUDA
+// One small descriptor per collective, nccl-tests style: how to call it in
+// strata (blocking, non-blocking, persistent), how to call the MPI baseline (the NCCL one lives with the CUDA
 // code, nccl_baseline.cpp), its bus-bandwidth factor and who holds the
 // result. The driver (main.cpp) owns timing, data and checking.
 #pragma once
@@ -39,8 +39,12 @@ struct Collective {
   bool reduces;            // false: the result is the root's data (broadcast)
   bool result_on_root;     // only the root's output is checked (reduce)
   bool always_in_place;    // one buffer per tensor (broadcast, batch)
-  void (*run)(Context&, Buffers&);
+  void (*run)(Context&, Buffers&);                // the blocking call
   void (*run_baseline)(Context&, Buffers&);
+  strata::Request (*start)(Context&, Buffers&);   // the non-blocking call (i*), started
+  // The persistent call (*_init), bound to the buffers' current views and
+  // not started; null where strata has none (batch).
+  strata::Request (*bind)(Context&, Buffers&);
   Blocks blocks = Blocks::none;
 };
 

@@ -1,6 +1,8 @@
 // strata-bench's driver: parses the command line, then for every size
 // initialises data, checks one call against the exact reference, times
-// strata and (optionally) the MPI or NCCL baseline, and prints a row. The
+// strata in the --form asked for (forms.hpp; the check runs that form too),
+// (optionally) the MPI or NCCL baseline and --overlap's figures
+// (overlap.hpp), and prints a row. The
 // collective-specific parts are the descriptors in collectives.cpp; what is
 // CUDA-specific goes through cuda_buffers.hpp and nccl_baseline.hpp to
 // strata-bench-cuda.so, which is loaded only for --memory cuda.
@@ -22,11 +24,13 @@
 #include "cuda_buffers.hpp"
 #include "cuda_setup.hpp"
 #include "data.hpp"
+#include "forms.hpp"
 #include "interrupt.hpp"
 #include "models.hpp"
 #include "nccl_baseline.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "overlap.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -110,12 +114,21 @@ std::size_t count_wrong(const Collective& c, const Pattern& pattern, strata::Red
   return wrong;
 }
 
-// One checked call on fresh data: #wrong summed over all ranks. Data is
-// made and checked in the host copies; for device memory it is uploaded
-// before the call and the outputs downloaded after it.
-std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const World& w) {
+// One checked call on fresh data, in the form timed: #wrong summed over
+// all ranks. Data is made and checked in the host copies; for device memory
+// it is uploaded before the call and the outputs downloaded after it.
+std::size_t check_once(const Collective& c, FormCall& call, Context& ctx, Buffers& buffers, const Pattern& pattern,
+                       const World& w) {
   auto in = buffers.in();
   auto out = buffers.out();
+  // A persistent request is run once on poisoned inputs first, so that the
+  // checked call is a rerun: one that repeated its first result, or read
+  // inputs saved from its first run, is counted wrong.
+  if (call.reruns()) {
+    for (std::size_t t = 0; t < in.size(); ++t) fill_poison(buffers.host_in(t), in[t].count, in[t].dtype);
+    buffers.upload();
+    call.run();
+  }
   for (std::size_t t = 0; t < in.size(); ++t) {
     const std::size_t offset = t * 17;  // batch tensors get different data
     // (all_gather in place: poison the output first, its block is the input)
@@ -123,7 +136,7 @@ std::size_t check_once(const Collective& c, Context& ctx, Buffers& buffers, cons
     pattern.fill(w.rank, buffers.host_in(t), in[t].count, offset);
   }
   buffers.upload();
-  c.run(ctx, buffers);
+  call.run();
   buffers.download();
 
   const bool holds_result = !c.result_on_root || w.rank == ctx.root;
@@ -154,15 +167,20 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
   row.bytes = buffers.total_bytes();
   row.tensors = buffers.in().size();
   row.algorithm = algorithm_label(c, ctx.comm, buffers, spec);
+  FormCall call(c, ctx, buffers, o.form);  // after set_count: a persistent request binds this size's views
   if (o.check) {
-    row.wrong = check_once(c, ctx, buffers, pattern, w);
+    row.wrong = check_once(c, call, ctx, buffers, pattern, w);
   } else {
     for (std::size_t t = 0; t < buffers.in().size(); ++t)
       pattern.fill(w.rank, buffers.host_in(t), buffers.in()[t].count, t * 17);
     buffers.upload();
   }
-  row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { c.run(ctx, buffers); });
+  row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { call.run(); });
   if (baseline) row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline);
+  if (o.overlap) {
+    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, [&] { c.run(ctx, buffers); });
+    if (simulated) row.overlap->percent.reset();  // a simulator's times say nothing about a GPU's overlap
+  }
   fill_bandwidths(row, bus_factor);
   return row;
 }
@@ -172,9 +190,10 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
 // InvalidArgument from a later call may be raised on some ranks only -- a
 // tensor on a CUDA device strata does not drive, say -- so it is left to
 // main's catch-all, which aborts the job rather than let peers wait.)
-strata::Communicator make_communicator(const std::string& spec) {
+strata::Communicator make_communicator(const std::string& spec, bool progress_thread) {
   try {
-    return strata::Communicator(MPI_COMM_WORLD, strata::Config{.all_reduce_spec = spec});
+    return strata::Communicator(MPI_COMM_WORLD,
+                                strata::Config{.all_reduce_spec = spec, .progress_thread = progress_thread});
   } catch (const strata::InvalidArgument& e) {
     throw UsageError(e.what());
   }
@@ -205,7 +224,7 @@ int run(const Options& o, const World& w) {
   // An empty spec lets strata apply STRATA_SPEC or "auto", as for any application.
   const std::string spec_env = std::getenv("STRATA_SPEC") ? std::getenv("STRATA_SPEC") : "";
   const std::string spec = !o.algorithm.empty() ? o.algorithm : !spec_env.empty() ? spec_env : "auto";
-  strata::Communicator comm = make_communicator(o.algorithm);
+  strata::Communicator comm = make_communicator(o.algorithm, o.progress_thread);
 
   CudaRun cuda_run;
   if (on_cuda) {
@@ -254,6 +273,11 @@ int run(const Options& o, const World& w) {
   info.iters = o.iters;
   info.warmup = o.warmup;
   info.timeout_seconds = o.timeout_seconds;
+  info.form = std::string(to_string(o.form));
+  // As strata decides it: the flag, or the environment (session.cpp).
+  const char* thread_env = std::getenv("STRATA_PROGRESS_THREAD");
+  info.progress_thread = o.progress_thread || (thread_env && std::string(thread_env) == "1");
+  info.overlap = o.overlap;
   if (o.collective == CollectiveKind::batch)
     info.packing = o.num_packs > 0        ? fmt::format("num_packs={}", o.num_packs)
                    : o.bytes_per_pack > 0 ? fmt::format("bytes_per_pack={}", o.bytes_per_pack)

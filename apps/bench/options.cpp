@@ -63,6 +63,13 @@ CollectiveKind parse_collective(const std::string& text) {
       "--collective = '{}' is not one of: all_reduce, reduce, broadcast, batch, reduce_scatter, all_gather", text));
 }
 
+Form parse_form(const std::string& text) {
+  if (text == "blocking") return Form::blocking;
+  if (text == "nonblocking") return Form::nonblocking;
+  if (text == "persistent") return Form::persistent;
+  throw UsageError(fmt::format("--form = '{}' is not one of: blocking, nonblocking, persistent", text));
+}
+
 bool parse_bool_flag(const std::string& text, const char* flag) {
   if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
   if (text == "0" || text == "false" || text == "no" || text == "off") return false;
@@ -167,6 +174,15 @@ std::string_view to_string(CollectiveKind kind) {
   return "?";
 }
 
+std::string_view to_string(Form form) {
+  switch (form) {
+    case Form::blocking: return "blocking";
+    case Form::nonblocking: return "nonblocking";
+    case Form::persistent: return "persistent";
+  }
+  return "?";
+}
+
 std::size_t parse_size(const std::string& text) {
   std::string why;
   if (const auto bytes = strata_apps::parse_byte_count(text, why)) return *bytes;
@@ -185,7 +201,7 @@ std::string human_bytes(std::size_t bytes) {
 std::optional<Options> parse_options(int argc, char** argv, std::string* help_text) {
   Options o;
   std::string min_bytes = "8", max_bytes = "64M", dtype = "f32", op = "sum", collective = "all_reduce";
-  std::string memory = "host", baseline, check = "1";
+  std::string memory = "host", baseline, check = "1", form = "blocking";
   // Numbers are read as text and parsed below (parse_integer_flag,
   // parse_seconds_flag), so that every bad value gets the same one-line
   // message naming the flag and the value.
@@ -211,7 +227,10 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: device buffers on each rank's GPU; exit 77 where a rank has none)")
       ("timeout,T", po::value(&timeout)->default_value(timeout), "CommunicationOptions::timeout_seconds for every call (0 = none)")
       ("bytes-per-pack", po::value(&bytes_per_pack)->default_value(bytes_per_pack), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
-      ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)");
+      ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)")
+      ("form", po::value(&form)->default_value(form), "how strata's call is made in the timed loop: blocking | nonblocking (iall_reduce etc., then Request::wait) | persistent (all_reduce_init etc. once per size, then start + wait per call; not for batch)")
+      ("progress-thread", po::bool_switch(&o.progress_thread), "Config::progress_thread: started requests may run on the communicator's progress thread (strata/request.hpp)")
+      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
@@ -259,6 +278,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
              "  mpirun -np 2 strata-bench -b 8 -e 64M -f 2 --baseline mpi\n"
              "  mpirun -np 4 strata-bench -a 'tree:64k:xring' -d bf16 -o mean -J out.json\n"
              "  mpirun -np 2 strata-bench --collective batch --model resnet50 --baseline mpi\n"
+             "  mpirun -np 2 strata-bench -b 1M -e 64M --form nonblocking --overlap --progress-thread\n"
              "  mpirun -np 1 strata-bench -m cuda -a nccl --baseline nccl -b 8 -e 64K\n"
              "See docs/BENCHMARKING.md for the columns and what is timed.\n";
       *help_text = out.str();
@@ -287,6 +307,12 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   if (vm.count("csv")) o.csv_path = parse_path_flag(csv_path, "--csv");
   o.memory = parse_memory(memory);
   o.baseline = parse_baseline(baseline, o.memory);
+  o.form = parse_form(form);
+  if (o.form == Form::persistent && o.collective == CollectiveKind::batch)
+    throw UsageError("--form persistent with --collective batch: strata has no persistent batch_all_reduce (use "
+                     "--form nonblocking: ibatch_all_reduce)");
+  if (o.overlap && o.form == Form::blocking)
+    throw UsageError("--overlap needs a started call to overlap: add --form nonblocking or --form persistent");
   if (o.collective == CollectiveKind::batch) {
     if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));
     if (!find_model(o.model)) throw UsageError(fmt::format("--model = '{}' is not one of: {}", o.model, model_names()));

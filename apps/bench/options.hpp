@@ -18,6 +18,11 @@ enum class CollectiveKind { all_reduce, reduce, broadcast, batch, reduce_scatter
 // collective, or raw NCCL (CUDA memory only).
 enum class Baseline { none, mpi, nccl };
 
+// How strata's call is made in the timed loop (--form): the blocking call;
+// the non-blocking one (i* then Request::wait); or a persistent request
+// (*_init) bound once per size, start() then wait() per call.
+enum class Form { blocking, nonblocking, persistent };
+
 struct Options {
   std::size_t min_bytes = 8;
   std::size_t max_bytes = 64ull << 20;
@@ -41,6 +46,11 @@ struct Options {
   long long bytes_per_pack = 0;
   int num_packs = 0;
   Baseline baseline = Baseline::none;
+  Form form = Form::blocking;
+  bool progress_thread = false;  // Config::progress_thread
+  // Per size, how much of a started call a computation hides (OSU's
+  // osu_iallreduce method): started forms only.
+  bool overlap = false;
   // Host memory: rank 0's single-core memcpy bandwidth; CUDA memory: rank
   // 0's pinned device->host and host->device copy bandwidth.
   bool memcpy_reference = false;
@@ -68,5 +78,6 @@ std::size_t parse_size(const std::string& text);
 std::string human_bytes(std::size_t bytes);
 
 std::string_view to_string(CollectiveKind kind);
+std::string_view to_string(Form form);
 
 }  // namespace bench

@@ -20,6 +20,13 @@ std::string figure(const std::optional<double>& v, int width, int decimals) {
 
 constexpr const char* kNoBandwidth = "simulated device: no bandwidth";
 
+// How the form makes strata's call, for the header.
+std::string form_description(const std::string& form) {
+  if (form == "nonblocking") return "the i* call, then Request::wait, per call";
+  if (form == "persistent") return "the *_init request bound once per size, then Request::start and wait per call";
+  return "the blocking call";
+}
+
 }  // namespace
 
 void print_header(Output& out, const RunInfo& info) {
@@ -38,6 +45,8 @@ void print_header(Output& out, const RunInfo& info) {
   line(out, fmt::format("# algorithm spec: {} (the algorithm column says what ran per size{})", info.algorithm,
                         info.devices.empty() ? "" : "; for CUDA memory it repeats the spec"));
   if (!info.packing.empty()) line(out, fmt::format("# packing: {}", info.packing));
+  line(out, fmt::format("# form {}: {}; progress thread {}", info.form, form_description(info.form),
+                        info.progress_thread ? "on" : "off"));
   if (!info.model.empty())
     line(out, fmt::format("# model {}: {} gradient tensors, {} parameters ({})", info.model, info.model_tensors,
                           info.model_parameters, info.model_source));
@@ -52,6 +61,9 @@ void print_header(Output& out, const RunInfo& info) {
     line(out, fmt::format("# baseline: {} on the same buffers in the same run; ratio = baseline time / strata time "
                           "(> 1: strata faster)",
                           info.baseline));
+  if (info.overlap)
+    line(out, "# overlap: pure = the blocking call; compute = a loop calibrated to about pure; total = start, "
+              "compute, wait; overlap = max(0, 100 x (1 - (total - compute) / pure)), at most 100");
   line(out, "#");
   std::string head1 = fmt::format("# {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10} {:>8} {:>8} {:>6}", "size", "count", "type",
                                   "redop", "root", "algorithm", "time", "algbw", "busbw", "#wrong");
@@ -60,6 +72,10 @@ void print_header(Output& out, const RunInfo& info) {
   if (!info.baseline.empty()) {
     head1 += fmt::format("  {:>10} {:>8} {:>6}", info.baseline_short + " time", info.baseline_short + " bus", "ratio");
     head2 += fmt::format("  {:>10} {:>8} {:>6}", "(us)", "(GB/s)", "");
+  }
+  if (info.overlap) {
+    head1 += fmt::format("  {:>10} {:>10} {:>10} {:>7}", "pure", "compute", "total", "overlap");
+    head2 += fmt::format("  {:>10} {:>10} {:>10} {:>7}", "(us)", "(us)", "(us)", "(%)");
   }
   line(out, head1);
   line(out, head2);
@@ -73,6 +89,10 @@ void print_row(Output& out, const RunInfo& info, const Row& row) {
   if (row.baseline_time)
     text += fmt::format("  {:>10.2f} {} {}", row.baseline_time->median_us, figure(row.baseline_busbw, 8, 3),
                         figure(row.ratio(), 6, 2));
+  if (row.overlap)
+    text += fmt::format("  {:>10.2f} {:>10.2f} {:>10.2f} {}", row.overlap->pure.median_us,
+                        row.overlap->compute.median_us, row.overlap->total.median_us,
+                        figure(row.overlap->percent, 7, 1));
   line(out, text);
 }
 
@@ -91,6 +111,11 @@ void print_footer(Output& out, const RunInfo& info, const std::vector<Row>& rows
   if (!rows.empty() && rows.front().overhead_us())
     line(out, fmt::format("# overhead vs baseline : median {:+.2f} us per call at {} B (strata - {})",
                           *rows.front().overhead_us(), rows.front().bytes, info.baseline));
+  // Where a call is longest, so where a progress thread has most to hide.
+  if (!rows.empty() && rows.back().overlap && rows.back().overlap->percent)
+    line(out, fmt::format("# overlap at {} B: {:.1f}% (pure {:.2f} us, compute {:.2f} us, total {:.2f} us)",
+                          rows.back().bytes, *rows.back().overlap->percent, rows.back().overlap->pure.median_us,
+                          rows.back().overlap->compute.median_us, rows.back().overlap->total.median_us));
   if (summary.memcpy_gbps)
     line(out, fmt::format("# memcpy reference     : {:.3f} GB/s (one core, {} B copied, rank 0)", *summary.memcpy_gbps,
                           summary.memcpy_bytes));

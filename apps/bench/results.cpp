@@ -96,6 +96,9 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       {"check", info.check},
       {"timeout_seconds", info.timeout_seconds},
       {"packing", info.packing},
+      {"form", info.form},
+      {"progress_thread", info.progress_thread},
+      {"overlap", info.overlap},
       {"bus_factor", info.bus_factor_formula},
       {"baseline", info.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.baseline)},
       {"time_unit", "us, median over iterations of the max over ranks"},
@@ -120,6 +123,12 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       row["ratio"] = or_null(r.ratio());
       row["overhead_us"] = or_null(r.overhead_us());
     }
+    if (r.overlap) {
+      row["t_pure_us"] = r.overlap->pure.median_us;
+      row["t_compute_us"] = r.overlap->compute.median_us;
+      row["t_total_us"] = r.overlap->total.median_us;
+      row["overlap_pct"] = or_null(r.overlap->percent);
+    }
     out_rows.push_back(row);
   }
   j["rows"] = out_rows;
@@ -140,7 +149,8 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
 std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
   std::string text =
       "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
-      "baseline_time_us,baseline_busbw,ratio,overhead_us,simulated\n";
+      "baseline_time_us,baseline_busbw,ratio,overhead_us,simulated,form,progress_thread,"
+      "t_pure_us,t_compute_us,t_total_us,overlap_pct\n";
   for (const auto& r : rows) {
     text += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},", info.collective, info.ranks, info.dtype, info.op,
                         info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, csv_number(r.algbw, 4),
@@ -150,7 +160,12 @@ std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
                           csv_number(r.ratio(), 4), csv_number(r.overhead_us(), 3));
     else
       text += ",,,";
-    text += fmt::format(",{}\n", r.simulated ? 1 : 0);
+    text += fmt::format(",{},{},{},", r.simulated ? 1 : 0, info.form, info.progress_thread ? 1 : 0);
+    if (r.overlap)
+      text += fmt::format("{:.3f},{:.3f},{:.3f},{}\n", r.overlap->pure.median_us, r.overlap->compute.median_us,
+                          r.overlap->total.median_us, csv_number(r.overlap->percent, 2));
+    else
+      text += ",,,\n";
   }
   return text;
 }

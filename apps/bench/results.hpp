@@ -34,9 +34,24 @@ struct RunInfo {
   int iters = 0, warmup = 0;
   double timeout_seconds = 0;
   std::string packing;  // batch: "automatic", "bytes_per_pack=B" or "num_packs=N"
+  std::string form = "blocking";  // --form: blocking, nonblocking or persistent
+  // Config::progress_thread as the communicator got it: --progress-thread
+  // or STRATA_PROGRESS_THREAD=1.
+  bool progress_thread = false;
+  bool overlap = false;  // --overlap: every row has one
   // --collective batch only.
   std::string model, model_source;
   std::size_t model_tensors = 0, model_parameters = 0;
+};
+
+// --overlap's figures for one size (overlap.hpp says how they are measured).
+struct Overlap {
+  Timing pure;     // the blocking call
+  Timing compute;  // the calibrated computation alone
+  Timing total;    // start, computation, wait
+  // max(0, 100 x (1 - (total - compute) / pure)), at most 100; nullopt on a
+  // simulated device (its times say nothing about overlap on a GPU).
+  std::optional<double> percent;
 };
 
 struct Row {
@@ -49,6 +64,7 @@ struct Row {
   std::optional<std::size_t> wrong;  // nullopt when --check 0
   std::optional<Timing> baseline_time;
   std::optional<double> baseline_algbw, baseline_busbw;
+  std::optional<Overlap> overlap;  // --overlap only
 
   // Baseline time / strata time: above 1 means strata is faster. nullopt
   // without a baseline or on a simulated device.

@@ -25,6 +25,12 @@ the JSON, '-' in the table, no "GB/s" figure on stdout, and the table's
 "simulated device: no bandwidth" note); a real one must have the bandwidth
 columns consistent with the times.
 
+The JSON and the table must report `--form`, `--progress-thread` and
+`--overlap` as given; with `--overlap` every row has finite t_pure_us,
+t_compute_us and t_total_us and an overlap_pct within [0, 100] that equals
+max(0, 100 x (1 - (total - compute) / pure)) clamped at 100 (null on a
+simulated device).
+
 Prefix an argument with `env:` to set an environment variable instead
 (`env:STRATA_BENCH_CORRUPT=1`), or with `msg:` to require that text in the
 output (`msg:not CUDA-aware`). No timing is asserted: only structure,
@@ -75,6 +81,56 @@ def check_no_bandwidth(doc, table):
         fail(f"a simulated device, yet the table claims bandwidth: {figures[:3]}")
     if "simulated device: no bandwidth" not in table:
         fail("a simulated device, and the table does not say 'simulated device: no bandwidth'")
+
+
+def flag_value(args, flag, default):
+    """The last value of `flag` in strata-bench's arguments (the last one wins there too)."""
+    value = default
+    for i, a in enumerate(args[:-1]):
+        if a == flag:
+            value = args[i + 1]
+    return value
+
+
+def check_form(doc, args, env, table):
+    """The form, progress thread and overlap flags are reported as given, in
+    the JSON and the table's header; with --overlap every row has the four
+    overlap columns, finite, and the overlap follows from the three times
+    (clamped to [0, 100]). No timing is judged."""
+    form = flag_value(args, "--form", "blocking")
+    progress_thread = "--progress-thread" in args or env.get("STRATA_PROGRESS_THREAD") == "1"
+    overlap = "--overlap" in args
+    for key, want in (("form", form), ("progress_thread", progress_thread), ("overlap", overlap)):
+        if doc.get(key) != want:
+            fail(f"the JSON's {key!r} is {doc.get(key)!r}, the command line asked for {want!r}")
+    header = f"# form {form}: "
+    if not any(line.startswith(header) and line.endswith(f"progress thread {'on' if progress_thread else 'off'}")
+               for line in table.splitlines()):
+        fail(f"the table's header has no '{header}...; progress thread {'on' if progress_thread else 'off'}' line")
+    keys = ("t_pure_us", "t_compute_us", "t_total_us", "overlap_pct")
+    for row in doc["rows"]:
+        present = [k for k in keys if k in row]
+        if not overlap:
+            if present:
+                fail(f"row {row['bytes']}: {present} without --overlap")
+            continue
+        if len(present) != len(keys):
+            fail(f"row {row['bytes']}: --overlap, but the row has only {present}")
+        for k in keys[:3]:
+            if not isinstance(row[k], (int, float)) or not math.isfinite(row[k]) or row[k] <= 0:
+                fail(f"row {row['bytes']}: {k} = {row[k]!r}, not a finite positive time")
+        if doc["simulated"]:
+            if row["overlap_pct"] is not None:
+                fail(f"row {row['bytes']}: a simulated device, yet overlap_pct = {row['overlap_pct']}")
+            continue
+        pct = row["overlap_pct"]
+        if not isinstance(pct, (int, float)) or not math.isfinite(pct) or not 0 <= pct <= 100:
+            fail(f"row {row['bytes']}: overlap_pct = {pct!r}, not within [0, 100]")
+        want = min(100.0, max(0.0, 100 * (1 - (row["t_total_us"] - row["t_compute_us"]) / row["t_pure_us"])))
+        if not math.isclose(pct, want, rel_tol=1e-9, abs_tol=1e-9):
+            fail(f"row {row['bytes']}: overlap_pct {pct} != max(0, 100 x (1 - (total - compute) / pure)) = {want}")
+    if overlap and not re.search(r"^#.*\bpure\s+compute\s+total\s+overlap\s*$", table, re.M):
+        fail("--overlap, but the table has no 'pure compute total overlap' columns")
 
 
 def check_rows(doc, expect_wrong):
@@ -215,6 +271,7 @@ def main():
         if doc["ranks"] != int(np):
             fail(f"JSON says {doc['ranks']} ranks, ran {np}")
         check_rows(doc, expect_wrong=expect in ("wrong", "wrong-or-skip"))
+        check_form(doc, args, env, proc.stdout)
         if doc["simulated"]:
             check_no_bandwidth(doc, proc.stdout)
         elif "simulated device" in proc.stdout or doc.get("simulated_device") is not None:

@@ -135,6 +135,8 @@ TEST_CASE("names that are not in the list") {
       {{"-m", "gpu"}, "--memory = 'gpu'"},
       {{"--baseline", "gloo"}, "--baseline = 'gloo'"},
       {{"--collective", "batch", "--model", "vgg"}, "--model = 'vgg'"},
+      {{"--form", "async"}, "--form = 'async'"},
+      {{"--form", "Persistent"}, "--form = 'Persistent'"},
   });
 }
 
@@ -148,6 +150,10 @@ TEST_CASE("combinations that cannot run") {
       {{"--collective", "batch", "--model", "resnet50", "--in-place"}, "--in-place"},
       {{"--baseline", "nccl"}, "--baseline nccl"},
       {{"--baseline", "mpi", "-d", "bf16"}, "--baseline mpi with --datatype bf16"},
+      {{"--overlap"}, "--overlap needs a started call"},
+      {{"--overlap", "--form", "blocking"}, "--overlap needs a started call"},
+      {{"--form", "persistent", "--collective", "batch", "--model", "resnet50"},
+       "--form persistent with --collective batch"},
   });
 }
 
@@ -195,4 +201,25 @@ TEST_CASE("a repeated flag takes its last value, also after a bad one") {
   REQUIRE(o);
   CHECK(o->iters == 7);
   CHECK(o->timeout_seconds == 2);
+}
+
+TEST_CASE("forms, the progress thread and overlap") {
+  auto o = parse({});
+  REQUIRE(o);
+  CHECK(o->form == bench::Form::blocking);
+  CHECK_FALSE(o->progress_thread);
+  CHECK_FALSE(o->overlap);
+  o = parse({"--form", "persistent", "--overlap", "--progress-thread"});
+  REQUIRE(o);
+  CHECK(o->form == bench::Form::persistent);
+  CHECK(o->progress_thread);
+  CHECK(o->overlap);
+  o = parse({"--form", "nonblocking", "--collective", "batch", "--model", "resnet50", "--overlap"});
+  REQUIRE(o);
+  CHECK(o->form == bench::Form::nonblocking);
+  CHECK(bench::to_string(o->form) == "nonblocking");
+  // The progress thread alone changes nothing about the form.
+  o = parse({"--progress-thread"});
+  REQUIRE(o);
+  CHECK(o->form == bench::Form::blocking);
 }
