@@ -15,40 +15,49 @@
 namespace strata {
 namespace {
 
-// A request's call with everything it points at. Shared by the request's
-// run closure; never moved once made, so the pointers inside stay valid.
-struct OwnedCall {
+// A started call with everything it points at (its options), and the
+// Session that runs it: the request's one allocation. Never moved once
+// made, so call.options stays valid.
+struct CallRequest final : api::RequestState {
+  api::Session* session = nullptr;
   CommunicationOptions options;
   api::Call call;
-  std::optional<InvalidArgument> invalid;
+  std::optional<InvalidArgument> invalid;  // this rank refuses it, in its turn
+
+  void run() override {
+    if (invalid) session->refuse_started(*invalid, call);
+    session->run_started(call);
+  }
 };
 
-struct OwnedBatch {
+// The same for a batch: its tensor lists and callback as well.
+struct BatchRequest final : api::RequestState {
+  api::Session* session = nullptr;
   CommunicationOptions options;
   std::vector<std::vector<Tensor>> batch;
   std::function<void(std::size_t)> on_pack_done;
   api::BatchCall call;
   std::optional<InvalidArgument> invalid;
+
+  void run() override {
+    if (invalid) session->refuse_started(*invalid, call);
+    session->run_batch_started(call);
+  }
 };
 
 }  // namespace
 
 Request Communicator::start(const api::Prepared& prepared, bool persistent) {
-  auto owned = std::make_shared<OwnedCall>();
-  owned->options = *prepared.call.options;
-  owned->call = prepared.call;
-  owned->call.options = &owned->options;
-  owned->invalid = prepared.invalid;
+  auto request = std::make_shared<CallRequest>();
+  request->session = session_.get();
+  request->options = *prepared.call.options;
+  request->call = prepared.call;
+  request->call.options = &request->options;
+  request->invalid = prepared.invalid;
   api::Session& session = *session_;
-  const bool thread_may_run = !owned->invalid && session.thread_may_run(owned->call);
-  auto state = session.requests().make(
-      [&session, owned] {
-        if (owned->invalid) session.refuse_started(*owned->invalid, owned->call);
-        session.run_started(owned->call);
-      },
-      persistent, thread_may_run);
-  if (!persistent) session.requests().start(state);
-  return Request(std::move(state));
+  session.requests().adopt(*request, persistent, !request->invalid && session.thread_may_run(request->call));
+  if (!persistent) session.requests().start(request);
+  return Request(std::move(request));
 }
 
 Request Communicator::iall_reduce(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {
@@ -74,27 +83,22 @@ Request Communicator::iall_gather(Tensor in, Tensor out, const CommunicationOpti
 Request Communicator::ibatch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing,
                                         const CommunicationOptions& options,
                                         std::function<void(std::size_t pack)> on_pack_done) {
-  auto owned = std::make_shared<OwnedBatch>();
-  owned->options = options;
-  owned->batch.reserve(tensors.size());
-  for (const Tensor& t : tensors) owned->batch.push_back({t});
-  owned->on_pack_done = std::move(on_pack_done);
-  owned->call.batch = &owned->batch;
-  owned->call.op = op;
-  owned->call.packing = packing;
-  owned->call.options = &owned->options;
-  owned->call.on_pack_done = &owned->on_pack_done;
-  owned->invalid = api::validate_batch_all_reduce(tensors, op, packing, options);
+  auto request = std::make_shared<BatchRequest>();
+  request->session = session_.get();
+  request->options = options;
+  request->batch.reserve(tensors.size());
+  for (const Tensor& t : tensors) request->batch.push_back({t});
+  request->on_pack_done = std::move(on_pack_done);
+  request->call.batch = &request->batch;
+  request->call.op = op;
+  request->call.packing = packing;
+  request->call.options = &request->options;
+  request->call.on_pack_done = &request->on_pack_done;
+  request->invalid = api::validate_batch_all_reduce(tensors, op, packing, options);
   api::Session& session = *session_;
-  const bool thread_may_run = !owned->invalid && session.thread_may_run(owned->call);
-  auto state = session.requests().make(
-      [&session, owned] {
-        if (owned->invalid) session.refuse_started(*owned->invalid, owned->call);
-        session.run_batch_started(owned->call);
-      },
-      false, thread_may_run);
-  session.requests().start(state);
-  return Request(std::move(state));
+  session.requests().adopt(*request, false, !request->invalid && session.thread_may_run(request->call));
+  session.requests().start(request);
+  return Request(std::move(request));
 }
 
 Request Communicator::all_reduce_init(Tensor in, Tensor out, ReduceOp op, const CommunicationOptions& options) {

@@ -21,13 +21,10 @@ void RequestQueue::start_thread() {
   thread_ = std::thread([this] { thread_loop(); });
 }
 
-std::shared_ptr<RequestState> RequestQueue::make(std::function<void()> run, bool persistent, bool thread_may_run) {
-  auto state = std::make_shared<RequestState>();
-  state->run = std::move(run);
-  state->persistent = persistent;
-  state->thread_may_run = thread_may_run;
-  state->link = link_;
-  return state;
+void RequestQueue::adopt(RequestState& state, bool persistent, bool thread_may_run) {
+  state.persistent = persistent;
+  state.thread_may_run = thread_may_run;
+  state.link = link_;
 }
 
 void RequestQueue::start(const std::shared_ptr<RequestState>& state) {

@@ -23,11 +23,15 @@ struct QueueLink {
   RequestQueue* queue = nullptr;
 };
 
-// One request: the public strata::Request holds it, the queue runs it.
+// One request: the public strata::Request holds it, the queue runs it. The
+// started calls derive from it with the call and what it points at, so a
+// request is one allocation (lib/api/communicator_requests.cpp).
 struct RequestState {
+  virtual ~RequestState() = default;
   // Runs the bound call once on the Session, throwing what the blocking
-  // call throws. Owns the call's arguments (api/owned_call.hpp).
-  std::function<void()> run;
+  // call throws.
+  virtual void run() = 0;
+
   bool persistent = false;
   // The progress thread may run it: it makes no MPI call on the way, or
   // MPI allows calls from any thread (MPI_THREAD_MULTIPLE).
@@ -38,7 +42,7 @@ struct RequestState {
   Phase phase = Phase::inactive;
   std::exception_ptr error;  // the last run's, until test()/wait() reports it
 
-  std::shared_ptr<QueueLink> link;  // set by RequestQueue::make
+  std::shared_ptr<QueueLink> link;  // set by RequestQueue::adopt
 };
 
 class RequestQueue {
@@ -53,8 +57,8 @@ class RequestQueue {
   void start_thread();
   bool has_thread() const { return threaded_; }
 
-  // A new inactive request over this queue.
-  std::shared_ptr<RequestState> make(std::function<void()> run, bool persistent, bool thread_may_run);
+  // Makes `state` (new, inactive) a request over this queue.
+  void adopt(RequestState& state, bool persistent, bool thread_may_run);
 
   // Queues a run of `state` (inactive, made here). Never runs it here.
   void start(const std::shared_ptr<RequestState>& state);
