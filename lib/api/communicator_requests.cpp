@@ -55,7 +55,10 @@ Request Communicator::start(const api::Prepared& prepared, bool persistent) {
   request->call.options = &request->options;
   request->invalid = prepared.invalid;
   api::Session& session = *session_;
-  session.requests().adopt(*request, persistent, !request->invalid && session.thread_may_run(request->call));
+  // (Where it may run matters only with a progress thread: planning it costs.)
+  const bool thread_may_run =
+      session.requests().has_thread() && !request->invalid && session.thread_may_run(request->call);
+  session.requests().adopt(*request, persistent, thread_may_run);
   if (!persistent) session.requests().start(request);
   return Request(std::move(request));
 }
@@ -96,7 +99,9 @@ Request Communicator::ibatch_all_reduce(std::span<Tensor> tensors, ReduceOp op, 
   request->call.on_pack_done = &request->on_pack_done;
   request->invalid = api::validate_batch_all_reduce(tensors, op, packing, options);
   api::Session& session = *session_;
-  session.requests().adopt(*request, false, !request->invalid && session.thread_may_run(request->call));
+  const bool thread_may_run =
+      session.requests().has_thread() && !request->invalid && session.thread_may_run(request->call);
+  session.requests().adopt(*request, false, thread_may_run);
   session.requests().start(request);
   return Request(std::move(request));
 }
