@@ -1,7 +1,6 @@
 #include "completion.hpp"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <exception>
@@ -129,7 +128,7 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
     return MPI_SUCCESS;
   }
   if (poll(*r)) return report(r, request, status, false);
-  poke_mpi();  // as MPI_Test would: the program's own requests move on
+  not_done_yet();
   *flag = 0;
   return MPI_SUCCESS;
 }
@@ -160,7 +159,7 @@ int test_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]
   if (!over) {
     // MPI_Testall changes nothing unless all are complete: the routed
     // requests that are over stay active until a later call reports them.
-    poke_mpi();
+    not_done_yet();
     *flag = 0;
     return MPI_SUCCESS;
   }
@@ -210,7 +209,7 @@ int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) 
     // Without a progress thread the first poll runs that request to its end.
     for (const int i : active)
       if (poll(*split.routed(i))) return answer(i);
-    sched_yield();
+    not_done_yet();
   }
 }
 
@@ -219,6 +218,11 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
   Split split(count, requests);
   if (!split.any_routed()) return PMPI_Testany(count, requests, index, flag, status);
   const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Testany(count, split.mpi(), index, flag, status);
+    split.copy_back(requests);
+    return rc;
+  }
   const auto answer = [&](int i) {
     *index = i;
     return report(split.routed(i), &requests[i], status, false);
@@ -226,7 +230,6 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
   *flag = 1;
   for (const int i : active)
     if (split.routed(i)->finished) return answer(i);
-  bool mpi_idle = true;  // none of MPI's entries is active
   if (split.any_mpi()) {
     int i = MPI_UNDEFINED, done = 0;
     const int rc = PMPI_Testany(count, split.mpi(), &i, &done, status);
@@ -236,16 +239,11 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
       *flag = done;
       return rc;
     }
-    mpi_idle = done;
   }
   for (const int i : active)
     if (poll(*split.routed(i))) return answer(i);
+  not_done_yet();
   *index = MPI_UNDEFINED;
-  if (active.empty() && mpi_idle) {
-    empty_status(status);
-    return MPI_SUCCESS;
-  }
-  if (!split.any_mpi()) poke_mpi();  // (PMPI_Testany above did, where it ran)
   *flag = 0;
   return MPI_SUCCESS;
 }
@@ -290,8 +288,7 @@ int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], M
       *outcount = n;
       return completed_many(rc, failed);
     }
-    if (!mpi_active) poke_mpi();
-    sched_yield();
+    not_done_yet();
   }
 }
 
@@ -300,8 +297,12 @@ int test_some(int count, MPI_Request requests[], int* outcount, int indices[], M
   Split split(count, requests);
   if (!split.any_routed()) return PMPI_Testsome(count, requests, outcount, indices, statuses);
   const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Testsome(count, split.mpi(), outcount, indices, statuses);
+    split.copy_back(requests);
+    return rc;
+  }
   int n = 0, rc = MPI_SUCCESS;
-  bool mpi_idle = true;
   if (split.any_mpi()) {
     int out = MPI_UNDEFINED;
     rc = PMPI_Testsome(count, split.mpi(), &out, indices, statuses);
@@ -310,8 +311,7 @@ int test_some(int count, MPI_Request requests[], int* outcount, int indices[], M
       *outcount = out;
       return rc;
     }
-    mpi_idle = out == MPI_UNDEFINED;
-    if (!mpi_idle) n = out;
+    if (out != MPI_UNDEFINED) n = out;
   }
   clear_errors(rc, statuses, n);
   bool failed = false;
@@ -322,11 +322,7 @@ int test_some(int count, MPI_Request requests[], int* outcount, int indices[], M
     failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
     ++n;
   }
-  if (n == 0 && active.empty() && mpi_idle) {
-    *outcount = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  if (n == 0 && !split.any_mpi()) poke_mpi();
+  if (n == 0) not_done_yet();
   *outcount = n;
   return completed_many(rc, failed);
 }
@@ -338,7 +334,7 @@ int request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   // (`finished`) until a completion call reports it, error included.
   *flag = !r->active || poll(*r);
   if (*flag) empty_status(status);
-  else poke_mpi();
+  else not_done_yet();
   return MPI_SUCCESS;
 }
 

@@ -85,13 +85,13 @@ bool poll(Routed& r) noexcept {
 
 void complete(Routed& r) noexcept {
   // Without a progress thread (or where it does not take the request) the
-  // first poll runs the request to its end. With one, the program's thread
-  // keeps MPI's own requests moving meanwhile and leaves the core to the
-  // progress thread between polls.
-  while (!poll(r)) {
-    poke_mpi();
-    sched_yield();
-  }
+  // first poll runs the request to its end.
+  while (!poll(r)) not_done_yet();
+}
+
+void not_done_yet() noexcept {
+  poke_mpi();
+  sched_yield();
 }
 
 void empty_status(MPI_Status* status) noexcept {

@@ -75,11 +75,20 @@ void mark_started(Routed& r) noexcept;
 // runs it. Never throws.
 bool poll(Routed& r) noexcept;
 
-// Returns once the run is over (poll until true). Between polls that find
-// it still running on the progress thread, MPI's progress engine is
-// poked, so that the program's own MPI requests keep moving while it
-// waits, as they would inside MPI_Wait. Never throws.
+// Returns once the run is over: poll until true, with not_done_yet()
+// between polls that find it still running on the progress thread.
+// Never throws.
 void complete(Routed& r) noexcept;
+
+// What a call does when it finds a routed request still running on
+// strata's progress thread: one turn of MPI's progress engine (poke_mpi),
+// so that the program's own MPI requests keep moving as they would inside
+// MPI_Test or MPI_Wait, and the core left to the progress thread
+// (sched_yield): a program polling MPI_Test in a loop would otherwise keep
+// it from the thread that completes the request (on this 2-core VM an 8 B
+// MPI_Iallreduce polled so took 3-4 ms, the progress threads waiting for a
+// time slice). Never throws.
+void not_done_yet() noexcept;
 
 // Reports a finished request to the program, as a completion call does:
 // MPI's empty status (MPI_SOURCE = MPI_ANY_SOURCE, MPI_TAG = MPI_ANY_TAG,
