@@ -2,10 +2,11 @@
 """Side by side: OSU micro-benchmarks, plain MPI against the strata interposer.
 
   scripts/osu_compare.py build SRC DIR
-      Compiles osu_allreduce, osu_reduce and osu_bcast from an unmodified OSU
-      7.4 tree SRC (c/mpi/collective/blocking/ and c/util/) with mpicc into
-      DIR. OSU is never part of this repository: fetch it yourself (public
-      mirror sherrywong1220/osu-micro-benchmarks-7.4, commit bed60f5).
+      Compiles osu_allreduce, osu_reduce and osu_bcast (c/mpi/collective/
+      blocking/) and osu_iallreduce (c/mpi/collective/non_blocking/) from an
+      unmodified OSU 7.4 tree SRC, with c/util/, using mpicc, into DIR. OSU
+      is never part of this repository: fetch it yourself (public mirror
+      sherrywong1220/osu-micro-benchmarks-7.4, commit bed60f5).
 
   scripts/osu_compare.py run DIR [options]
       Runs each benchmark plain and with LD_PRELOAD=libstrata_mpi.so,
@@ -14,19 +15,31 @@
       faster). With --validate every run adds OSU's -c and fails unless every
       size says Pass.
 
+  scripts/osu_compare.py run DIR --bench iallreduce [--progress-thread]
+      osu_iallreduce: per size, for each side, the median of OSU's "Pure
+      Comm." (MPI_Iallreduce then MPI_Wait, nothing between: the latency)
+      and of its "Overlap(%)" (MPI_Iallreduce, a dummy compute as long as
+      that pure communication time, MPI_Wait: how much of the
+      communication the compute hid). --progress-thread adds a third side,
+      the interposer with STRATA_PROGRESS_THREAD=1, taking part in the
+      alternation.
+
 Options of `run`:
   --np N              ranks (default 2)
   --mpirun-args ARGS  extra mpirun arguments, e.g. "--bind-to none" or
                       "--oversubscribe" (default: none, Open MPI's binding)
   --runs N            alternating runs of each side (default 3)
-  --bench LIST        comma-separated: allreduce,reduce,bcast (default all)
+  --bench LIST        comma-separated: allreduce,reduce,bcast,iallreduce
+                      (default allreduce,reduce,bcast)
   --max-size BYTES    largest message (default 4194304)
   --preload PATH      the interposer (default build/lib/interpose/libstrata_mpi.so)
   --validate          add OSU's -c to every run and require Pass
+  --progress-thread   iallreduce: also run preloaded with STRATA_PROGRESS_THREAD=1
   --markdown          print the tables as Markdown
 
-The float type (-T mpi_float) is used for allreduce and reduce (OSU's default
-MPI_CHAR sums overflow its own validation); bcast moves bytes.
+The float type (-T mpi_float) is used for allreduce, reduce and iallreduce
+(OSU's default MPI_CHAR sums overflow its own validation, and strata does
+not reduce MPI_CHAR, which MPI does not define sums for); bcast moves bytes.
 Exit status: 0, or 1 when a run failed or a validation did not pass.
 """
 import argparse
@@ -38,21 +51,24 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BENCHMARKS = ("allreduce", "reduce", "bcast")
+BENCHMARKS = ("allreduce", "reduce", "bcast", "iallreduce")
+DEFAULT_BENCH = "allreduce,reduce,bcast"
+NON_BLOCKING = ("iallreduce",)  # c/mpi/collective/non_blocking/, with an overlap column
 UTIL_SOURCES = ("osu_util.c", "osu_util_mpi.c", "osu_util_validation.c", "osu_util_graph.c", "osu_util_papi.c")
 
 
 def build(src: pathlib.Path, into: pathlib.Path) -> int:
-    blocking = src / "c" / "mpi" / "collective" / "blocking"
+    collective = src / "c" / "mpi" / "collective"
     util = src / "c" / "util"
-    if not (blocking / "osu_allreduce.c").is_file() or not (util / "osu_util.c").is_file():
+    if not (collective / "blocking" / "osu_allreduce.c").is_file() or not (util / "osu_util.c").is_file():
         print(f"osu_compare: {src} is not an OSU 7.4 source tree (no c/mpi/collective/blocking/osu_allreduce.c)",
               file=sys.stderr)
         return 1
     into.mkdir(parents=True, exist_ok=True)
     for name in BENCHMARKS:
+        kind = "non_blocking" if name in NON_BLOCKING else "blocking"
         command = ["mpicc", "-O2", "-I", str(util), "-DFIELD_WIDTH=18", "-DFLOAT_PRECISION=2",
-                   str(blocking / f"osu_{name}.c"), *[str(util / u) for u in UTIL_SOURCES], "-lm",
+                   str(collective / kind / f"osu_{name}.c"), *[str(util / u) for u in UTIL_SOURCES], "-lm",
                    "-o", str(into / f"osu_{name}")]
         done = subprocess.run(command, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
@@ -63,22 +79,31 @@ def build(src: pathlib.Path, into: pathlib.Path) -> int:
     return 0
 
 
-def parse(output: str, validate: bool) -> dict[int, float]:
-    """Size -> average latency (us) from OSU's table; raises on a failed validation."""
-    latencies = {}
+def parse(output: str, validate: bool) -> dict[int, list[float]]:
+    """Size -> the numbers of OSU's row: the average latency (us), and for
+    osu_iallreduce then compute, pure communication (us) and overlap (%);
+    raises on a failed validation (OSU's last column)."""
+    rows = {}
     for line in output.splitlines():
         fields = line.split()
         if len(fields) < 2 or not fields[0].isdigit():
             continue
-        if validate and (len(fields) < 3 or fields[2] != "Pass"):
+        if validate and fields[-1] != "Pass":
             raise RuntimeError(f"validation did not pass: {line.strip()}")
-        latencies[int(fields[0])] = float(fields[1])
-    if not latencies:
+        numbers = []
+        for field in fields[1:]:
+            try:
+                numbers.append(float(field))
+            except ValueError:
+                break
+        rows[int(fields[0])] = numbers
+    if not rows:
         raise RuntimeError("no latency table in the output")
-    return latencies
+    return rows
 
 
-def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None) -> dict[int, float]:
+def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None,
+             progress_thread: bool = False) -> dict[int, list[float]]:
     name = binary.name.removeprefix("osu_")
     osu_args = ["-m", f"1:{args.max_size}"]
     if name != "bcast":
@@ -88,6 +113,8 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
     command = ["mpirun", "-np", str(args.np), *shlex.split(args.mpirun_args)]
     if preload:
         command += ["-x", f"LD_PRELOAD={preload}"]
+    if progress_thread:
+        command += ["-x", "STRATA_PROGRESS_THREAD=1"]
     command += [str(binary), *osu_args]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.pop("LD_PRELOAD", None)
@@ -105,6 +132,18 @@ def size_label(size: int) -> str:
     return f"{size} B"
 
 
+def print_table(header: tuple, rows: list, markdown: bool, widths: tuple) -> None:
+    """One table: Markdown, or columns right-aligned to `widths`."""
+    if markdown:
+        print(f"\n| {' | '.join(header)} |\n|{'---|' * len(header)}")
+        for row in rows:
+            print(f"| {' | '.join(row)} |")
+        return
+    print()
+    for row in (header, *rows):
+        print(" ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+
+
 def run(args: argparse.Namespace) -> int:
     directory = pathlib.Path(args.dir)
     preload = str(pathlib.Path(args.preload).resolve())
@@ -120,38 +159,48 @@ def run(args: argparse.Namespace) -> int:
         if not binary.is_file():
             print(f"osu_compare: {binary} not found (scripts/osu_compare.py build SRC {directory})", file=sys.stderr)
             return 1
-        plain, strata = [], []
+        # The sides, run in turn each round: plain, preloaded, and for the
+        # non-blocking benchmark preloaded with strata's progress thread.
+        sides = [("plain", None, False), ("strata", preload, False)]
+        if name in NON_BLOCKING and args.progress_thread:
+            sides.append(("strata+thread", preload, True))
+        results = {label: [] for label, _, _ in sides}
         try:
             for _ in range(args.runs):
-                plain.append(run_once(binary, args, None))
-                strata.append(run_once(binary, args, preload))
+                for label, library, thread in sides:
+                    results[label].append(run_once(binary, args, library, thread))
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"osu_{name}: {e}", file=sys.stderr)
             status = 1
             continue
-        sizes = sorted(set.intersection(*(set(r) for r in plain + strata)))
+        everything = [r for runs in results.values() for r in runs]
+        sizes = sorted(set.intersection(*(set(r) for r in everything)))
+
+        def median(label, size, column):
+            return statistics.median(r[size][column] for r in results[label])
+
         rows = []
-        for size in sizes:
-            p = statistics.median(r[size] for r in plain)
-            s = statistics.median(r[size] for r in strata)
-            rows.append((size_label(size), f"{p:.2f}", f"{s:.2f}", f"{p / s:.2f}" if s > 0 else "-"))
-        header = (f"osu_{name}", "plain (us)", "strata (us)", "speedup")
-        if args.markdown:
-            print(f"\n| {' | '.join(header)} |\n|{'---|' * len(header)}")
-            for row in rows:
-                print(f"| {' | '.join(row)} |")
+        if name in NON_BLOCKING:
+            labels = [label for label, _, _ in sides]
+            for size in sizes:
+                rows.append((size_label(size), *(f"{median(l, size, 2):.2f}" for l in labels),
+                             *(f"{median(l, size, 3):.1f}" for l in labels)))
+            header = (f"osu_{name}", *(f"{l} comm (us)" for l in labels), *(f"{l} overlap %" for l in labels))
+            widths = (14, *(max(12, len(h)) for h in header[1:]))
         else:
-            print()
-            print(f"{header[0]:>14} {header[1]:>12} {header[2]:>12} {header[3]:>8}")
-            for row in rows:
-                print(f"{row[0]:>14} {row[1]:>12} {row[2]:>12} {row[3]:>8}")
+            for size in sizes:
+                p, s = median("plain", size, 0), median("strata", size, 0)
+                rows.append((size_label(size), f"{p:.2f}", f"{s:.2f}", f"{p / s:.2f}" if s > 0 else "-"))
+            header = (f"osu_{name}", "plain (us)", "strata (us)", "speedup")
+            widths = (14, 12, 12, 8)
+        print_table(header, rows, args.markdown, widths)
     return status
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="compile the three benchmarks from an OSU 7.4 tree")
+    b = sub.add_parser("build", help="compile the four benchmarks from an OSU 7.4 tree")
     b.add_argument("src")
     b.add_argument("dir")
     r = sub.add_parser("run", help="plain against preloaded, side by side")
@@ -159,10 +208,11 @@ def main() -> int:
     r.add_argument("--np", type=int, default=2)
     r.add_argument("--mpirun-args", default="")
     r.add_argument("--runs", type=int, default=3)
-    r.add_argument("--bench", default=",".join(BENCHMARKS))
+    r.add_argument("--bench", default=DEFAULT_BENCH)
     r.add_argument("--max-size", type=int, default=4 << 20)
     r.add_argument("--preload", default=str(ROOT / "build" / "lib" / "interpose" / "libstrata_mpi.so"))
     r.add_argument("--validate", action="store_true")
+    r.add_argument("--progress-thread", action="store_true")
     r.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     if args.command == "build":

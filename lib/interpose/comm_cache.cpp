@@ -11,6 +11,7 @@
 
 #include "guard.hpp"
 #include "log.hpp"
+#include "requests.hpp"
 #include "settings.hpp"
 #include "util/ranges.hpp"
 
@@ -77,6 +78,7 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
   say(Level::trace, fmt::format("MPI_Finalize: destroying {} strata communicator(s) still alive", live.size()));
   for (auto it = live.rbegin(); it != live.rend(); ++it) destroy_communicator(**it);
   live.clear();
+  release_request_resources();  // (requests.hpp: its private communicator)
   return MPI_SUCCESS;
 }
 

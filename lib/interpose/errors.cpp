@@ -58,4 +58,14 @@ int report_error(const char* call, MPI_Comm comm, const std::exception_ptr& erro
   return code;
 }
 
+int report_misuse(const char* call, MPI_Comm comm, int code, const char* what) noexcept {
+  try {
+    say(Level::warn, fmt::format("{} on comm {}: {} (reported to MPI as {})", call, comm_label(comm), what,
+                                 code_name(code)));
+  } catch (...) {
+  }
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
 }  // namespace strata::interpose

@@ -24,4 +24,10 @@ int mpi_error_code(const std::exception_ptr& error) noexcept;
 // code for the intercepted function to return (if the handler returns).
 int report_error(const char* call, MPI_Comm comm, const std::exception_ptr& error) noexcept;
 
+// Reports an erroneous use of a routed request that MPI would reject, such
+// as MPI_Start on one that is still active: one WARN line ("`call` on comm
+// ...: `what`"), then the communicator's error handler with `code`.
+// Returns `code`. Never throws.
+int report_misuse(const char* call, MPI_Comm comm, int code, const char* what) noexcept;
+
 }  // namespace strata::interpose

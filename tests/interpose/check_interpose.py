@@ -16,6 +16,13 @@ friends, or strata's own apps, which do not know about the interposer):
                     with MPI's) and with it: every result right, and the log
                     shows which calls went to strata and which to MPI
   multiple          mpi4py's default MPI_THREAD_MULTIPLE: nothing routed
+  requests PROGRAM  requests.cpp (non-blocking and persistent collectives,
+                    the MPI_Wait / MPI_Test family on arrays mixing them
+                    with point-to-point requests), run without the
+                    interposer (its references agree with MPI's), then with
+                    it, without and with STRATA_PROGRESS_THREAD=1: every
+                    result right, and the log shows which calls went to
+                    strata and which to MPI
   errors-return     errors.py: a timeout comes back as MPI_ERR_OTHER
   errors-fatal      errors.py under MPI_ERRORS_ARE_FATAL: the job aborts
   errors-mismatch   errors.py: different counts on the ranks come back as
@@ -241,6 +248,70 @@ def check_blockwise(mpirun, preload, np):
     c.done()
 
 
+def check_requests(mpirun, preload, np, program):
+    world = rf"MPI_COMM_WORLD \({np} ranks\)"
+    algo = r"[\w#/]+"
+    # MPI alone first: the program's references must agree with MPI's own
+    # results, so that the preloaded runs are judged by MPI's semantics.
+    status, out = run(mpirun, np, {}, [program])
+    c = Checks(out, np)
+    c.collectives_passed(status, "requests")
+    c.no_line(r"strata-mpi:")
+    found = re.search(r"^requests: persistent all-reduce: (\S+)$", out, re.M)
+    init = found.group(1) if found else "none"
+    for progress_thread in (False, True):
+        env = {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}
+        argv = [program, "--strata"]
+        if progress_thread:
+            env["STRATA_PROGRESS_THREAD"] = "1"
+            argv.append("--progress-thread")
+        status, out = run(mpirun, np, env, argv)
+        c.out = out
+        c.collectives_passed(status, "requests")
+        # Each kind of call routed, named as the program called it, then what
+        # strata runs.
+        for call, args, runs in (("MPI_Iallreduce", "MPI_DOUBLE MPI_SUM", "f64 sum"),
+                                 ("MPI_Iallreduce", "MPI_FLOAT MPI_MAX", "f32 max"),
+                                 ("MPI_Iallreduce", "MPI_INT MPI_SUM", "i32 sum"),
+                                 ("MPI_Ireduce", "MPI_DOUBLE MPI_SUM", "f64 sum"),
+                                 ("MPI_Ireduce_scatter_block", r"MPI_LONG_LONG\w* MPI_SUM", "i64 sum")):
+            c.every_rank_logs(rf"^{call} on comm {world} {args} -> strata \({runs}, {algo}\)$")
+        c.every_rank_logs(rf"^MPI_Ibcast on comm {world} MPI_INT -> strata \({algo}\)$")
+        c.every_rank_logs(rf"^MPI_Iallgather on comm {world} MPI_INT -> strata \({algo}\)$")
+        for r in range(1, np, 2):  # odd ranks pack and unpack derived datatypes
+            for pattern in (rf"^MPI_Ibcast on comm {world} derived datatype -> strata \(packed, {algo}\)$",
+                            rf"^MPI_Iallgather on comm {world} MPI_INT to derived datatype -> strata "
+                            rf"\(packed, {algo}\)$"):
+                c.require(any(re.search(pattern, line) for line in info_lines(out, r)),
+                          f"rank {r}: no line matches '{pattern}'")
+        c.every_rank_logs(rf"^MPI_Iallreduce on comm world ranks 0-{np - 1} \({np} ranks\) MPI_DOUBLE MPI_SUM -> "
+                          rf"strata \(f64 sum, ")
+        if init != "none":
+            c.every_rank_logs(rf"^{init} on comm {world} MPI_DOUBLE MPI_SUM -> strata \(f64 sum, {algo}\)$")
+            c.every_rank_logs(rf"^{init} on comm {world} MPI_INT MPI_MAX -> strata \(i32 max, {algo}\)$")
+            c.every_rank_logs(rf"^{init} on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
+        # What MPI runs, with the reason.
+        c.every_rank_logs(rf"^MPI_Iallreduce on comm {world} MPI_INT MPI_LAND -> PMPI \(MPI_LAND not served\)$")
+        c.every_rank_logs(rf"^MPI_Iallreduce on comm {world} MPI_SHORT MPI_SUM -> PMPI \(MPI_SHORT not served\)$")
+        c.every_rank_logs(rf"^MPI_Ibcast on comm {world} MPI_INT -> PMPI \(0 bytes: nothing to move\)$")
+        c.every_rank_logs(rf"^MPI_Request_free of an active MPI_Iallreduce request on comm {world}: completes it "
+                          r"first \(strata cannot cancel a collective\)$")
+        # The erroneous calls of errors(), and nothing else, warn: the
+        # mismatch (twice: MPI_Waitall, MPI_Wait) and MPI_Start on an active
+        # request. (The library's own binding advice is not the interposer's.)
+        for r in range(np):
+            warned = re.findall(rf"^strata WARN \[[^\]]*:{r}\] (strata-mpi: .*)$", out, re.M)
+            mismatch = [w for w in warned if re.search(r"^strata-mpi: MPI_Iallreduce on comm world ranks .* failed in "
+                                                       r"strata: .* \(reported to MPI as MPI_ERR_TRUNCATE", w)]
+            c.require(len(mismatch) == 2, f"rank {r}: {len(mismatch)} MPI_ERR_TRUNCATE warnings, expected 2")
+            start = [w for w in warned if re.search(r"^strata-mpi: MPI_Start on comm world ranks .*: the request is "
+                                                    r"still active.* \(reported to MPI as MPI_ERR_REQUEST", w)]
+            c.require(len(start) == (init != "none"), f"rank {r}: {len(start)} MPI_ERR_REQUEST warnings")
+            other = [w for w in warned if w not in mismatch + start]
+            c.require(not other, f"rank {r}: unexpected warnings {other[:3]}")
+    c.done()
+
+
 def check_errors(mpirun, preload, np, mode):
     scenario = "mismatch" if mode == "errors-mismatch" else "timeout"
     env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1" if scenario == "timeout" else None)
@@ -369,6 +440,8 @@ def main():
         check_mpi4py(mpirun, preload, np, mode)
     elif mode == "blockwise":
         check_blockwise(mpirun, preload, np)
+    elif mode == "requests":
+        check_requests(mpirun, preload, np, rest[0])
     elif mode in ("errors-return", "errors-fatal", "errors-mismatch"):
         check_errors(mpirun, preload, np, mode)
     elif mode == "bench":

@@ -1,0 +1,393 @@
+#include "completion.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "comm_cache.hpp"
+#include "errors.hpp"
+#include "log.hpp"
+#include "requests.hpp"
+#include "route.hpp"
+
+namespace strata::interpose {
+namespace {
+
+// A request array as a completion call sees it: the routed request behind
+// each entry (or nullptr), and a copy for MPI in which those entries are
+// MPI_REQUEST_NULL (which every MPI call treats as it treats an inactive
+// request: skipped, empty status).
+class Split {
+ public:
+  Split(int count, const MPI_Request* requests)
+      : mpi_(requests, requests + count), routed_(static_cast<std::size_t>(count), nullptr) {
+    for (int i = 0; i < count; ++i) {
+      if (Routed* r = find_routed(requests[i])) {
+        routed_[i] = r;
+        mpi_[i] = MPI_REQUEST_NULL;
+        any_routed_ = true;
+      } else if (requests[i] != MPI_REQUEST_NULL) {
+        any_mpi_ = true;
+      }
+    }
+  }
+
+  bool any_routed() const { return any_routed_; }
+  // Whether any entry is one of MPI's own (which may still be inactive).
+  bool any_mpi() const { return any_mpi_; }
+  MPI_Request* mpi() { return mpi_.data(); }
+  Routed* routed(int i) const { return routed_[static_cast<std::size_t>(i)]; }
+
+  // The indices of the active routed entries, in the order they were
+  // started; a handle listed twice (erroneous) counts at its first index
+  // only, so that it is never reported twice.
+  std::vector<int> active_in_order() const {
+    std::vector<int> active;
+    for (std::size_t i = 0; i < routed_.size(); ++i)
+      if (routed_[i] && routed_[i]->active) active.push_back(static_cast<int>(i));
+    std::stable_sort(active.begin(), active.end(), [&](int a, int b) { return routed(a)->order < routed(b)->order; });
+    active.erase(std::unique(active.begin(), active.end(), [&](int a, int b) { return routed(a) == routed(b); }),
+                 active.end());
+    return active;
+  }
+
+  // After a PMPI_* call: MPI's entries back into the program's array (MPI
+  // sets a completed non-persistent request to MPI_REQUEST_NULL).
+  void copy_back(MPI_Request* requests) const {
+    for (std::size_t i = 0; i < mpi_.size(); ++i)
+      if (!routed_[i]) requests[i] = mpi_[i];
+  }
+
+ private:
+  std::vector<MPI_Request> mpi_;
+  std::vector<Routed*> routed_;
+  bool any_routed_ = false;
+  bool any_mpi_ = false;
+};
+
+MPI_Status* status_at(MPI_Status statuses[], int i) {
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
+// Before routed requests report into a call's `statuses`: MPI_ERROR =
+// MPI_SUCCESS in the first `n`, the ones MPI filled, unless MPI itself
+// returned an error (MPI sets MPI_ERROR only when it returns
+// MPI_ERR_IN_STATUS), so that MPI_ERR_IN_STATUS for a routed request
+// leaves every status saying how its request ended.
+void clear_errors(int mpi_rc, MPI_Status statuses[], int n) {
+  if (mpi_rc != MPI_SUCCESS || statuses == MPI_STATUSES_IGNORE) return;
+  for (int i = 0; i < n; ++i) statuses[i].MPI_ERROR = MPI_SUCCESS;
+}
+
+// The return code of a call that completed several requests: MPI's
+// (MPI_SUCCESS or MPI_ERR_IN_STATUS), or MPI_ERR_IN_STATUS when a routed
+// request failed (its status holds its code).
+int completed_many(int mpi_rc, bool routed_failed) {
+  if (mpi_rc != MPI_SUCCESS) return mpi_rc;
+  return routed_failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
+// MPI_Start of a routed request: strata's Request::start, or the error MPI
+// gives for starting a request that is not persistent or still active.
+int start_routed(const char* call, Routed* r) {
+  if (!r->persistent)
+    return report_misuse(call, r->comm, MPI_ERR_REQUEST,
+                         fmt::format("the request of an {} is not persistent: only persistent requests start",
+                                     r->call).c_str());
+  if (r->active)
+    return report_misuse(call, r->comm, MPI_ERR_REQUEST,
+                         "the request is still active: complete it (MPI_Wait, or MPI_Test until true) before "
+                         "starting it again");
+  if (std::exception_ptr error = run_in_strata([&] { r->request.start(); })) return report_error(call, r->comm, error);
+  mark_started(*r);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int wait(MPI_Request* request, MPI_Status* status) {
+  Routed* r = find_routed(*request);
+  if (!r) return PMPI_Wait(request, status);
+  if (!r->active) {  // an inactive persistent request: done at once
+    empty_status(status);
+    return MPI_SUCCESS;
+  }
+  complete(*r);
+  return report(r, request, status, false);
+}
+
+int test(MPI_Request* request, int* flag, MPI_Status* status) {
+  Routed* r = find_routed(*request);
+  if (!r) return PMPI_Test(request, flag, status);
+  *flag = 1;
+  if (!r->active) {
+    empty_status(status);
+    return MPI_SUCCESS;
+  }
+  if (poll(*r)) return report(r, request, status, false);
+  not_done_yet();
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int wait_all(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!any_routed() || count <= 0) return PMPI_Waitall(count, requests, statuses);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Waitall(count, requests, statuses);
+  // strata's side first: MPI's own requests complete whatever order this
+  // rank waits in, strata's only while this rank runs them.
+  const std::vector<int> active = split.active_in_order();
+  for (const int i : active) complete(*split.routed(i));
+  const int rc = PMPI_Waitall(count, split.mpi(), statuses);
+  split.copy_back(requests);
+  clear_errors(rc, statuses, count);
+  bool failed = false;
+  for (const int i : active) failed |= report(split.routed(i), &requests[i], status_at(statuses, i), true) != 0;
+  return completed_many(rc, failed);
+}
+
+int test_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!any_routed() || count <= 0) return PMPI_Testall(count, requests, flag, statuses);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Testall(count, requests, flag, statuses);
+  const std::vector<int> active = split.active_in_order();
+  bool over = true;
+  for (const int i : active) over = poll(*split.routed(i)) && over;
+  if (!over) {
+    // MPI_Testall changes nothing unless all are complete: the routed
+    // requests that are over stay active until a later call reports them.
+    not_done_yet();
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  const int rc = PMPI_Testall(count, split.mpi(), flag, statuses);
+  if (!*flag) return rc;
+  split.copy_back(requests);
+  clear_errors(rc, statuses, count);
+  bool failed = false;
+  for (const int i : active) failed |= report(split.routed(i), &requests[i], status_at(statuses, i), true) != 0;
+  return completed_many(rc, failed);
+}
+
+int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!any_routed() || count <= 0) return PMPI_Waitany(count, requests, index, status);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Waitany(count, requests, index, status);
+  const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Waitany(count, split.mpi(), index, status);
+    split.copy_back(requests);
+    return rc;
+  }
+  const auto answer = [&](int i) {
+    *index = i;
+    return report(split.routed(i), &requests[i], status, false);
+  };
+  // A routed request already over (found by a MPI_Testall that could not
+  // report it) is this call's answer.
+  for (const int i : active)
+    if (split.routed(i)->finished) return answer(i);
+  bool mpi_active = split.any_mpi();
+  for (;;) {
+    if (mpi_active) {  // MPI's entries first: testing them never blocks
+      int i = MPI_UNDEFINED, done = 0;
+      const int rc = PMPI_Testany(count, split.mpi(), &i, &done, status);
+      split.copy_back(requests);
+      if (rc != MPI_SUCCESS || (done && i != MPI_UNDEFINED)) {
+        *index = i;
+        return rc;
+      }
+      mpi_active = !done;  // done with MPI_UNDEFINED: none of MPI's entries is active
+    }
+    if (!mpi_active) {
+      complete(*split.routed(active.front()));
+      return answer(active.front());
+    }
+    // Without a progress thread the first poll runs that request to its end.
+    for (const int i : active)
+      if (poll(*split.routed(i))) return answer(i);
+    not_done_yet();
+  }
+}
+
+int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!any_routed() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Testany(count, requests, index, flag, status);
+  const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Testany(count, split.mpi(), index, flag, status);
+    split.copy_back(requests);
+    return rc;
+  }
+  const auto answer = [&](int i) {
+    *index = i;
+    return report(split.routed(i), &requests[i], status, false);
+  };
+  *flag = 1;
+  for (const int i : active)
+    if (split.routed(i)->finished) return answer(i);
+  if (split.any_mpi()) {
+    int i = MPI_UNDEFINED, done = 0;
+    const int rc = PMPI_Testany(count, split.mpi(), &i, &done, status);
+    split.copy_back(requests);
+    if (rc != MPI_SUCCESS || (done && i != MPI_UNDEFINED)) {
+      *index = i;
+      *flag = done;
+      return rc;
+    }
+  }
+  for (const int i : active)
+    if (poll(*split.routed(i))) return answer(i);
+  not_done_yet();
+  *index = MPI_UNDEFINED;
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!any_routed() || count <= 0) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+  const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Waitsome(count, split.mpi(), outcount, indices, statuses);
+    split.copy_back(requests);
+    return rc;
+  }
+  bool mpi_active = split.any_mpi();
+  for (;;) {
+    int n = 0, rc = MPI_SUCCESS;
+    if (mpi_active) {
+      int out = MPI_UNDEFINED;
+      rc = PMPI_Testsome(count, split.mpi(), &out, indices, statuses);
+      split.copy_back(requests);
+      if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+        *outcount = out;
+        return rc;
+      }
+      if (out == MPI_UNDEFINED) mpi_active = false;
+      else n = out;
+    }
+    clear_errors(rc, statuses, n);
+    bool failed = false;
+    // The routed requests that are over; while nothing has completed yet,
+    // polled (without a progress thread the first poll runs its request to
+    // the end: then that one is this call's "some").
+    for (const int i : active) {
+      Routed* r = split.routed(i);
+      if (!r->finished && !(n == 0 && poll(*r))) continue;
+      indices[n] = i;
+      failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
+      ++n;
+    }
+    if (n > 0) {
+      *outcount = n;
+      return completed_many(rc, failed);
+    }
+    not_done_yet();
+  }
+}
+
+int test_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!any_routed() || count <= 0) return PMPI_Testsome(count, requests, outcount, indices, statuses);
+  Split split(count, requests);
+  if (!split.any_routed()) return PMPI_Testsome(count, requests, outcount, indices, statuses);
+  const std::vector<int> active = split.active_in_order();
+  if (active.empty()) {  // only MPI's requests can complete
+    const int rc = PMPI_Testsome(count, split.mpi(), outcount, indices, statuses);
+    split.copy_back(requests);
+    return rc;
+  }
+  int n = 0, rc = MPI_SUCCESS;
+  if (split.any_mpi()) {
+    int out = MPI_UNDEFINED;
+    rc = PMPI_Testsome(count, split.mpi(), &out, indices, statuses);
+    split.copy_back(requests);
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+      *outcount = out;
+      return rc;
+    }
+    if (out != MPI_UNDEFINED) n = out;
+  }
+  clear_errors(rc, statuses, n);
+  bool failed = false;
+  for (const int i : active) {
+    Routed* r = split.routed(i);
+    if (!poll(*r)) continue;
+    indices[n] = i;
+    failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
+    ++n;
+  }
+  if (n == 0) not_done_yet();
+  *outcount = n;
+  return completed_many(rc, failed);
+}
+
+int request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  Routed* r = find_routed(request);
+  if (!r) return PMPI_Request_get_status(request, flag, status);
+  // Reports nothing and frees nothing: a run that is over stays active
+  // (`finished`) until a completion call reports it, error included.
+  *flag = !r->active || poll(*r);
+  if (*flag) empty_status(status);
+  else not_done_yet();
+  return MPI_SUCCESS;
+}
+
+int request_free(MPI_Request* request) {
+  Routed* r = find_routed(*request);
+  if (!r) return PMPI_Request_free(request);
+  const bool active = r->active;
+  if (active) {
+    // strata cannot cancel a collective the other ranks take part in, nor
+    // leave one running behind a handle that is gone: it completes here.
+    if (logging(Level::info))
+      log_decision(fmt::format("MPI_Request_free of an active {} request on comm {}: completes it first (strata "
+                               "cannot cancel a collective)",
+                               r->call, comm_label(r->comm)));
+    complete(*r);
+  }
+  const std::exception_ptr error = active ? std::exchange(r->error, nullptr) : nullptr;
+  const int finish_rc = active ? r->finish_rc : MPI_SUCCESS;
+  const MPI_Comm comm = r->comm;
+  const char* call = r->call;
+  remove_routed(r);
+  *request = MPI_REQUEST_NULL;
+  return error ? report_error(call, comm, error) : finish_rc;
+}
+
+int start(MPI_Request* request) {
+  Routed* r = find_routed(*request);
+  if (!r) return PMPI_Start(request);
+  return start_routed("MPI_Start", r);
+}
+
+int start_all(int count, MPI_Request requests[]) {
+  if (!any_routed() || count <= 0) return PMPI_Startall(count, requests);
+  std::vector<Routed*> routed;
+  std::vector<MPI_Request> theirs;
+  std::vector<int> where;
+  for (int i = 0; i < count; ++i) {
+    if (Routed* r = find_routed(requests[i])) {
+      routed.push_back(r);
+    } else {
+      theirs.push_back(requests[i]);
+      where.push_back(i);
+    }
+  }
+  if (routed.empty()) return PMPI_Startall(count, requests);
+  // strata's in array order (the order every rank starts them in), then
+  // MPI's, which use other communicators' traffic than strata's.
+  for (Routed* r : routed)
+    if (const int rc = start_routed("MPI_Startall", r); rc != MPI_SUCCESS) return rc;
+  if (theirs.empty()) return MPI_SUCCESS;
+  const int rc = PMPI_Startall(static_cast<int>(theirs.size()), theirs.data());
+  for (std::size_t k = 0; k < theirs.size(); ++k) requests[where[k]] = theirs[k];
+  return rc;
+}
+
+}  // namespace strata::interpose

@@ -1,0 +1,144 @@
+#include "requests.hpp"
+
+#include <sched.h>
+
+#include <unordered_map>
+#include <utility>
+
+#include "errors.hpp"
+#include "guard.hpp"
+#include "route.hpp"
+
+namespace strata::interpose {
+namespace {
+
+// Placeholder handle -> routed request. Never destroyed: a request the
+// program never completed must not be destroyed at exit, when MPI is gone
+// (its placeholder cannot be freed then, and its strata Request would wait).
+std::unordered_map<MPI_Request, std::unique_ptr<Routed>>& table() {
+  static auto* routed = new std::unordered_map<MPI_Request, std::unique_ptr<Routed>>;
+  return *routed;
+}
+
+std::size_t live = 0;             // table().size(), read on every intercepted completion call
+std::uint64_t last_started = 0;   // Routed::order of the request started last
+MPI_Comm poke_comm = MPI_COMM_NULL;
+
+}  // namespace
+
+bool any_routed() noexcept { return live != 0; }
+
+Routed* find_routed(MPI_Request handle) noexcept {
+  if (live == 0 || handle == MPI_REQUEST_NULL) return nullptr;
+  const auto found = table().find(handle);
+  return found == table().end() ? nullptr : found->second.get();
+}
+
+Routed* add_routed(const char* call, MPI_Comm comm, bool persistent, int& rc) {
+  auto r = std::make_unique<Routed>();
+  // A persistent send to MPI_PROC_NULL: a valid request that MPI treats as
+  // inactive until started, and which the interposer never starts.
+  rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle);
+  if (rc != MPI_SUCCESS) return nullptr;
+  r->comm = comm;
+  r->call = call;
+  r->persistent = persistent;
+  Routed* routed = r.get();
+  try {
+    table().emplace(routed->handle, std::move(r));
+  } catch (...) {
+    PMPI_Request_free(&routed->handle);
+    throw;
+  }
+  live = table().size();
+  return routed;
+}
+
+void remove_routed(Routed* r) noexcept {
+  MPI_Request handle = r->handle;
+  {
+    InsideStrata inside;  // a Request still running completes in its destructor, calling MPI
+    table().erase(handle);
+  }
+  live = table().size();
+  PMPI_Request_free(&handle);
+}
+
+void mark_started(Routed& r) noexcept {
+  r.active = true;
+  r.finished = false;
+  r.order = ++last_started;
+}
+
+bool poll(Routed& r) noexcept {
+  if (r.finished) return true;
+  bool over = false;
+  std::exception_ptr error = run_in_strata([&] { over = r.request.test(); });
+  if (!error && !over) return false;
+  r.finished = true;
+  r.error = error;
+  // The staging's last step (unpack, move an in-place result) calls MPI:
+  // here, on the program's thread, never on strata's progress thread.
+  if (!error && r.staged.finish) r.finish_rc = r.staged.finish();
+  return true;
+}
+
+void complete(Routed& r) noexcept {
+  // Without a progress thread (or where it does not take the request) the
+  // first poll runs the request to its end.
+  while (!poll(r)) not_done_yet();
+}
+
+void not_done_yet() noexcept {
+  poke_mpi();
+  sched_yield();
+}
+
+void empty_status(MPI_Status* status) noexcept {
+  if (status == MPI_STATUS_IGNORE) return;
+  // MPI's own empty status, as PMPI_Wait gives for MPI_REQUEST_NULL: the
+  // fields, and the hidden count and cancelled ones, as MPI sets them.
+  static const MPI_Status empty = [] {
+    MPI_Request none = MPI_REQUEST_NULL;
+    MPI_Status s{};
+    PMPI_Wait(&none, &s);
+    return s;
+  }();
+  const int kept = status->MPI_ERROR;
+  *status = empty;
+  status->MPI_ERROR = kept;
+}
+
+int report(Routed* r, MPI_Request* handle, MPI_Status* status, bool in_array_status) noexcept {
+  const std::exception_ptr error = std::exchange(r->error, nullptr);
+  const int finish_rc = std::exchange(r->finish_rc, MPI_SUCCESS);
+  const MPI_Comm comm = r->comm;
+  const char* call = r->call;
+  r->active = r->finished = false;
+  if (!r->persistent) {
+    remove_routed(r);
+    *handle = MPI_REQUEST_NULL;
+  }
+  const int code = error ? report_error(call, comm, error) : finish_rc;
+  empty_status(status);
+  if (status != MPI_STATUS_IGNORE && in_array_status) status->MPI_ERROR = code;
+  return code;
+}
+
+void poke_mpi() noexcept {
+  if (poke_comm == MPI_COMM_NULL) {
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &poke_comm) != MPI_SUCCESS) {
+      poke_comm = MPI_COMM_NULL;
+      return;
+    }
+    PMPI_Comm_set_errhandler(poke_comm, MPI_ERRORS_RETURN);
+  }
+  int found = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, poke_comm, &found, MPI_STATUS_IGNORE);
+}
+
+void release_request_resources() noexcept {
+  if (poke_comm != MPI_COMM_NULL) PMPI_Comm_free(&poke_comm);
+}
+
+}  // namespace strata::interpose
