@@ -74,7 +74,8 @@ class RequestQueue {
   // in the states.
   void complete(RequestState& state);
   // The same without waiting for the progress thread: runs on this thread
-  // what it does not take, and returns whether `state` is complete.
+  // what it does not take, and returns whether `state` is complete (when
+  // not, after yielding the core once, for the thread).
   bool progress(RequestState& state);
 
   // Runs `work` on this thread once every queued request has run, with no
