@@ -69,9 +69,9 @@ class RequestQueue {
   // state inactive again. Precondition: phase(state) == complete.
   std::exception_ptr retire(RequestState& state);
 
-  // Until `state` is complete: runs queued requests on this thread where
-  // the progress thread does not take them, else waits for it. Errors stay
-  // in the states.
+  // Until `state` is complete: runs queued requests on this thread, in
+  // order, after the progress thread's run in progress, and waits for the
+  // thread only while it runs `state` itself. Errors stay in the states.
   void complete(RequestState& state);
   // The same without waiting for the progress thread: runs on this thread
   // what it does not take, and returns whether `state` is complete (when
