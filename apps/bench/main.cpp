@@ -178,7 +178,7 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
   row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { call.run(); });
   if (baseline) row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline);
   if (o.overlap) {
-    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, [&] { c.run(ctx, buffers); });
+    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, [&] { c.run(ctx, buffers); }, o.overlap_sleep);
     if (simulated) row.overlap->percent.reset();  // a simulator's times say nothing about a GPU's overlap
   }
   fill_bandwidths(row, bus_factor);
@@ -278,6 +278,7 @@ int run(const Options& o, const World& w) {
   const char* thread_env = std::getenv("STRATA_PROGRESS_THREAD");
   info.progress_thread = o.progress_thread || (thread_env && std::string(thread_env) == "1");
   info.overlap = o.overlap;
+  if (o.overlap) info.overlap_compute = o.overlap_sleep ? "sleep" : "spin";
   if (o.collective == CollectiveKind::batch)
     info.packing = o.num_packs > 0        ? fmt::format("num_packs={}", o.num_packs)
                    : o.bytes_per_pack > 0 ? fmt::format("bytes_per_pack={}", o.bytes_per_pack)

@@ -201,7 +201,7 @@ std::string human_bytes(std::size_t bytes) {
 std::optional<Options> parse_options(int argc, char** argv, std::string* help_text) {
   Options o;
   std::string min_bytes = "8", max_bytes = "64M", dtype = "f32", op = "sum", collective = "all_reduce";
-  std::string memory = "host", baseline, check = "1", form = "blocking";
+  std::string memory = "host", baseline, check = "1", form = "blocking", overlap_compute = "spin";
   // Numbers are read as text and parsed below (parse_integer_flag,
   // parse_seconds_flag), so that every bad value gets the same one-line
   // message naming the flag and the value.
@@ -230,7 +230,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)")
       ("form", po::value(&form)->default_value(form), "how strata's call is made in the timed loop: blocking | nonblocking (iall_reduce etc., then Request::wait) | persistent (all_reduce_init etc. once per size, then start + wait per call; not for batch)")
       ("progress-thread", po::bool_switch(&o.progress_thread), "Config::progress_thread: started requests may run on the communicator's progress thread (strata/request.hpp)")
-      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns");
+      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns")
+      ("overlap-compute", po::value(&overlap_compute)->default_value(overlap_compute), "with --overlap: spin (a CPU-bound loop, default) | sleep (the core stays free, as for a host thread waiting on its GPU or on I/O)");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
@@ -313,6 +314,11 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
                      "--form nonblocking: ibatch_all_reduce)");
   if (o.overlap && o.form == Form::blocking)
     throw UsageError("--overlap needs a started call to overlap: add --form nonblocking or --form persistent");
+  if (overlap_compute != "spin" && overlap_compute != "sleep")
+    throw UsageError(fmt::format("--overlap-compute = '{}' is not one of: spin, sleep", overlap_compute));
+  if (!vm["overlap-compute"].defaulted() && !o.overlap)
+    throw UsageError("--overlap-compute only applies to --overlap");
+  o.overlap_sleep = overlap_compute == "sleep";
   if (o.collective == CollectiveKind::batch) {
     if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));
     if (!find_model(o.model)) throw UsageError(fmt::format("--model = '{}' is not one of: {}", o.model, model_names()));

@@ -51,6 +51,9 @@ struct Options {
   // Per size, how much of a started call a computation hides (OSU's
   // osu_iallreduce method): started forms only.
   bool overlap = false;
+  // --overlap's computation: a CPU-bound loop (spin), or a sleep that
+  // leaves the core free, as a host thread waiting on its GPU or on I/O does.
+  bool overlap_sleep = false;
   // Host memory: rank 0's single-core memcpy bandwidth; CUDA memory: rank
   // 0's pinned device->host and host->device copy bandwidth.
   bool memcpy_reference = false;

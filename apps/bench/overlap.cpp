@@ -2,6 +2,8 @@
 #include "overlap.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "timing.hpp"
 
@@ -60,14 +62,20 @@ std::uint64_t calibrate_compute(double seconds) {
   return scaled(iterations, seconds_of(iterations), seconds);
 }
 
-Overlap measure_overlap(MPI_Comm comm, int warmup, int iters, FormCall& call, const std::function<void()>& blocking) {
+Overlap measure_overlap(MPI_Comm comm, int warmup, int iters, FormCall& call, const std::function<void()>& blocking,
+                        bool sleep) {
   const Timing target = time_collective(comm, warmup, iters, blocking);
-  const std::uint64_t iterations = calibrate_compute(target.median_us * 1e-6);
+  const std::uint64_t iterations = sleep ? 0 : calibrate_compute(target.median_us * 1e-6);
+  const auto nap = std::chrono::duration<double, std::micro>(target.median_us);
+  const auto work = [&] {
+    if (sleep) std::this_thread::sleep_for(nap);
+    else compute(iterations);
+  };
   const std::vector<Timing> t = time_alternating(comm, warmup, iters,
-                                                 {blocking, [&] { compute(iterations); },
+                                                 {blocking, work,
                                                   [&] {
                                                     call.start();
-                                                    compute(iterations);
+                                                    work();
                                                     call.wait();
                                                   }});
   Overlap o{t[0], t[1], t[2], overlap_percent(t[0].median_us, t[1].median_us, t[2].median_us)};

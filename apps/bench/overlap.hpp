@@ -2,7 +2,8 @@
 // meanwhile hides, measured per size as OSU's osu_iallreduce does:
 //   t_pure    the blocking call's median time;
 //   t_compute a CPU-bound loop on registers, calibrated on each rank to take
-//             about t_pure, timed alone;
+//             about t_pure, timed alone (--overlap-compute sleep: a sleep of
+//             t_pure, which leaves the core to the progress thread);
 //   t_total   start the call, run the loop, wait;
 //   overlap % = max(0, 100 x (1 - (t_total - t_compute) / t_pure)), at most
 //             100: the share of the call that did not add to the
@@ -40,6 +41,8 @@ std::uint64_t calibrate_compute(double seconds);
 // measurement of t_pure; then t_pure, t_compute and t_total are timed
 // taking turns (time_alternating), so that a drift of the machine's speed
 // weighs on each alike. Collective over `comm`.
-Overlap measure_overlap(MPI_Comm comm, int warmup, int iters, FormCall& call, const std::function<void()>& blocking);
+// `sleep`: the computation is a sleep, not the loop.
+Overlap measure_overlap(MPI_Comm comm, int warmup, int iters, FormCall& call, const std::function<void()>& blocking,
+                        bool sleep);
 
 }  // namespace bench

@@ -62,8 +62,10 @@ void print_header(Output& out, const RunInfo& info) {
                           "(> 1: strata faster)",
                           info.baseline));
   if (info.overlap)
-    line(out, "# overlap: pure = the blocking call; compute = a loop calibrated to about pure; total = start, "
-              "compute, wait; overlap = max(0, 100 x (1 - (total - compute) / pure)), at most 100");
+    line(out, fmt::format("# overlap: pure = the blocking call; compute = {}; total = start, compute, wait; overlap = "
+                          "max(0, 100 x (1 - (total - compute) / pure)), at most 100",
+                          info.overlap_compute == "sleep" ? "a sleep of about pure (the core left free)"
+                                                          : "a loop calibrated to about pure"));
   line(out, "#");
   std::string head1 = fmt::format("# {:>10} {:>11} {:>5} {:>5} {:>4} {:>12} {:>10} {:>8} {:>8} {:>6}", "size", "count", "type",
                                   "redop", "root", "algorithm", "time", "algbw", "busbw", "#wrong");

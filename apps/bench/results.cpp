@@ -99,6 +99,7 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       {"form", info.form},
       {"progress_thread", info.progress_thread},
       {"overlap", info.overlap},
+      {"overlap_compute", info.overlap ? nlohmann::json(info.overlap_compute) : nlohmann::json(nullptr)},
       {"bus_factor", info.bus_factor_formula},
       {"baseline", info.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.baseline)},
       {"time_unit", "us, median over iterations of the max over ranks"},

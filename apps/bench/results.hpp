@@ -39,6 +39,7 @@ struct RunInfo {
   // or STRATA_PROGRESS_THREAD=1.
   bool progress_thread = false;
   bool overlap = false;  // --overlap: every row has one
+  std::string overlap_compute;  // --overlap: "spin" or "sleep"
   // --collective batch only.
   std::string model, model_source;
   std::size_t model_tensors = 0, model_parameters = 0;

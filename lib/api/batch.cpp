@@ -86,7 +86,9 @@ void Session::run_batch_started(const BatchCall& call) {
 bool Session::thread_may_run(const BatchCall& call) const {
   const bool cuda = !call.batch->empty() && call.batch->front().front().memory == Memory::cuda;
   if (cuda) return false;  // the GPU backend's setup and staging use MPI
-  return thread_may_run_host([&] {
+  std::size_t bytes = 0;
+  for (const auto& replicas : *call.batch) bytes += replicas.front().bytes();
+  return thread_may_run_host(bytes, [&] {
     for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
       if (!choose(call.collective, pack.bytes(), Memory::host, call.options->implementation, call.spec).shared_memory)
         return false;

@@ -33,8 +33,9 @@ struct RequestState {
   virtual void run() = 0;
 
   bool persistent = false;
-  // The progress thread may run it: it makes no MPI call on the way, or
-  // MPI allows calls from any thread (MPI_THREAD_MULTIPLE).
+  // The progress thread takes it: it makes no MPI call on the way (or MPI
+  // allows calls from any thread: MPI_THREAD_MULTIPLE), and it is large
+  // enough to be worth handing over (Session::thread_may_run).
   bool thread_may_run = false;
 
   // Guarded by the queue's mutex.
@@ -116,7 +117,8 @@ class RequestQueue {
   void thread_loop();
 
   std::mutex mutex_;                  // the queue, the states' phases, stopping_
-  std::condition_variable changed_;   // a request queued or completed, or stopping
+  std::condition_variable work_;      // for the progress thread: a request it takes was queued, or stopping
+  std::condition_variable done_;      // for waiting callers: a request completed
   std::deque<std::shared_ptr<RequestState>> queue_;
   std::mutex running_;                // held while a request (or a blocking call) runs
   std::thread thread_;

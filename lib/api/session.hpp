@@ -82,9 +82,10 @@ class Session {
   // The communicator's started requests (non-blocking and persistent calls).
   RequestQueue& requests() { return requests_; }
 
-  // Whether running `call` makes no MPI call (host memory on one node over
-  // shared memory, or a communicator of one rank), or MPI allows calls from
-  // any thread: then the progress thread may run it.
+  // Whether the progress thread takes `call`: host memory, at least 64 KiB
+  // (smaller ones cost more to hand over than to run), and running it makes
+  // no MPI call (one node over shared memory, or a communicator of one
+  // rank) or MPI allows calls from any thread.
   bool thread_may_run(const Call& call) const;
   bool thread_may_run(const BatchCall& call) const;
 
@@ -181,9 +182,10 @@ class Session {
   // Whether this thread may call MPI (the progress thread only under
   // MPI_THREAD_MULTIPLE): the roll call's answers and questions need it.
   bool mpi_here() const { return mpi_any_thread_ || !RequestQueue::on_progress_thread(); }
-  // thread_may_run for host memory, given whether every plan the call
-  // makes runs over the node's shared memory.
-  bool thread_may_run_host(const std::function<bool()>& every_plan_shared_memory) const;
+  // thread_may_run for host memory: `bytes` large enough to be worth
+  // handing over, and every plan the call makes over the node's shared
+  // memory (or MPI callable from any thread).
+  bool thread_may_run_host(std::size_t bytes, const std::function<bool()>& every_plan_shared_memory) const;
   // The roll call this thread may use while waiting (null where it may not call MPI).
   exec::RollCall* answering() const { return mpi_here() ? roll_call_.get() : nullptr; }
   // `check`: run the call check first (false for a batch's packs: the batch

@@ -100,7 +100,9 @@ def check_form(doc, args, env, table):
     form = flag_value(args, "--form", "blocking")
     progress_thread = "--progress-thread" in args or env.get("STRATA_PROGRESS_THREAD") == "1"
     overlap = "--overlap" in args
-    for key, want in (("form", form), ("progress_thread", progress_thread), ("overlap", overlap)):
+    overlap_compute = flag_value(args, "--overlap-compute", "spin") if overlap else None
+    for key, want in (("form", form), ("progress_thread", progress_thread), ("overlap", overlap),
+                      ("overlap_compute", overlap_compute)):
         if doc.get(key) != want:
             fail(f"the JSON's {key!r} is {doc.get(key)!r}, the command line asked for {want!r}")
     header = f"# form {form}: "

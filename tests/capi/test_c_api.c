@@ -817,9 +817,9 @@ static void test_request_after_comm_free(void) {
  * while this rank never calls test or wait (its output is polled, bounded
  * at 30 s); then wait gives OK. */
 static void test_progress_thread(strata_comm* comm) {
-  enum { P = 4096 };
-  float in[P];
-  volatile float out[P];
+  enum { P = 32768 }; /* 128 KiB: the thread takes requests from 64 KiB */
+  static float in[P];
+  static volatile float out[P];
   strata_request* req = NULL;
   size_t i;
   int r, done = 0;

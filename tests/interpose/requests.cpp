@@ -676,7 +676,7 @@ void errors() {
 // first MPI_Test would run it on rank 0's thread and wait there until rank
 // 1 woke up (MPI_Test returns only when done, docs/INTERPOSER.md).
 void progress_without_calls() {
-  const int n = 4096, tag = 1400;
+  const int n = 32768, tag = 1400;  // 128 KiB: strata's thread takes requests from 64 KiB
   std::vector<float> in(n), out(n);
   for (int i = 0; i < n; ++i) in[i] = value(rank, i, tag);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -246,7 +246,7 @@ TEST_CASE("where a request runs: the progress thread takes one-node shared-memor
   const char* rpn = std::getenv("STRATA_RANKS_PER_NODE");
   const bool one_node = rpn == nullptr || std::atoi(rpn) >= n;
   Communicator comm(MPI_COMM_WORLD, Config{.progress_thread = true});
-  SumCase c(4096, 8);
+  SumCase c(32768, 8);  // 128 KiB: the thread takes requests from 64 KiB
   c.out.copy_from(c.input);
   std::vector<Tensor> tensors = {c.result()};
   std::atomic<int> packs{0};

@@ -327,7 +327,7 @@ def test_the_progress_thread_runs_a_request_nobody_waits_for():
     # host request (on one node it runs the shared-memory ones in any case).
     assert MPI.Query_thread() == MPI.THREAD_MULTIPLE
     with strata.Communicator(WORLD, progress_thread=True) as c:
-        n = 4096
+        n = 32768  # 128 KiB: the thread takes requests from 64 KiB
         x = rank_input(RANK, n, "float32", "sum")
         out = np.full(n, -1, np.float32)
         want = reference(all_inputs(n, "float32", "sum"), "float32", "sum")
