@@ -55,13 +55,19 @@ std::exception_ptr RequestQueue::retire(RequestState& state) {
 bool RequestQueue::run_head(bool as_thread, std::unique_lock<std::mutex>& running) {
   (void)running;  // held by the caller: one run at a time, in queue order
   std::shared_ptr<RequestState> head;
+  bool thread_takes_next = false;
   {
     auto lock = guarded(mutex_);
     if (queue_.empty() || (as_thread && !queue_.front()->thread_may_run)) return false;
     head = std::move(queue_.front());
     queue_.pop_front();
     head->phase = RequestState::Phase::running;
+    thread_takes_next = !as_thread && !queue_.empty() && queue_.front()->thread_may_run;
   }
+  // The progress thread sleeps while the head is one it does not take; a
+  // caller that runs that head must wake it for the next one, or a test()
+  // loop leaving the next to the thread would wait for ever.
+  if (threaded_ && thread_takes_next) work_.notify_one();
   std::exception_ptr error;
   try {
     head->run();
