@@ -25,14 +25,10 @@ int run_staged(const char* call, MPI_Comm comm, int staged_rc, const Staged& s, 
 int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Allreduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-  }
-  log_to_strata(kCall, *entry, d, Collective::all_reduce, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::all_reduce},
+                           [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->all_reduce(s.in, s.out, d.op, call_options()); });
@@ -41,14 +37,10 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Reduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-  }
-  log_to_strata(kCall, *entry, d, Collective::reduce, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce},
+                           [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, root, *entry, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->reduce(s.in, s.out, d.op, root, call_options()); });
@@ -57,14 +49,10 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
 int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Bcast";
   Decision d = decide_broadcast(buffer, count, type, root, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, nullptr);
-    return PMPI_Bcast(buffer, count, type, root, comm);
-  }
-  log_to_strata(kCall, *entry, d, Collective::broadcast, type, nullptr);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, nullptr, Collective::broadcast},
+                           [&] { return PMPI_Bcast(buffer, count, type, root, comm); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_broadcast(buffer, count, type, d, root, comm, *entry, /*started=*/false, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->broadcast(s.out, root, call_options()); });
@@ -73,14 +61,10 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Reduce_scatter_block";
   Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm);
-  }
-  log_to_strata(kCall, *entry, d, Collective::reduce_scatter, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce_scatter},
+                           [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, *entry, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->reduce_scatter(s.in, s.out, d.op, call_options()); });
@@ -91,14 +75,13 @@ int all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   constexpr const char* kCall = "MPI_Allgather";
   Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, recvtype, nullptr, shown_sendtype);
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
-  log_to_strata(kCall, *entry, d, Collective::all_gather, recvtype, nullptr, shown_sendtype);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+                           [&] {
+                             return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+                           },
+                           answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, *entry,
                                   /*started=*/false, s);

@@ -10,6 +10,7 @@
 
 #include "comm_cache.hpp"
 #include "decide.hpp"
+#include "errors.hpp"
 #include "guard.hpp"
 #include "strata/options.hpp"
 
@@ -33,6 +34,35 @@ void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype
 // reduce_scatter's input, all_gather's output). Never throws.
 void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective, MPI_Datatype type,
                    const MPI_Op* op, MPI_Datatype sendtype = MPI_DATATYPE_NULL) noexcept;
+
+// The call in MPI's terms, for the INFO line (log_to_mpi, log_to_strata).
+struct CallTerms {
+  MPI_Datatype type;
+  const MPI_Op* op;  // null for calls without one
+  Collective collective;
+  MPI_Datatype sendtype = MPI_DATATYPE_NULL;
+};
+
+// Every routed call's start, after its decision: the strata communicator to
+// run on, with the INFO line said; or null, with `answer` holding MPI's
+// answer (`to_mpi()`, the call made by MPI, its line said) or the error
+// creating the communicator's strata side raised (reported).
+template <typename ToMpi>
+CommEntry* route(const char* call, MPI_Comm comm, Decision& d, const CallTerms& terms, ToMpi&& to_mpi, int& answer) {
+  std::exception_ptr error;
+  CommEntry* entry = strata_entry(comm, d, error);
+  if (error) {
+    answer = report_error(call, comm, error);
+    return nullptr;
+  }
+  if (!entry) {
+    log_to_mpi(call, comm, d, terms.type, terms.op, terms.sendtype);
+    answer = to_mpi();
+    return nullptr;
+  }
+  log_to_strata(call, *entry, d, terms.collective, terms.type, terms.op, terms.sendtype);
+  return entry;
+}
 
 // The options of every routed call (STRATA_INTERPOSE_TIMEOUT).
 CommunicationOptions call_options();

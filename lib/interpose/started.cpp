@@ -45,14 +45,10 @@ int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type
                 MPI_Request* request) {
   constexpr const char* kCall = "MPI_Iallreduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
-  }
-  log_to_strata(kCall, *entry, d, Collective::all_reduce, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::all_reduce},
+                           [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
   return start_request(
@@ -64,14 +60,13 @@ int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MP
             MPI_Request* request) {
   constexpr const char* kCall = "MPI_Ireduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
-  }
-  log_to_strata(kCall, *entry, d, Collective::reduce, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce},
+                           [&] {
+                             return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
+                           },
+                           answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, root, *entry, s);
   return start_request(
@@ -82,14 +77,10 @@ int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MP
 int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
   constexpr const char* kCall = "MPI_Ibcast";
   Decision d = decide_broadcast(buffer, count, type, root, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, nullptr);
-    return PMPI_Ibcast(buffer, count, type, root, comm, request);
-  }
-  log_to_strata(kCall, *entry, d, Collective::broadcast, type, nullptr);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, nullptr, Collective::broadcast},
+                           [&] { return PMPI_Ibcast(buffer, count, type, root, comm, request); }, answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_broadcast(buffer, count, type, d, root, comm, *entry, /*started=*/true, s);
   return start_request(
@@ -101,14 +92,13 @@ int ireduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Dat
                           MPI_Request* request) {
   constexpr const char* kCall = "MPI_Ireduce_scatter_block";
   Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, type, &op);
-    return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request);
-  }
-  log_to_strata(kCall, *entry, d, Collective::reduce_scatter, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce_scatter},
+                           [&] {
+                             return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request);
+                           },
+                           answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, *entry, s);
   return start_request(
@@ -121,14 +111,14 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
   constexpr const char* kCall = "MPI_Iallgather";
   Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(kCall, comm, error);
-  if (!entry) {
-    log_to_mpi(kCall, comm, d, recvtype, nullptr, shown_sendtype);
-    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-  }
-  log_to_strata(kCall, *entry, d, Collective::all_gather, recvtype, nullptr, shown_sendtype);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(kCall, comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+                           [&] {
+                             return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                                    request);
+                           },
+                           answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, *entry,
                                   /*started=*/true, s);
@@ -140,14 +130,13 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int all_reduce_init(const char* call, AllReduceInit fall_through, const void* sendbuf, void* recvbuf, int count,
                     MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  std::exception_ptr error;
-  CommEntry* entry = strata_entry(comm, d, error);
-  if (error) return report_error(call, comm, error);
-  if (!entry) {
-    log_to_mpi(call, comm, d, type, &op);
-    return fall_through(sendbuf, recvbuf, count, type, op, comm, info, request);
-  }
-  log_to_strata(call, *entry, d, Collective::all_reduce, type, &op);
+  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
+  CommEntry* entry = route(call, comm, d, {type, &op, Collective::all_reduce},
+                           [&] {
+                             return fall_through(sendbuf, recvbuf, count, type, op, comm, info, request);
+                           },
+                           answer);
+  if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
   return start_request(
