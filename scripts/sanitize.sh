@@ -7,7 +7,9 @@
 #                        instead of the selection below]
 # Environment: STRATA_SANITIZE_BUILD_DIR (default: build-sanitize).
 #
-# What runs: every test of the unit suite, and every MPI test at one rank
+# What runs: every test of the unit and build suites (this build is
+# host-only, so the build suite's host-only check runs here and nowhere
+# else in CI: tests/host_only), and every MPI test at one rank
 # count: 3 ranks where the test has them (odd and not a power of two:
 # recursive halving's extra ranks, uneven slices, a root that is neither
 # first nor last), else its smallest. Tests with their own environment
@@ -16,7 +18,7 @@
 # in the main pass only), the other suites (cluster, topo, packing, capi,
 # bench, install, interpose, python, slurm, bundle) and the GPU backend
 # (-Dcuda=disabled). The list comes from `meson introspect`, so tests added
-# to the unit or mpi suite are picked up without touching this script.
+# to the unit, build or mpi suite are picked up without touching this script.
 #
 # The build: -O1 -g1 (line tables) rather than debugoptimized's -O2 -g: less
 # than half the compile time, and file:line still in every report; asserts
@@ -65,7 +67,7 @@ targets = {t["id"]: t for t in introspect("--targets")}
 chosen, variants = [], {}
 for test in introspect("--tests"):
     suites = {s.split(":")[-1] for s in test["suite"]}
-    if "unit" in suites:
+    if "unit" in suites or "build" in suites:
         chosen.append(test)
     elif "mpi" in suites:
         m = re.fullmatch(r"(.*)-np(\d+)(.*)", test["name"])
