@@ -2,26 +2,32 @@
 // against a host reference, identical bits on every rank, in and out of
 // place; min/max with NaN inputs (one semantics on every path: NaN wins);
 // a message of several host-staging chunks; reduce and broadcast;
-// reduce_scatter and all_gather; the non-blocking and persistent forms. Each spec is a Communicator's all_reduce_spec, so
-// the call takes the real path: plan (plan::choose, the control plane's
-// verdicts), execute (the registry's GPU levels, the one hierarchical
-// driver), finish.
+// reduce_scatter and all_gather; the non-blocking and persistent forms.
+// Each spec is a Communicator's all_reduce_spec, so the call takes the real
+// path: plan (plan::choose, the control plane's verdicts), execute (the
+// registry's GPU levels, the one hierarchical driver), finish.
 //
 // Run under mpirun with STRATA_RANKS_PER_NODE (virtual nodes), so
-// hierarchical paths run even with one GPU. `--core` keeps every spec, op,
-// NaN case and rooted case but runs four dtypes (one per width), the two
-// smaller sizes, and the several-chunk case for the staged specs only: the
-// layouts of CI that are not the full matrix's (tests/gpu/meson.build). A spec whose NCCL levels the
-// control plane refuses here (two ranks of one NCCL communicator on one
-// GPU) must raise Unavailable on every rank with the same text before any
-// work: the test checks that, reports the case as skipped with the reason,
-// and goes on. "auto" must never be refused. Exits 77 without a CUDA device.
+// hierarchical paths run even with one GPU. The full matrix (every dtype
+// and size) runs each all-reduce case in one placement, alternating over
+// the sizes so that every dtype x op runs in and out of place, and the
+// several-chunk case for the specs that stage through host memory.
+// `--core`, for the layouts of CI that are not the full matrix's
+// (tests/gpu/meson.build), keeps every spec, op, NaN case and rooted case
+// but runs four dtypes (one per width), the two smaller sizes in both
+// placements, and the several-chunk case for the xring specs only. A spec
+// whose NCCL levels the control plane refuses here (two ranks of one NCCL
+// communicator on one GPU) must raise Unavailable on every rank with the
+// same text before any work: the test checks that, reports the case as
+// skipped with the reason, and goes on. "auto" must never be refused.
+// Exits 77 without a CUDA device.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -147,10 +153,12 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
   const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
   // Counts: fewer elements than ranks (no block per owner, a tail only),
   // divisible by 2 and 3 (NCCL's blocks only), odd (blocks and a tail).
-  for (const std::size_t count : {std::size_t(3), std::size_t(6), std::size_t(4099), std::size_t(300001)})
+  const std::size_t counts[] = {3, 6, 4099, 300001};
+  for (std::size_t size_index = 0; size_index < std::size(counts); ++size_index)
     for (DataType dtype : dtypes)
       for (ReduceOp op : ops)
         for (const bool nan : {false, true}) {
+          const std::size_t count = counts[size_index];
           if (core && (count > 10000 || count == 3)) continue;
           if (nan && !(floating(dtype) && (op == ReduceOp::min || op == ReduceOp::max))) continue;
           // The large size (vector bodies, chunked staging) for one dtype of each width class.
@@ -166,6 +174,9 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
           const auto input = make_input(dtype, count, rank, nan);
           Device din(bytes), dout(bytes);
           for (const bool in_place : {false, true}) {
+            // The full matrix takes one placement per case, alternating
+            // over the sizes, so each dtype x op runs both; the core both.
+            if (!core && in_place != ((size_index + std::size_t(op)) % 2 == 1)) continue;
             // Pageable cudaMemcpy on the legacy default stream: strata orders
             // its work after that stream by default (CommunicationOptions::stream).
             cudaMemcpy(din.p, input.data(), bytes, cudaMemcpyHostToDevice);
