@@ -35,34 +35,22 @@
 # stacks through Open MPI's frame-pointer-less code (the suppressions match
 # any frame). Tests get 3x their meson timeout: the sanitizers slow them
 # about that much.
-#
-# STRATA_SANITIZE_PHASE: all (the default) builds, then runs the tests;
-# build stops once built (scripts/test.sh runs that at idle priority while
-# the main pass's tests run, on cores they leave idle); test runs the tests
-# of a build made so.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 build=${STRATA_SANITIZE_BUILD_DIR:-$STRATA_ROOT/build-sanitize}
-phase=${STRATA_SANITIZE_PHASE:-all}
-case $phase in
-  all | build | test) ;;
-  *) echo "strata: STRATA_SANITIZE_PHASE=$phase: expected all, build or test" >&2; exit 2 ;;
-esac
 start=$(date +%s)
-if [ "$phase" != test ]; then
-  # Logs left from an earlier run must not be counted if this one fails to build.
-  rm -f "$build/meson-logs/testlog.json"
+# Logs left from an earlier run must not be counted if this one fails to build.
+rm -f "$build/meson-logs/testlog.json"
 
-  options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain -Dcpp_args='-O1 -g1 -D_GLIBCXX_ASSERTIONS'
-    -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false)
-  # A directory configured by an earlier version of this script takes today's
-  # options (meson only rebuilds what they change).
-  [ -f "$build/build.ninja" ] && meson configure "$build" "${options[@]}" >/dev/null
-  # Configure only: build.ninja is a target of every configured directory, so
-  # ninja has nothing else to do; the tests' own targets are built below.
-  STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
-fi
+options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain -Dcpp_args='-O1 -g1 -D_GLIBCXX_ASSERTIONS'
+  -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false)
+# A directory configured by an earlier version of this script takes today's
+# options (meson only rebuilds what they change).
+[ -f "$build/build.ninja" ] && meson configure "$build" "${options[@]}" >/dev/null
+# Configure only: build.ninja is a target of every configured directory, so
+# ninja has nothing else to do; the tests' own targets are built below.
+STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
 
 # Every selected test runs with leak detection on: buffers abandoned after a
 # timeout are kept reachable by util::keep_forever, so they are not leaks.
@@ -97,14 +85,11 @@ PY
 names=$(sed -n 1p <<<"$selection")
 [ $# -gt 0 ] && names=""  # the caller's choice instead
 targets=$(sed -n 2p <<<"$selection")
-if [ "$phase" != test ]; then
-  # shellcheck disable=SC2086 # space-separated target list
-  ninja -C "$build" $targets >/dev/null || ninja -C "$build" $targets
-  gcc -shared -fPIC -O2 -o "$build/keep_modules.so" "$STRATA_ROOT/scripts/sanitize/keep_modules.c"
-  echo "strata: sanitizer build took $(( $(date +%s) - start )) s" >&2
-  [ "$phase" = build ] && exit 0
-fi
+# shellcheck disable=SC2086 # space-separated target list
+ninja -C "$build" $targets >/dev/null || ninja -C "$build" $targets
+gcc -shared -fPIC -O2 -o "$build/keep_modules.so" "$STRATA_ROOT/scripts/sanitize/keep_modules.c"
 built=$(date +%s)
+echo "strata: sanitizer build took $(( built - start )) s" >&2
 
 # meson writes meson-logs/testlog.json, which scripts/test.sh counts.
 # verify_asan_link_order=0: keep_modules.so is preloaded ahead of libasan.
