@@ -12,9 +12,10 @@
 #              count per test (scripts/sanitize.sh says what and why): about
 #              8.5 minutes on a 2-core machine from a clean build (283 s
 #              build, about 230 s tests). Its build does not run beside the
-#              main pass's tests, even at idle priority: their waiting ranks
-#              yield the core, and a yield hands it to the compiler for a
-#              whole time slice (test_all_reduce-np3 took 7 s instead of 3).
+#              main pass's tests, even at idle priority (chrt --idle): tried,
+#              they ran 2-4x slower (test_all_reduce-np2 11.8 s instead of
+#              about 3). Why is not established: strata-bench's 2-rank
+#              all-reduce beside two idle-priority busy loops ran as alone.
 # STRATA_SANITIZE picks the passes: auto (default) runs both for a full run,
 # as .ci/run's, and the main pass alone when arguments pick tests; 1 always
 # runs both, 0 the main pass alone, only the sanitizer pass alone.
