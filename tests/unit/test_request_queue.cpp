@@ -71,7 +71,11 @@ TEST_CASE("a request the thread takes, queued behind one it does not, completes 
   auto large = make(queue, journal, 2, /*thread_may_run=*/true);
   queue.start(small);
   queue.start(large);
-  // Lets the thread wake for `large`, find `small` at the head, and sleep again.
+  // The stimulus, not a wait for an outcome: the pause lets the thread wake
+  // for `large`, find `small` at the head and sleep again, the state the
+  // lost wake-up needs (without it the thread may still be waking when the
+  // caller runs `small`, and the bug hides). What the test waits for, the
+  // request's completion, is polled with a bound (kPatience).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(poll_until_complete(queue, *large));
   CHECK(queue.phase(*small) == RequestState::Phase::complete);
