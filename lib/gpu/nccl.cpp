@@ -186,7 +186,7 @@ class NcclLevel final : public GroupLevel {
   NcclComm comm_;
 };
 
-std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
+std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group) {
   return std::make_unique<NcclLevel>(backend, group);
 }
 
@@ -196,6 +196,6 @@ std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
 // types through strata's kernel instead: NCCL's drop NaN, docs/GPU.md). Its
 // flat all-reduce can make every replica of a batch an NCCL rank.
 extern const Algorithm nccl = {
-    {.name = "nccl", .memory = Memory::cuda, .nccl = true, .replica_ranks = true}, &make_level};
+    {.name = "nccl", .memory = Memory::cuda, .nccl = true, .replica_ranks = true}, &make_nccl_level};
 
 }  // namespace strata::gpu

@@ -91,7 +91,7 @@ class PsgpuLevel final : public GroupLevel {
   }
 };
 
-std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
+std::unique_ptr<plan::Level> make_psgpu_level(Backend& backend, plan::Group group) {
   return std::make_unique<PsgpuLevel>(backend, group);
 }
 
@@ -99,6 +99,6 @@ std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
 
 // Slice owners reduce on their GPUs; bytes move over MPI through pinned
 // host memory (works with ranks sharing a GPU).
-extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false, .shards = true}, &make_level};
+extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false, .shards = true}, &make_psgpu_level};
 
 }  // namespace strata::gpu

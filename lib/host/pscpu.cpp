@@ -54,13 +54,6 @@ constexpr std::size_t kResultSlot = 1;
 
 int owner_count(const Job& job, int size) { return job.shards <= 1 ? size : std::min(job.shards, size); }
 
-std::byte* at(void* base, std::size_t elements, std::size_t element_bytes) {
-  return static_cast<std::byte*>(base) + elements * element_bytes;
-}
-const std::byte* at(const void* base, std::size_t elements, std::size_t element_bytes) {
-  return static_cast<const std::byte*>(base) + elements * element_bytes;
-}
-
 // Post this rank's contributions: slice p of `job.in` to each owner p other
 // than itself, starting after itself so that owners are not all hit in the
 // same order.
@@ -70,7 +63,7 @@ void send_contributions(Transport& t, const Job& job, int owners, Requests& send
     const int p = (t.rank() + k) % owners;
     const Slice slice = util::even_slice(job.count, owners, p);
     if (p != t.rank() && slice.count)
-      t.isend(sends, at(job.in, slice.offset, eb), slice.count * eb, p, kContributionTag);
+      t.isend(sends, util::element_at(job.in, slice.offset, eb), slice.count * eb, p, kContributionTag);
   }
 }
 
@@ -93,7 +86,7 @@ class OwnedSlice {
   void reduce_into_result(void* result) {
     if (!bytes_) return;
     const std::size_t eb = job_.element_bytes();
-    const void* own = at(job_.in, slice_.offset, eb);
+    const void* own = util::element_at(job_.in, slice_.offset, eb);
     // In place, `result` is our own input: keep a copy unless ours is the
     // first operand (then the running result overwrites it only after use).
     if (own == result && t_.rank() != 0) {
@@ -129,7 +122,7 @@ void receive_results(Transport& t, const Job& job, int owners, int skip, void* o
   const std::size_t eb = job.element_bytes();
   for (int p = 0; p < owners; ++p) {
     const Slice slice = util::even_slice(job.count, owners, p);
-    if (p != skip && slice.count) t.irecv(into, at(out, slice.offset, eb), slice.count * eb, p, kResultTag);
+    if (p != skip && slice.count) t.irecv(into, util::element_at(out, slice.offset, eb), slice.count * eb, p, kResultTag);
   }
 }
 
@@ -156,7 +149,7 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
   send_contributions(t, job, owners, contributions_out);
 
   if (owner && mine.count) {
-    void* result = at(job.out, mine.offset, eb);
+    void* result = util::element_at(job.out, mine.offset, eb);
     owned.reduce_into_result(result);
     for (int k = 1; k < n; ++k) t.isend(results_out, result, mine.count * eb, (rank + k) % n, kResultTag);
   }
@@ -186,7 +179,7 @@ void pscpu_reduce(Transport& t, const Job& job) {
   send_contributions(t, job, owners, contributions_out);
 
   if (owner && mine.count) {
-    void* result = root ? static_cast<void*>(at(job.out, mine.offset, eb)) : t.scratch(kResultSlot, mine.count * eb);
+    void* result = root ? static_cast<void*>(util::element_at(job.out, mine.offset, eb)) : t.scratch(kResultSlot, mine.count * eb);
     owned.reduce_into_result(result);
     if (!root) t.isend(result_out, result, mine.count * eb, job.root, kResultTag);
   }
@@ -214,12 +207,12 @@ void pscpu_broadcast(Transport& t, const Job& job) {
     for (int p = 0; p < owners; ++p) {
       const Slice slice = util::even_slice(job.count, owners, p);
       if (p != rank && slice.count)
-        t.isend(requests, at(buffer, slice.offset, eb), slice.count * eb, p, kContributionTag);
+        t.isend(requests, util::element_at(buffer, slice.offset, eb), slice.count * eb, p, kContributionTag);
     }
     const Slice mine = rank < owners ? util::even_slice(job.count, owners, rank) : Slice{};
     if (mine.count)
       for (int k = 1; k < n; ++k)
-        t.isend(requests, at(buffer, mine.offset, eb), mine.count * eb, (rank + k) % n, kResultTag);
+        t.isend(requests, util::element_at(buffer, mine.offset, eb), mine.count * eb, (rank + k) % n, kResultTag);
     t.wait(requests);
     return;
   }
@@ -231,11 +224,11 @@ void pscpu_broadcast(Transport& t, const Job& job) {
     const Slice mine = util::even_slice(job.count, owners, rank);
     if (mine.count) {
       Requests scatter;
-      t.irecv(scatter, at(buffer, mine.offset, eb), mine.count * eb, job.root, kContributionTag);
+      t.irecv(scatter, util::element_at(buffer, mine.offset, eb), mine.count * eb, job.root, kContributionTag);
       t.wait(scatter);
       for (int k = 1; k < n; ++k) {
         const int to = (rank + k) % n;
-        if (to != job.root) t.isend(requests, at(buffer, mine.offset, eb), mine.count * eb, to, kResultTag);
+        if (to != job.root) t.isend(requests, util::element_at(buffer, mine.offset, eb), mine.count * eb, to, kResultTag);
       }
     }
   }

@@ -79,13 +79,6 @@ Slice final_slice(const Layout& layout, int vrank, Slice range) {
   return range;
 }
 
-std::byte* at(void* base, std::size_t elements, std::size_t element_bytes) {
-  return static_cast<std::byte*>(base) + elements * element_bytes;
-}
-const std::byte* at(const void* base, std::size_t elements, std::size_t element_bytes) {
-  return static_cast<const std::byte*>(base) + elements * element_bytes;
-}
-
 // One slice of the data: `in` and `work` point at its first element, `count`
 // is its length, `tag` keeps its messages apart from other slices'.
 struct Part {
@@ -122,13 +115,13 @@ std::vector<Step> reduce_scatter(Transport& t, const Job& job, const Layout& lay
   for (const Step& step : steps) {
     Requests requests;
     if (step.keep.count) t.irecv(requests, incoming, step.keep.count * eb, step.partner, part.tag);
-    if (step.give.count) t.isend(requests, at(acc, step.give.offset, eb), step.give.count * eb, step.partner, part.tag);
+    if (step.give.count) t.isend(requests, util::element_at(acc, step.give.offset, eb), step.give.count * eb, step.partner, part.tag);
     t.wait(requests);
     if (step.keep.count) {
-      const void* mine = at(acc, step.keep.offset, eb);
+      const void* mine = util::element_at(acc, step.keep.offset, eb);
       const void* lower = step.partner < rank ? incoming : mine;
       const void* higher = step.partner < rank ? mine : incoming;
-      reduce_into(at(part.work, step.keep.offset, eb), lower, higher, step.keep.count, job.dtype, job.op);
+      reduce_into(util::element_at(part.work, step.keep.offset, eb), lower, higher, step.keep.count, job.dtype, job.op);
     }
     acc = part.work;
   }
@@ -145,9 +138,9 @@ void all_reduce_part(Transport& t, const Job& job, const Layout& layout, const P
   for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
     Requests requests;
     if (step->give.count)
-      t.irecv(requests, at(part.work, step->give.offset, eb), step->give.count * eb, step->partner, part.tag);
+      t.irecv(requests, util::element_at(part.work, step->give.offset, eb), step->give.count * eb, step->partner, part.tag);
     if (step->keep.count)
-      t.isend(requests, at(part.work, step->keep.offset, eb), step->keep.count * eb, step->partner, part.tag);
+      t.isend(requests, util::element_at(part.work, step->keep.offset, eb), step->keep.count * eb, step->partner, part.tag);
     t.wait(requests);
   }
 
@@ -172,11 +165,11 @@ void reduce_part(Transport& t, const Job& job, const Layout& layout, const Part&
       const int from = layout.real(v);
       const Slice slice = final_slice(layout, v, {0, part.count});
       if (from != rank && slice.count)
-        t.irecv(requests, at(part.work, slice.offset, eb), slice.count * eb, from, part.tag);
+        t.irecv(requests, util::element_at(part.work, slice.offset, eb), slice.count * eb, from, part.tag);
     }
   } else if (!layout.folded(rank)) {
     const Slice slice = final_slice(layout, layout.vrank(rank), {0, part.count});
-    if (slice.count) t.isend(requests, at(part.work, slice.offset, eb), slice.count * eb, job.root, part.tag);
+    if (slice.count) t.isend(requests, util::element_at(part.work, slice.offset, eb), slice.count * eb, job.root, part.tag);
   }
   t.wait(requests);
 }
@@ -189,7 +182,7 @@ void for_each_shard(const Job& job, void* work, Fn fn) {
   for (std::size_t s = 0; s < shards; ++s) {
     const Slice slice = util::even_slice(job.count, shards, s);
     if (slice.count == 0) continue;
-    fn(Part{at(job.in, slice.offset, eb), at(work, slice.offset, eb), slice.count, static_cast<int>(s)});
+    fn(Part{util::element_at(job.in, slice.offset, eb), util::element_at(work, slice.offset, eb), slice.count, static_cast<int>(s)});
   }
 }
 

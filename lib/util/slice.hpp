@@ -38,4 +38,13 @@ constexpr Slice sub_slice(Slice outer, std::size_t parts, std::size_t index) {
   return {outer.offset + inner.offset, inner.count};
 }
 
+// The address of element `elements` of a buffer of `element_bytes`-byte
+// elements (the byte arithmetic every algorithm that moves slices needs).
+inline std::byte* element_at(void* base, std::size_t elements, std::size_t element_bytes) {
+  return static_cast<std::byte*>(base) + elements * element_bytes;
+}
+inline const std::byte* element_at(const void* base, std::size_t elements, std::size_t element_bytes) {
+  return static_cast<const std::byte*>(base) + elements * element_bytes;
+}
+
 }  // namespace strata::util
