@@ -18,9 +18,11 @@ pkg-config --exists mpich || { echo "mpich test: no mpich.pc (libmpich-dev), ski
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The library only: apps, tests, Python and the GPU backend have nothing to
-# say about which MPI the library builds against.
+# say about which MPI the library builds against. A unity build (a few
+# sources per compiler run) halves the compile (37 s against 77 s here);
+# the main build compiles every file alone.
 meson setup "$work/build" "$source_root" -Dmpi_pkgconfig=mpich -Dcuda=disabled -Dapps=false -Dtests=false \
-  -Dpython=disabled -Dbuildtype=plain --prefix=/usr/local >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
+  -Dpython=disabled -Dbuildtype=plain -Dunity=on --prefix=/usr/local >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
 grep -q "MPICH (strata.pc requires mpich)" "$work/setup.log" ||
   { echo "mpich test: the build did not pick MPICH:"; grep -i mpi "$work/setup.log"; exit 1; }
 ninja -C "$work/build" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }

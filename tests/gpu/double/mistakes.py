@@ -7,7 +7,8 @@ must fail with a message that points at the mistake.
 
 For each mistake the one source file it changes is compiled again with the
 build's own compile command (compile_commands.json), the change applied to
-a copy; the library holding that file is linked again with the build's own
+a copy (in a unity build, the chunk that includes the file, including the
+copy instead); the library holding that file is linked again with the build's own
 link command (`ninja -t commands`) into a scratch folder next to links to
 the build's other strata libraries; then the mistake's meson test runs as
 meson would run it (`meson introspect --tests`: command, environment),
@@ -54,10 +55,23 @@ class Build:
                     self.libraries.append((rel, soname(filename)))
 
     def compile_command(self, source_file):
+        """(compile entry, the source file that entry compiles, what that
+        file says where it names `source_file`). In a unity build
+        (-Dunity=on) the file is compiled as part of a generated chunk that
+        #includes it: the chunk's entry, the chunk, and that include line."""
         wanted = os.path.realpath(os.path.join(self.source, source_file))
         for c in self.compiles:
-            if os.path.realpath(os.path.join(c["directory"], c["file"])) == wanted:
-                return c
+            compiled = os.path.realpath(os.path.join(c["directory"], c["file"]))
+            if compiled == wanted:
+                return c, compiled, None
+        for c in self.compiles:
+            compiled = os.path.realpath(os.path.join(c["directory"], c["file"]))
+            if "-unity" not in os.path.basename(compiled) or not os.path.exists(compiled):
+                continue
+            for line in open(compiled):
+                m = re.fullmatch(r"#include\s*<(.*)>\s*", line)
+                if m and os.path.realpath(m.group(1)) == wanted:
+                    return c, compiled, line
         raise SystemExit(f"mistakes: {source_file} is compiled by no target of {self.build}")
 
     def link_command(self, library, obj):
@@ -88,11 +102,20 @@ def catch(build, mistake, scratch_root, show_output=False):
     mutated = os.path.join(scratch, os.path.basename(mistake.file))
     with open(mutated, "w") as f:
         f.write(text.replace(mistake.find, mistake.replace))
-    entry = build.compile_command(mistake.file)
+    entry, compiled, include_line = build.compile_command(mistake.file)
+    if include_line is not None:
+        # Unity build: compile the chunk again, including the changed copy
+        # in the original's place.
+        chunk = os.path.join(scratch, os.path.basename(compiled))
+        with open(compiled) as original, open(chunk, "w") as f:
+            f.write(original.read().replace(include_line, f"#include <{mutated}>\n"))
+        replacement = chunk
+    else:
+        replacement = mutated
     obj = entry["output"]
     new_obj = os.path.join(scratch, os.path.basename(obj))
     args = shlex.split(entry["command"])
-    args = [mutated if os.path.realpath(os.path.join(entry["directory"], a)) == os.path.realpath(path) else
+    args = [replacement if os.path.realpath(os.path.join(entry["directory"], a)) == compiled else
             new_obj if a == obj else a for a in args]
     # The copy sits elsewhere: the file's own folder stays on the include path.
     args.insert(1, "-I" + os.path.dirname(path))
