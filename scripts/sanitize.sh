@@ -93,9 +93,9 @@ echo "strata: sanitizer build took $(( built - start )) s" >&2
 
 # meson writes meson-logs/testlog.json, which scripts/test.sh counts.
 # verify_asan_link_order=0: keep_modules.so is preloaded ahead of libasan.
-# One trial per spec of test_stopped_midway (the main pass runs 4): a trial
+# One trial per spec of test_stopped_midway (the main pass runs 2): a trial
 # is mostly waiting for timeouts, so the sanitizers learn nothing from the
-# next three that the first did not show (its abandoned buffers included),
+# next ones that the first did not show (its abandoned buffers included),
 # and four took 65 of this pass's 182 s.
 run_tests() {
   env STRATA_TEST_MIDWAY_TRIALS=1 ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0" \

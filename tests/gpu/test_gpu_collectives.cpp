@@ -29,7 +29,9 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu_test.hpp"
@@ -98,6 +100,24 @@ std::vector<std::byte> make_input(DataType dtype, std::size_t count, int q, bool
   return bytes;
 }
 
+// The host reference: every rank's make_input(dtype, count, q, nan) reduced
+// with `op` (mean: summed, then divided). Computed once per case and kept:
+// every spec checks the same cases, and recomputing them for each (every
+// rank's input, on every rank) took a fifth of the test's time.
+const std::vector<std::byte>& reference(DataType dtype, std::size_t count, ReduceOp op, bool nan) {
+  static std::map<std::tuple<DataType, std::size_t, ReduceOp, bool>, std::vector<std::byte>> kept;
+  auto [it, fresh] = kept.try_emplace({dtype, count, op, nan});
+  if (fresh) {
+    std::vector<std::byte>& want = it->second;
+    want = make_input(dtype, count, 0, nan);
+    for (int q = 1; q < size; ++q)
+      host::reduce_into(want.data(), want.data(), make_input(dtype, count, q, nan).data(), count, dtype,
+                        op == ReduceOp::mean ? ReduceOp::sum : op);
+    if (op == ReduceOp::mean) host::divide_by(want.data(), count, dtype, std::size_t(size));
+  }
+  return it->second;
+}
+
 bool is_nan(const std::byte* at, DataType dtype) {
   switch (dtype) {
     case DataType::f32: { float f; std::memcpy(&f, at, 4); return std::isnan(f); }
@@ -164,13 +184,7 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
           // The large size (vector bodies, chunked staging) for one dtype of each width class.
           if (count > 10000 && dtype != DataType::f32 && dtype != DataType::bf16 && dtype != DataType::i64) continue;
           const std::size_t e = dtype_size(dtype), bytes = count * e;
-          std::vector<std::byte> want = make_input(dtype, count, 0, nan);
-          for (int q = 1; q < size; ++q) {
-            const auto other = make_input(dtype, count, q, nan);
-            host::reduce_into(want.data(), want.data(), other.data(), count, dtype,
-                              op == ReduceOp::mean ? ReduceOp::sum : op);
-          }
-          if (op == ReduceOp::mean) host::divide_by(want.data(), count, dtype, std::size_t(size));
+          const std::vector<std::byte>& want = reference(dtype, count, op, nan);
           const auto input = make_input(dtype, count, rank, nan);
           Device din(bytes), dout(bytes);
           for (const bool in_place : {false, true}) {
@@ -218,10 +232,7 @@ void f16_mean_overflow_case(Communicator& comm, const std::string& spec, int dev
 // pinned buffers): the ring wraps around and the last chunk is partial.
 void large_case(Communicator& comm, const std::string& spec, int device) {
   const std::size_t count = 5000003, bytes = count * 4;
-  std::vector<std::byte> want = make_input(DataType::f32, count, 0, false);
-  for (int q = 1; q < size; ++q)
-    host::reduce_into(want.data(), want.data(), make_input(DataType::f32, count, q, false).data(), count,
-                      DataType::f32, ReduceOp::sum);
+  const std::vector<std::byte>& want = reference(DataType::f32, count, ReduceOp::sum, false);
   const auto input = make_input(DataType::f32, count, rank, false);
   Device d(bytes);
   cudaMemcpy(d.p, input.data(), bytes, cudaMemcpyHostToDevice);
@@ -265,10 +276,7 @@ void rooted_cases(Communicator& comm, const std::string& spec, int device) {
     for (const DataType dtype : {DataType::i32, DataType::f32}) {
       const bool nan = dtype == DataType::f32;
       const auto mine = make_input(dtype, count, rank, nan);
-      std::vector<std::byte> want = make_input(dtype, count, 0, nan);
-      for (int q = 1; q < size; ++q)
-        host::reduce_into(want.data(), want.data(), make_input(dtype, count, q, nan).data(), count, dtype,
-                          ReduceOp::max);
+      const std::vector<std::byte>& want = reference(dtype, count, ReduceOp::max, nan);
       Device din(bytes), dout(bytes);
       cudaMemcpy(din.p, mine.data(), bytes, cudaMemcpyHostToDevice);
       const std::string label = spec + " reduce max " + std::string(to_string(dtype)) + " to " + std::to_string(root);
@@ -303,11 +311,7 @@ void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
       const std::size_t e = dtype_size(dtype), whole = block * n;
       for (ReduceOp op : ops) {
         if (block > 10000 && op != ReduceOp::sum) continue;
-        std::vector<std::byte> want = make_input(dtype, whole, 0, false);
-        for (int q = 1; q < size; ++q)
-          host::reduce_into(want.data(), want.data(), make_input(dtype, whole, q, false).data(), whole, dtype,
-                            op == ReduceOp::mean ? ReduceOp::sum : op);
-        if (op == ReduceOp::mean) host::divide_by(want.data(), whole, dtype, n);
+        const std::vector<std::byte>& want = reference(dtype, whole, op, false);
         const auto input = make_input(dtype, whole, rank, false);
         const bool in_place = (block + std::size_t(op)) % 2 == 1;
         Device din(whole * e), dout(block * e);

@@ -2,7 +2,6 @@
 // (plan::choose and describe_map at limit-1, limit, limit+1; the grammar and
 // Spec::select themselves are tests/unit/test_spec.cpp's), and where a
 // communicator's spec comes from: Config, STRATA_SPEC, STRATA_SPEC_FILE.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <unistd.h>
 

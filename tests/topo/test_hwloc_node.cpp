@@ -2,7 +2,6 @@
 // advice: a made-up two-socket machine with GPUs (XML fixture), this
 // machine read live and through its own XML, and advice for hand-built
 // topologies.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <fstream>
