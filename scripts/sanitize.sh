@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer pass: strata's library and its unit and MPI tests built with
 # AddressSanitizer and UndefinedBehaviorSanitizer and run with every report
-# fatal. scripts/test.sh runs it after the main pass and counts both in its
+# fatal. scripts/test.sh runs it before the main pass and counts both in its
 # last line; run it alone with `STRATA_SANITIZE=only scripts/test.sh`.
 #   scripts/sanitize.sh [`meson test` arguments: test names or --suite,
 #                        instead of the selection below]
@@ -93,12 +93,11 @@ echo "strata: sanitizer build took $(( built - start )) s" >&2
 
 # meson writes meson-logs/testlog.json, which scripts/test.sh counts.
 # verify_asan_link_order=0: keep_modules.so is preloaded ahead of libasan.
-# One trial per spec of test_stopped_midway (the main pass runs 2): a trial
-# is mostly waiting for timeouts, so the sanitizers learn nothing from the
-# next ones that the first did not show (its abandoned buffers included),
-# and four took 65 of this pass's 182 s.
+# The tests run here are left out of the main pass of a full run
+# (scripts/test.sh): test_stopped_midway, for one, runs here only, with
+# its own number of trials.
 run_tests() {
-  env STRATA_TEST_MIDWAY_TRIALS=1 ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0" \
+  env ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0" \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$STRATA_ROOT/scripts/sanitize/lsan.supp" \
     LD_PRELOAD="$build/keep_modules.so" \

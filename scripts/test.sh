@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Run strata's tests: install missing Debian packages, configure, build, run
-# every suite, then the sanitizer pass, and end with one line
+# the sanitizer pass, then every suite, and end with one line
 # "N passed, N failed, N skipped" that counts both passes.
 #   scripts/test.sh [extra `meson test` arguments, e.g. --suite unit]
 #
-# The two passes:
-#   main       build/ (STRATA_BUILD_DIR): every suite (unit, mpi, install,
-#              bench, ...) as configured by default.
+# The two passes, in this order:
 #   sanitizer  build-sanitize/ (STRATA_SANITIZE_BUILD_DIR): ASan + UBSan,
 #              the unit and build suites and the mpi suite at one rank
 #              count per test (scripts/sanitize.sh says what and why): about
 #              8.5 minutes on a 2-core machine from a clean build (283 s
-#              build, about 230 s tests). Its build does not run beside the
-#              main pass's tests, even at idle priority (chrt --idle): tried,
-#              they ran 2-4x slower (test_all_reduce-np2 11.8 s instead of
-#              about 3). Why is not established: strata-bench's 2-rank
-#              all-reduce beside two idle-priority busy loops ran as alone.
+#              build, about 230 s tests).
+#   main       build/ (STRATA_BUILD_DIR): every suite (unit, mpi, install,
+#              bench, ...) as configured by default, but for the MPI tests
+#              the sanitizer pass ran: each MPI test at one rank count and
+#              environment runs in one pass, with the sanitizers where they
+#              ran it (scripts/sanitize/main_pass_tests.py; 148 s of the
+#              main pass at fdde433). Given arguments, the main pass runs
+#              what they pick, all of it.
+# The sanitizer build does not run beside the main pass's tests, even at
+# idle priority (chrt --idle): tried, they ran 2-4x slower
+# (test_all_reduce-np2 11.8 s instead of about 3). Why is not established:
+# strata-bench's 2-rank all-reduce beside two idle-priority busy loops ran
+# as alone.
 # STRATA_SANITIZE picks the passes: auto (default) runs both for a full run,
 # as .ci/run's, and the main pass alone when arguments pick tests; 1 always
 # runs both, 0 the main pass alone, only the sanitizer pass alone.
@@ -24,8 +30,8 @@
 #
 # Output: each pass's meson output, one line per pass with its counts, then
 # the total as the last line. The exit status is 0 only when both passes
-# passed; a sanitizer build that fails counts as one failed test (a main
-# build that fails stops the script, as before the sanitizer pass existed).
+# passed; a sanitizer build that fails counts as one failed test (and the
+# main pass then runs every test); a main build that fails stops the script.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -40,25 +46,31 @@ esac
 
 status=0
 logs=()
-if [ "$passes" != only ]; then
-  strata_setup "$build"
-  start=$(date +%s)
-  set +e
-  meson test -C "$build" --print-errorlogs "$@"
-  status=$?
-  set -e
-  echo "strata: tests took $(( $(date +%s) - start )) s"
-  logs+=("main pass ($build)" "$build/meson-logs/testlog.json")
-fi
 if [ "$passes" != 0 ]; then
   start=$(date +%s)
   set +e
   if [ "$passes" = only ]; then bash "$STRATA_ROOT/scripts/sanitize.sh" "$@"; else bash "$STRATA_ROOT/scripts/sanitize.sh"; fi
-  sanitize_status=$?
+  status=$?
   set -e
   echo "strata: sanitizer pass took $(( $(date +%s) - start )) s"
-  [ "$sanitize_status" -ne 0 ] && status=$sanitize_status
   logs+=("sanitizer pass ($STRATA_SANITIZE_BUILD_DIR)" "$STRATA_SANITIZE_BUILD_DIR/meson-logs/testlog.json")
+fi
+if [ "$passes" != only ]; then
+  strata_setup "$build"
+  selection=()
+  if [ "$passes" = 1 ] && [ $# -eq 0 ]; then
+    mapfile -t selection < <(python3 "$STRATA_ROOT/scripts/sanitize/main_pass_tests.py" "$build" \
+      "$STRATA_SANITIZE_BUILD_DIR/meson-logs/testlog.json")
+    [ ${#selection[@]} -gt 0 ] || { echo "strata: no tests selected for the main pass" >&2; exit 1; }
+  fi
+  start=$(date +%s)
+  set +e
+  meson test -C "$build" --print-errorlogs "$@" "${selection[@]}"
+  main_status=$?
+  set -e
+  echo "strata: tests took $(( $(date +%s) - start )) s"
+  [ "$main_status" -ne 0 ] && status=$main_status
+  logs+=("main pass ($build)" "$build/meson-logs/testlog.json")
 fi
 
 # Count from meson's own logs so the lines match what ran. A pass without a
