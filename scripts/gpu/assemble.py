@@ -124,6 +124,7 @@ def targets_needed(build):
     return sorted(os.path.relpath(f, os.path.realpath(build)) for f in files)
 
 
+@functools.lru_cache(maxsize=None)  # ompi_info takes a quarter second; asked once per component
 def ompi_path(name):
     for line in run(["ompi_info", "--parsable", "--path", name]).splitlines():
         if line.startswith(f"path:{name}:"):

@@ -34,8 +34,12 @@ export PMIX_PREFIX=$B/pmix PMIX_LIBDIR=$B/pmix/lib PMIX_PKGLIBDIR=$B/pmix/lib/pm
 # hwloc finds PCI devices (GPUs) through sysfs without plugins; a folder
 # with none keeps it from loading another hwloc's.
 export HWLOC_PLUGINS_PATH=$B/lib/hwloc
-# GPU machines run commands as root; one machine, any number of ranks.
+# GPU machines run commands as root; one machine, any number of ranks. A
+# step whose rank exits non-zero (77: skipped) ends at once rather than
+# after Open MPI's 1 s wait before it kills the other ranks (no step is
+# interrupted on purpose, which would need that second to say so).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_odls_base_sigkill_timeout=0
 # One host only: the 'isolated' launcher starts ranks here without ssh.
 # Open MPI 4.1's default (rsh) aborts mpirun when neither ssh nor rsh is
 # installed, as on the GPU machine, instead of stepping aside.
