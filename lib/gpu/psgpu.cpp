@@ -39,7 +39,7 @@ void psgpu_reduce_scatter(Backend& backend, MPI_Comm comm, const plan::Job& job,
   auto* contributions = static_cast<std::byte*>(backend.device_scratch(0, slice_bytes * std::size_t(size)));
   if (mine.count > 0)
     backend.copy(contributions + std::size_t(rank) * slice_bytes,
-                 static_cast<const std::byte*>(job.in) + mine.offset * element, slice_bytes, Copy::device_to_device);
+                 util::element_at(job.in, mine.offset, element), slice_bytes, Copy::device_to_device);
   host::Requests requests;
   if (mine.count > 0)
     for (int r = 0; r < size; ++r)

@@ -19,7 +19,7 @@ RingStream::RingStream(Transport& t, const Job& job, const void* own, void* acc,
       receives_(kWindow) {}
 
 std::byte* RingStream::at(const void* base, util::Slice where) const {
-  return static_cast<std::byte*>(const_cast<void*>(base)) + where.offset * element_;
+  return util::element_at(const_cast<void*>(base), where.offset, element_);
 }
 
 void RingStream::add_initial_send(util::Slice where) { initial_.push_back(where); }

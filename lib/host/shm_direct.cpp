@@ -253,7 +253,7 @@ void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out,
     if (s == me) continue;
     const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
     if (slice.count == 0) continue;
-    cma::read(call.pid(s), static_cast<const std::byte*>(pointer(call.of(s).out)) + slice.offset * element,
+    cma::read(call.pid(s), util::element_at(pointer(call.of(s).out), slice.offset, element),
               dst + slice.offset * element, slice.count * element, s);
   }
   call.finish(0, n, 0, n);
