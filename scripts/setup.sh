@@ -13,7 +13,9 @@ STRATA_PACKAGES=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin lib
   python3-mpi4py python3-numpy
   python3-dev pybind11-dev libdlpack-dev python3-pytest
   gfortran patchelf
-  libmpich-dev mpich)  # MPICH beside Open MPI (which stays the default: higher alternatives priority) for the MPICH build test
+  libmpich-dev mpich  # MPICH beside Open MPI (which stays the default: higher alternatives priority) for the MPICH build test
+  ccache)  # meson compiles C and C++ through it when it is on PATH: a rebuild of unchanged files (another
+           # clone, CI's clean checkout) comes from ~/.cache/ccache instead of the compiler
 
 strata_install_missing() {
   local missing=()
