@@ -117,8 +117,10 @@ def catch(build, mistake, scratch_root, show_output=False):
     args = shlex.split(entry["command"])
     args = [replacement if os.path.realpath(os.path.join(entry["directory"], a)) == compiled else
             new_obj if a == obj else a for a in args]
-    # The copy sits elsewhere: the file's own folder stays on the include path.
-    args.insert(1, "-I" + os.path.dirname(path))
+    # The copy sits elsewhere: the file's own folder stays on the include
+    # path, first (after the compiler and any launcher such as ccache).
+    first_flag = next(i for i, a in enumerate(args) if a.startswith("-"))
+    args.insert(first_flag, "-I" + os.path.dirname(path))
     done = run(args, cwd=entry["directory"])
     if done.returncode != 0:
         return False, [f"compiling the mistake failed:\n{done.stdout[-3000:]}"]
