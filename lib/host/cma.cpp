@@ -33,6 +33,9 @@ int ptrace_scope() {
 std::string reason(int error) {
   switch (error) {
     case kTurnedOff: return "STRATA_CMA=0";
+    case kCrowded:
+      return "more local ranks than the host has processors, where the rounds wait less (STRATA_CMA=1 reads "
+             "directly anyway)";
     case kWrongBytes: return "process_vm_readv returned other bytes than the peer published";
     case EPERM:
     case EACCES:
@@ -45,12 +48,14 @@ std::string reason(int error) {
 
 }  // namespace
 
-bool enabled_by_environment() {
-  static const bool enabled = [] {
+Mode mode_from_environment() {
+  static const Mode mode = [] {
     const char* env = std::getenv("STRATA_CMA");
-    return !(env && std::strcmp(env, "0") == 0);
+    if (env && std::strcmp(env, "0") == 0) return Mode::off;
+    if (env && std::strcmp(env, "1") == 0) return Mode::forced;
+    return Mode::automatic;
   }();
-  return enabled;
+  return mode;
 }
 
 void allow_peers() {
@@ -86,7 +91,7 @@ bool agree(MPI_Comm node_comm, int error, int peer) {
     if (!logged.exchange(true))
       util::log(util::LogLevel::info,
                 "shared-memory collectives copy every byte twice (no single-copy direct path): {}",
-                e == kTurnedOff ? fmt::format("local rank {} has {}", r, reason(e))
+                e == kTurnedOff || e == kCrowded ? fmt::format("local rank {} has {}", r, reason(e))
                                 : fmt::format("local rank {} could not read local rank {}: {}", r, p, reason(e)));
     return false;
   }

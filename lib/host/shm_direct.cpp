@@ -9,8 +9,6 @@
 #include <exception>
 #include <vector>
 
-#include <unistd.h>
-
 #include "host/cma.hpp"
 #include "host/reduce_kernel.hpp"
 #include "host/shm_steps.hpp"
@@ -306,19 +304,14 @@ void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std
   call.finish(0, n, 0, n);
 }
 
-// More local ranks than the host has processors: the ranks take turns on
-// the cores, so the replicated shape's n-fold arithmetic is paid n / cores
-// times over. The same answer on every local rank (one host, one count).
-bool crowded(const ShmSegment& seg) {
-  static const long processors = sysconf(_SC_NPROCESSORS_ONLN);
-  return processors > 0 && seg.local_size() > processors;
-}
-
 }  // namespace
 
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                 ReduceOp op, int owners) {
-  const bool replicated = count * util::element_bytes(dtype) < kAllReduceOwnersBytes && !crowded(seg);
+  // On a crowded node (only with STRATA_CMA=1) the ranks take turns on the
+  // cores, so the replicated shape's n-fold arithmetic is paid n / cores
+  // times over.
+  const bool replicated = count * util::element_bytes(dtype) < kAllReduceOwnersBytes && !seg.crowded();
   if (replicated)
     replicated_all_reduce(t, seg, in, out, count, dtype, op, owners);
   else

@@ -58,25 +58,30 @@
 namespace strata::host::shm::direct {
 
 // Which message sizes (bytes, inclusive) each collective reads directly
-// when it can. Measured on the 2-core development machine, 2 ranks, f32
+// when it can. First measured on an Intel Xeon VM (2 MiB L2), 2 ranks, f32
 // sum, medians of 3 alternating runs of both paths (STRATA_CMA=0 against
 // the default) with
 //   mpirun -np 2 build/apps/bench/strata-bench -b 4K -e 4M -f 2 -n 200
 //     -w 20 -a pscpu --collective C
-// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): reduce and
-// broadcast win from 4 KiB (1.3-1.4x there, 1.9-2.0x at 8 KiB, up to 3.8x
-// at 64 KiB-256 KiB), all_reduce from 64 KiB (1.4-2.3x at 64-256 KiB);
-// from 1 MiB on, a rooted call's large reads run at about 7 GB/s
-// while the rounds' cache-sized blocks pipeline, and the rounds win (direct
-// 0.58-0.90x), so reduce and broadcast go back to them there.
+// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): all_reduce
+// wins from 64 KiB (1.4-2.3x at 64-256 KiB); from 1 MiB on, a rooted
+// call's large reads run at about 7 GB/s while the rounds' cache-sized
+// blocks pipeline, and the rounds win (direct 0.58-0.90x), so reduce and
+// broadcast go back to them there. Below 16 KiB (broadcast) and 32 KiB
+// (reduce) the rounds win on the AMD EPYC VM of 2026-11-27 (1 MiB L2),
+// whichever way the host placed the two vCPUs (docs/PERFORMANCE.md, "Where
+// the direct path starts"): a read costs a system call and a page walk,
+// 2.5-4 us at 4 KiB, where the rounds take 0.6-1.1 us with the vCPUs
+// close and 1.9-2.6 us far apart; above, far apart, the direct reads win.
 constexpr std::size_t kAllReduceBytes = 64 * 1024;
-constexpr std::size_t kReduceBytes = 4 * 1024;
-constexpr std::size_t kBroadcastBytes = 4 * 1024;
+constexpr std::size_t kReduceBytes = 32 * 1024;
+constexpr std::size_t kBroadcastBytes = 16 * 1024;
 constexpr std::size_t kRootedUpToBytes = 512 * 1024;
 // From which size all_reduce runs as owners (reduce-scatter + all-gather)
 // rather than replicated, and reduce (on three or more ranks) as owners
 // rather than gathered. Where the local ranks outnumber the host's
-// processors, all_reduce runs as owners at every direct size: replicated,
+// processors (the direct path runs there only with STRATA_CMA=1, see
+// cma.hpp), all_reduce runs as owners at every direct size: replicated,
 // each rank reduces the whole message, and ranks that take turns on a core
 // pay for that in turn (OSU osu_allreduce, 4 ranks on 2 cores, 3 runs of
 // each: 64 KiB 50-53 us as owners against 58-120 us replicated, 128 KiB

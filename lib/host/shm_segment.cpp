@@ -92,10 +92,11 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
   me.pid = getpid();
   me.self = reinterpret_cast<std::uintptr_t>(&me);
   me.left.store(0, std::memory_order_relaxed);
-  const bool wanted = cma::enabled_by_environment();
+  const cma::Mode mode = cma::mode_from_environment();
+  const bool wanted = mode == cma::Mode::forced || (mode == cma::Mode::automatic && !crowded());
   if (wanted) cma::allow_peers();
   STRATA_CHECK_MPI(MPI_Barrier(node_comm));
-  int error = wanted ? 0 : cma::kTurnedOff, failed_peer = -1;
+  int error = wanted ? 0 : mode == cma::Mode::off ? cma::kTurnedOff : cma::kCrowded, failed_peer = -1;
   for (int r = 0; r < local_size_ && error == 0; ++r) {
     if (r == local_rank_) continue;
     const Identity& peer = control(r).identity;
@@ -109,6 +110,11 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     if (error != 0) failed_peer = r;
   }
   direct_ = cma::agree(node_comm, error, failed_peer);
+}
+
+bool ShmSegment::crowded() const {
+  static const long processors = sysconf(_SC_NPROCESSORS_ONLN);
+  return processors > 0 && local_size_ > processors;
 }
 
 ShmSegment::~ShmSegment() {

@@ -34,8 +34,9 @@ class ShmSegment {
   // not create or map it. Also detects, collectively, whether every rank
   // can read every other's memory with process_vm_readv (each reads a
   // peer's identity line through the peer's own address for it); when not
-  // (or STRATA_CMA=0), direct() is false on every rank and the reason is
-  // logged once per process at INFO.
+  // (or STRATA_CMA=0, or the node is crowded and STRATA_CMA is not 1),
+  // direct() is false on every rank and the reason is logged once per
+  // process at INFO.
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -48,6 +49,9 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
+  // More local ranks than the host has processors: they take turns on the
+  // cores (the same answer on every local rank: one host, one count).
+  bool crowded() const;
   pid_t pid(int rank) const { return static_cast<pid_t>(control(rank).identity.pid); }
   // The first round of the last direct call `rank` left by an exception (a
   // timeout, a failed read, a mismatch), published before it returned:
