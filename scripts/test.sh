@@ -9,7 +9,9 @@
 #              the unit and build suites and the mpi suite at one rank
 #              count per test (scripts/sanitize.sh says what and why): about
 #              8.5 minutes on a 2-core machine from a clean build (283 s
-#              build, about 230 s tests).
+#              build, about 230 s tests) with an empty compiler cache;
+#              ccache (scripts/setup.sh) makes a rebuild of unchanged
+#              files, in this clone or another, take seconds.
 #   main       build/ (STRATA_BUILD_DIR): every suite (unit, mpi, install,
 #              bench, ...) as configured by default, but for the MPI tests
 #              the sanitizer pass ran: each MPI test at one rank count and
