@@ -34,7 +34,7 @@ std::string reason(int error) {
   switch (error) {
     case kTurnedOff: return "STRATA_CMA=0";
     case kCrowded:
-      return "more local ranks than the host has processors, where the rounds wait less (STRATA_CMA=1 reads "
+      return "more local ranks than the CPUs they may run on, where the rounds wait less (STRATA_CMA=1 reads "
              "directly anyway)";
     case kWrongBytes: return "process_vm_readv returned other bytes than the peer published";
     case EPERM:

@@ -10,10 +10,11 @@
 // Whether it works is decided once per node communicator (detect): the
 // kernel may forbid it (Yama's ptrace_scope = 2 or 3; a container's seccomp
 // profile or missing capability: EPERM or ENOSYS), and STRATA_CMA=0 turns
-// it off on purpose. Where a node's ranks outnumber its processors the
-// direct path is left off too unless STRATA_CMA=1 asks for it: ranks that
-// take turns on the cores wait less in the shared-memory rounds (OSU, 4
-// ranks on 2 cores: docs/PERFORMANCE.md, "Where the direct path starts").
+// it off on purpose. Where a node's ranks outnumber the CPUs they may run
+// on (ShmSegment::crowded) the direct path is left off too unless
+// STRATA_CMA=1 asks for it: ranks that take turns on the cores wait less
+// in the shared-memory rounds (OSU, 4 ranks on 2 cores: docs/PERFORMANCE.md,
+// "Where the direct path starts").
 #pragma once
 
 #include <mpi.h>
@@ -25,7 +26,8 @@ namespace strata::host::cma {
 
 // What STRATA_CMA asks for (read once per process): "0" off; "1" wherever
 // the kernel allows it; unset or anything else, wherever the kernel allows
-// it on a node that is not crowded (more local ranks than processors).
+// it on a node that is not crowded (more local ranks than the CPUs they
+// may run on).
 enum class Mode { off, automatic, forced };
 Mode mode_from_environment();
 
@@ -48,7 +50,7 @@ int try_read(pid_t pid, const void* remote, void* local, std::size_t bytes);
 // rank could.
 constexpr int kWrongBytes = -1;  // a read came back with other bytes than the peer published
 constexpr int kTurnedOff = -2;   // STRATA_CMA=0 on this rank
-constexpr int kCrowded = -3;     // more local ranks than processors, and STRATA_CMA is not 1 on this rank
+constexpr int kCrowded = -3;     // more local ranks than their CPUs, and STRATA_CMA is not 1 on this rank
 bool agree(MPI_Comm node_comm, int error, int peer);
 
 // Reads `bytes` from `remote` in process `pid` (local rank `peer` of the

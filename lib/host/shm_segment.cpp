@@ -1,6 +1,7 @@
 #include "host/shm_segment.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "host/cma.hpp"
 #include "util/check.hpp"
@@ -33,6 +35,24 @@ void agree(bool ok, const std::string& what, MPI_Comm comm) {
     throw BackendError(fmt::format("strata [{}]: shared-memory segment: {}", util::where(),
                                    what.empty() ? "another rank of this node failed" : what),
                        "shm", 0, util::hostname(), util::world_rank());
+}
+
+// Collective over node_comm: whether its `local_size` ranks outnumber the
+// CPUs any of them may run on (the union of their affinity masks). A rank
+// whose mask cannot be read counts every online CPU.
+bool outnumber_their_cpus(MPI_Comm node_comm, int local_size) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long cpu = 0; cpu < online && cpu < CPU_SETSIZE; ++cpu) CPU_SET(static_cast<int>(cpu), &mine);
+  }
+  std::vector<cpu_set_t> all(static_cast<std::size_t>(local_size));
+  STRATA_CHECK_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node_comm));
+  cpu_set_t any;
+  CPU_ZERO(&any);
+  for (cpu_set_t& set : all) CPU_OR(&any, &any, &set);
+  return local_size > CPU_COUNT(&any);
 }
 
 }  // namespace
@@ -81,6 +101,7 @@ ShmSegment::ShmSegment(MPI_Comm node_comm, std::size_t set_bytes) {
                                    error.empty() ? "another rank of this node could not map it" : error),
                        "shm", 0, util::hostname(), util::world_rank());
   }
+  crowded_ = outnumber_their_cpus(node_comm, local_size_);
   detect_direct(node_comm);
 }
 
@@ -110,11 +131,6 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     if (error != 0) failed_peer = r;
   }
   direct_ = cma::agree(node_comm, error, failed_peer);
-}
-
-bool ShmSegment::crowded() const {
-  static const long processors = sysconf(_SC_NPROCESSORS_ONLN);
-  return processors > 0 && local_size_ > processors;
 }
 
 ShmSegment::~ShmSegment() {

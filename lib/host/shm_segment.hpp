@@ -49,9 +49,10 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
-  // More local ranks than the host has processors: they take turns on the
-  // cores (the same answer on every local rank: one host, one count).
-  bool crowded() const;
+  // More local ranks than the CPUs they may run on together (the union of
+  // their affinity masks: mpirun's binding, a Slurm cpuset): they take
+  // turns on those CPUs. Found at creation, the same on every local rank.
+  bool crowded() const { return crowded_; }
   pid_t pid(int rank) const { return static_cast<pid_t>(control(rank).identity.pid); }
   // The first round of the last direct call `rank` left by an exception (a
   // timeout, a failed read, a mismatch), published before it returned:
@@ -143,6 +144,7 @@ class ShmSegment {
   std::uint64_t round_ = 0;
   std::uint64_t all_staged_seen_ = 0;
   bool direct_ = false;
+  bool crowded_ = false;
 };
 
 }  // namespace strata::host

@@ -9,6 +9,7 @@
 // Runs on one node (the tests' mpirun); meson runs it with and without
 // STRATA_CMA=0.
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,12 +42,22 @@ bool turned_off() {
 }
 
 // STRATA_CMA=1 asks for the direct path even where the ranks outnumber the
-// processors; otherwise strata leaves it off there. Every rank of these
-// tests is on one node.
+// CPUs they may run on together (the union of their affinity masks);
+// otherwise strata leaves it off there. Every rank of these tests is on
+// one node.
 bool allowed_by_crowding() {
   const char* env = std::getenv("STRATA_CMA");
-  const long processors = sysconf(_SC_NPROCESSORS_ONLN);
-  return (env && std::strcmp(env, "1") == 0) || processors <= 0 || world_size() <= processors;
+  if (env && std::strcmp(env, "1") == 0) return true;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  std::vector<cpu_set_t> all(static_cast<std::size_t>(world_size()));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  std::set<int> cpus;
+  for (const cpu_set_t& set : all)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
+  return world_size() <= static_cast<int>(cpus.size());
 }
 
 // Whether this machine lets every rank read every other rank's memory,
@@ -129,6 +141,48 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
           expect_direct(bytes, direct::kReduceBytes, direct::kRootedUpToBytes));
     CHECK(took_direct([&] { comm.broadcast(o, 0); }) ==
           expect_direct(bytes, direct::kBroadcastBytes, direct::kRootedUpToBytes));
+  }
+}
+
+TEST_CASE("with STRATA_CMA unset, ranks that may run on one CPU only take the rounds, exactly") {
+  const char* env = std::getenv("STRATA_CMA");
+  const bool automatic = !(env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0));
+  if (!automatic || world_size() < 2 || !machine_allows_cross_memory_reads()) {
+    MESSAGE("not run: needs STRATA_CMA unset (or 'auto'), two ranks or more and cross-memory reads");
+    return;
+  }
+  // Every rank pins its thread to the lowest CPU any rank may use (when it
+  // may use that one too), creates a communicator there, and restores its
+  // mask afterwards.
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  int lowest = CPU_SETSIZE;
+  for (int cpu = 0; cpu < CPU_SETSIZE && lowest == CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &saved)) lowest = cpu;
+  int shared_cpu = lowest;
+  MPI_Allreduce(&lowest, &shared_cpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ranks(MPI_COMM_WORLD, CPU_ISSET(shared_cpu, &saved))) {
+    MESSAGE("not run: the ranks have no CPU in common");
+    return;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(shared_cpu, &one);
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const std::size_t count = 2 * direct::kReduceBytes / sizeof(float) + 3;  // in the direct range
+  std::vector<float> in(count, static_cast<float>(world_rank() + 1)), out(count, -1.0f);
+  bool direct = true;
+  {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+    direct = took_direct([&] {
+      comm.reduce(Tensor{in.data(), count, DataType::f32}, Tensor{out.data(), count, DataType::f32}, ReduceOp::sum, 0);
+    });
+  }
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK_FALSE(direct);
+  if (world_rank() == 0) {
+    const float expected = static_cast<float>(world_size() * (world_size() + 1) / 2);
+    CHECK(std::all_of(out.begin(), out.end(), [&](float v) { return v == expected; }));
   }
 }
 
