@@ -83,9 +83,10 @@ constexpr std::size_t kRootedUpToBytes = 512 * 1024;
 // run on (ShmSegment::crowded; the direct path runs there only with
 // STRATA_CMA=1, see cma.hpp), all_reduce runs as owners at every direct
 // size: replicated, each rank reduces the whole message, and ranks that
-// take turns on a core pay for that in turn (OSU osu_allreduce, 4 ranks on 2 cores, 3 runs of
-// each: 64 KiB 50-53 us as owners against 58-120 us replicated, 128 KiB
-// 75-81 against 100-185, 256 KiB 134-155 against 267-380).
+// take turns on a core pay for that in turn (OSU osu_allreduce, 4 ranks on
+// 2 cores, 3 runs of each: 64 KiB 50-53 us as owners against 58-120 us
+// replicated, 128 KiB 75-81 against 100-185, 256 KiB 134-155 against
+// 267-380).
 constexpr std::size_t kAllReduceOwnersBytes = 512 * 1024;
 constexpr std::size_t kReduceOwnersBytes = 512 * 1024;
 
