@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,28 +35,29 @@ namespace direct = strata::host::shm::direct;
 
 namespace {
 
-bool turned_off() {
+// Whether STRATA_CMA is set to `value` ("0": off, "1": even on a crowded
+// node; unset or anything else: strata decides).
+bool cma_set_to(const char* value) {
   const char* env = std::getenv("STRATA_CMA");
-  return env && std::strcmp(env, "0") == 0;
+  return env && std::strcmp(env, value) == 0;
 }
+bool turned_off() { return cma_set_to("0"); }
 
 // STRATA_CMA=1 asks for the direct path even where the ranks outnumber the
 // CPUs they may run on together (the union of their affinity masks);
 // otherwise strata leaves it off there. Every rank of these tests is on
 // one node.
 bool allowed_by_crowding() {
-  const char* env = std::getenv("STRATA_CMA");
-  if (env && std::strcmp(env, "1") == 0) return true;
+  if (cma_set_to("1")) return true;
   cpu_set_t mine;
   CPU_ZERO(&mine);
   REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
   std::vector<cpu_set_t> all(static_cast<std::size_t>(world_size()));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
-  std::set<int> cpus;
-  for (const cpu_set_t& set : all)
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
-  return world_size() <= static_cast<int>(cpus.size());
+  cpu_set_t any;
+  CPU_ZERO(&any);
+  for (cpu_set_t& set : all) CPU_OR(&any, &any, &set);
+  return world_size() <= CPU_COUNT(&any);
 }
 
 // Whether this machine lets every rank read every other rank's memory,
@@ -145,9 +145,7 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
 }
 
 TEST_CASE("with STRATA_CMA unset, ranks that may run on one CPU only take the rounds, exactly") {
-  const char* env = std::getenv("STRATA_CMA");
-  const bool automatic = !(env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0));
-  if (!automatic || world_size() < 2 || !machine_allows_cross_memory_reads()) {
+  if (cma_set_to("0") || cma_set_to("1") || world_size() < 2 || !machine_allows_cross_memory_reads()) {
     MESSAGE("not run: needs STRATA_CMA unset (or 'auto'), two ranks or more and cross-memory reads");
     return;
   }
