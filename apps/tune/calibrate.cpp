@@ -77,16 +77,16 @@ struct Sizes {
 // `members` alone, solved through the model's formula for them on one node
 // of members.size() ranks; `field` is the machine's link that formula
 // reads (intra for MPI point-to-point, shm for pscpu).
-Link fit_link(MPI_Comm comm, const std::vector<int>& members, const std::string& latency_plan,
-              const std::string& bandwidth_plan, Machine machine, Link Machine::*field, const Sizes& sizes,
-              const char* name, std::string& notes) {
+model::Link fit_link(MPI_Comm comm, const std::vector<int>& members, const std::string& latency_plan,
+                     const std::string& bandwidth_plan, model::Machine machine, model::Link model::Machine::*field,
+                     const Sizes& sizes, const char* name, std::string& notes) {
   const double t_small = time_alone(comm, members, latency_plan, sizes.small, 500);
   const double t_cached = time_alone(comm, members, bandwidth_plan, sizes.cached, 40);
   const double t_large = time_alone(comm, members, bandwidth_plan, sizes.large, 10);
-  Link& link = machine.*field;
-  const Shape shape{static_cast<int>(members.size()), 1, 1};
+  model::Link& link = machine.*field;
+  const model::Shape shape{static_cast<int>(members.size()), 1, 1};
   auto predict = [&](const std::string& plan, std::size_t bytes) {
-    return [&machine, plan, bytes, shape] { return *predict_all_reduce(machine, plan, double(bytes), shape); };
+    return [&machine, plan, bytes, shape] { return *model::predict_all_reduce(machine, plan, double(bytes), shape); };
   };
   link.alpha = solve(&link.alpha, t_small, predict(latency_plan, sizes.small));
   link.beta = solve(&link.beta, t_cached, predict(bandwidth_plan, sizes.cached));
@@ -131,18 +131,18 @@ double measure_gamma(MPI_Comm comm, std::size_t bytes, std::string& notes) {
 // (ratio to the measurement); the boundary is the largest size classed as
 // cached (at least `floor`, the L2: a shared last-level cache can hold more
 // than the L2 says, as on this project's VM).
-double fit_boundary(MPI_Comm comm, const std::vector<int>& members, const std::string& plan, const Machine& m,
+double fit_boundary(MPI_Comm comm, const std::vector<int>& members, const std::string& plan, const model::Machine& m,
                     double floor, std::string& notes) {
   double boundary = floor;
   std::string seen;
   for (std::size_t bytes = 2u << 20; bytes <= (16u << 20); bytes *= 2) {
     const double t = time_alone(comm, members, plan, bytes, 10);
-    const Shape shape{static_cast<int>(members.size()), 1, 1};
-    Machine cached = m, memory = m;
+    const model::Shape shape{static_cast<int>(members.size()), 1, 1};
+    model::Machine cached = m, memory = m;
     cached.cache_bytes = double(bytes);
     memory.cache_bytes = 0;
-    const double c = *predict_all_reduce(cached, plan, double(bytes), shape);
-    const double d = *predict_all_reduce(memory, plan, double(bytes), shape);
+    const double c = *model::predict_all_reduce(cached, plan, double(bytes), shape);
+    const double d = *model::predict_all_reduce(memory, plan, double(bytes), shape);
     const bool is_cached = std::fabs(std::log(c / t)) <= std::fabs(std::log(d / t));
     if (is_cached) boundary = std::max(boundary, double(bytes));
     seen += fmt::format(" {} {:.0f} us ({})", human_bytes(double(bytes)), t * 1e6, is_cached ? "cached" : "memory");
@@ -166,12 +166,12 @@ Calibration calibrate(MPI_Comm comm) {
   const Layout layout = layout_of(world.topology());
   const auto& nodes = world.topology().nodes;
   Calibration c;
-  Machine& m = c.machine;
+  model::Machine& m = c.machine;
   m.cache_bytes = cache_boundary();
   Sizes sizes;
   sizes.cached = static_cast<std::size_t>(m.cache_bytes / 2);
-  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}\n",
-                        layout.ranks, layout.nodes, layout.ranks_per_node_text(), layout.virtual_nodes ? " (virtual nodes)" : "");
+  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}\n", layout.ranks, layout.nodes,
+                        layout.ranks_per_node_text(), layout.virtual_nodes ? " (virtual nodes)" : "");
   m.gamma = measure_gamma(comm, sizes.cached / 2, c.notes);
   m.gamma_memory = measure_gamma(comm, sizes.large, c.notes);
 
@@ -179,15 +179,15 @@ Calibration calibrate(MPI_Comm comm) {
   // of ranks alone (inside a node: intra; across two nodes: inter).
   const auto pair_node = std::find_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.ranks.size() >= 2; });
   if (pair_node != nodes.end())
-    m.intra = fit_link(comm, {pair_node->ranks[0], pair_node->ranks[1]}, "tree", "xring", m, &Machine::intra, sizes,
-                       "intra (MPI inside a node)", c.notes);
+    m.intra = fit_link(comm, {pair_node->ranks[0], pair_node->ranks[1]}, "tree", "xring", m, &model::Machine::intra,
+                       sizes, "intra (MPI inside a node)", c.notes);
   if (nodes.size() >= 2)
-    m.inter = fit_link(comm, {nodes[0].ranks[0], nodes[1].ranks[0]}, "tree", "xring", m, &Machine::intra, sizes,
+    m.inter = fit_link(comm, {nodes[0].ranks[0], nodes[1].ranks[0]}, "tree", "xring", m, &model::Machine::intra, sizes,
                        "inter (MPI between nodes)", c.notes);
   // The boundary on the pair just measured (intra if there is one).
   const std::vector<int> pair = pair_node != nodes.end() ? std::vector<int>{pair_node->ranks[0], pair_node->ranks[1]}
                                                          : std::vector<int>{nodes[0].ranks[0], nodes[1].ranks[0]};
-  Machine probe = m;
+  model::Machine probe = m;
   if (pair_node == nodes.end()) probe.intra = m.inter;  // the formula reads intra for a pair on one "node"
   m.cache_bytes = fit_boundary(comm, pair, "xring", probe, m.cache_bytes, c.notes);
   if (pair_node == nodes.end()) {
@@ -200,8 +200,8 @@ Calibration calibrate(MPI_Comm comm) {
   }
   // Shared memory: pscpu on the first node with two ranks, its ranks alone.
   if (pair_node != nodes.end()) {
-    m.shm = fit_link(comm, pair_node->ranks, "pscpu", "pscpu", m, &Machine::shm, sizes, "shm (pscpu inside a node)",
-                     c.notes);
+    m.shm = fit_link(comm, pair_node->ranks, "pscpu", "pscpu", m, &model::Machine::shm, sizes,
+                     "shm (pscpu inside a node)", c.notes);
   } else {
     m.shm = m.intra;
     c.notes += "shm: not measured (no node has two ranks); copied from intra\n";

@@ -23,12 +23,14 @@
 
 #include <string>
 
-#include "model.hpp"
+#include "strata/cost_model.hpp"
 
 namespace tune {
 
+namespace model = strata::model;  // the cost model (strata/cost_model.hpp)
+
 struct Calibration {
-  Machine machine;
+  model::Machine machine;
   std::string notes;  // how each figure was measured, with the raw times (for the file's comments)
 };
 

@@ -5,10 +5,12 @@
 
 #include <string>
 
-#include "model.hpp"
+#include "strata/cost_model.hpp"
 #include "strata/topology.hpp"
 
 namespace tune {
+
+namespace model = strata::model;  // the cost model (strata/cost_model.hpp)
 
 struct Layout {
   int ranks = 0;
@@ -19,7 +21,7 @@ struct Layout {
   // together), at least 1.
   double oversubscription = 1;
   std::string ranks_per_node_text() const;  // "2", or "1..3"
-  Shape shape() const { return {min_ranks_per_node, nodes, oversubscription}; }
+  model::Shape shape() const { return {min_ranks_per_node, nodes, oversubscription}; }
 };
 
 Layout layout_of(const strata::Topology& topology);

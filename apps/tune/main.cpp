@@ -19,7 +19,7 @@
 #include "command_line.hpp"
 #include "candidates.hpp"
 #include "layout.hpp"
-#include "model_file.hpp"
+#include "strata/cost_model.hpp"
 #include "options.hpp"
 #include "project.hpp"
 #include "report.hpp"
@@ -69,13 +69,13 @@ std::string command_line(int argc, char** argv) {
 
 // The node's parameters for --project and --model: the file asked for, else
 // strata.model if it exists. Throws UsageError when there is none.
-Machine model_for(const Options& o) {
+model::Machine model_for(const Options& o) {
   const std::string path = !o.model_path.empty() ? o.model_path : o.model_output;
   if (o.model_path.empty() && access(path.c_str(), R_OK) != 0)
     throw UsageError(fmt::format("no model: pass --model FILE, or run --calibrate first (it writes {})", path));
   try {
-    return read_model_file(path);
-  } catch (const ModelFileError& e) {
+    return model::read_model_file(path);
+  } catch (const model::ModelFileError& e) {
     throw UsageError(e.what());
   }
 }
@@ -85,7 +85,7 @@ int run_project(const Options& o, const World& w) {
   std::string why;
   const auto network = parse_network(o.network, why);
   if (!network) throw UsageError(fmt::format("--network = '{}': {}", o.network, why));
-  Machine machine = model_for(o);
+  model::Machine machine = model_for(o);
   machine.inter = *network;
   const std::vector<std::string> plans = o.plans.empty() ? projection_plans() : o.plans;
   const auto rows = project(machine, plans, o.ranks_per_node, o.min_nodes, o.max_nodes, o.project_bytes);
@@ -113,7 +113,7 @@ int run_calibrate(const Options& o, const World& w, const std::string& command) 
         "strata-tune cost model (alpha-beta-gamma, docs/SCALING.md): alpha us per message, beta and gamma ns per byte\n"
         "machine: {} ({})\ndate: {}\nstrata: {}\ncommand: {}\n{}",
         e.hostname, e.cpu_model, e.date, strata::version, command, c.notes);
-    const std::string text = model_text(c.machine, comments);
+    const std::string text = model::model_text(c.machine, comments);
     std::fputs(text.c_str(), stdout);
     error = write_file(o.model_output, text);
     if (!error.empty()) std::fprintf(stderr, "strata-tune: %s\n", error.c_str());
@@ -124,7 +124,7 @@ int run_calibrate(const Options& o, const World& w, const std::string& command) 
 int run_tune(const Options& o, const World& w, const std::string& command) {
   strata::Communicator world(MPI_COMM_WORLD);
   const Layout layout = layout_of(world.topology());
-  std::optional<Machine> machine;
+  std::optional<model::Machine> machine;
   if (!o.model_path.empty()) {
     std::string why;
     if (w.rank == 0) try {
@@ -181,6 +181,9 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
     if (written && write_error.empty())
       write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size(), true));
     std::fputs(sweep_table(result, plans, machine, layout.shape(), layout.ranks).c_str(), stdout);
+    if (machine)
+      std::printf("# auto with STRATA_MODEL_FILE=%s runs on this layout: %s\n", o.model_path.c_str(),
+                  model::spec_from_model(*machine, layout.shape()).c_str());
     if (!o.csv_path.empty() && write_error.empty()) write_error = write_file(o.csv_path, sweep_csv(result, plans, machine, layout.shape()));
     std::printf("# tuning: %zu plans x %zu sizes measured in %.1f s\n", plans.size(), result.sizes.size(), result.seconds);
     std::fflush(stdout);

@@ -27,7 +27,7 @@ bool number_and_unit(const std::string& text, double& number, std::string& unit)
 
 }  // namespace
 
-std::optional<Link> parse_network(const std::string& text, std::string& why) {
+std::optional<model::Link> parse_network(const std::string& text, std::string& why) {
   const auto comma = text.find(',');
   if (comma == std::string::npos) {
     why = "expected 'BANDWIDTH,LATENCY' such as '400Gb/s,2us'";
@@ -48,25 +48,26 @@ std::optional<Link> parse_network(const std::string& text, std::string& why) {
     return std::nullopt;
   }
   const double beta = 1 / (bandwidth * bytes_per_second.at(bw_unit));
-  return Link{latency * seconds.at(lat_unit), beta, beta};  // a NIC streams any size at its rate
+  return model::Link{latency * seconds.at(lat_unit), beta, beta};  // a NIC streams any size at its rate
 }
 
 std::vector<std::string> projection_plans() {
-  std::vector<std::string> plans = modelled_algorithms();
+  std::vector<std::string> plans = model::modelled_algorithms();
   for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
     if (a.memory == strata::Memory::host && a.shared_memory)
-      for (const std::string& b : modelled_algorithms()) plans.push_back(a.name + "/" + b);
+      for (const std::string& b : model::modelled_algorithms()) plans.push_back(a.name + "/" + b);
   return plans;
 }
 
-std::vector<ProjectionRow> project(const Machine& machine, const std::vector<std::string>& plans, int ranks_per_node,
-                                   int min_nodes, int max_nodes, const std::vector<std::size_t>& sizes) {
+std::vector<ProjectionRow> project(const model::Machine& machine, const std::vector<std::string>& plans,
+                                   int ranks_per_node, int min_nodes, int max_nodes,
+                                   const std::vector<std::size_t>& sizes) {
   std::vector<ProjectionRow> rows;
   for (std::size_t bytes : sizes)
     for (int nodes = min_nodes; nodes <= max_nodes; nodes *= 2) {
       const int ranks = nodes * ranks_per_node;
       for (const std::string& plan : plans) {
-        const auto t = predict_all_reduce(machine, plan, double(bytes), Shape{ranks_per_node, nodes, 1});
+        const auto t = model::predict_all_reduce(machine, plan, double(bytes), model::Shape{ranks_per_node, nodes, 1});
         if (!t) continue;
         const double bus = ranks > 1 ? 2.0 * (ranks - 1) / ranks : 1.0;
         rows.push_back({bytes, nodes, ranks, plan, *t, *t > 0 ? double(bytes) / *t * bus / 1e9 : 0});
@@ -80,8 +81,9 @@ std::string projection_report(const std::vector<ProjectionRow>& rows, const std:
   std::size_t i = 0;
   while (i < rows.size()) {
     const std::size_t bytes = rows[i].bytes;
-    t += fmt::format("# {} per rank: predicted time (us) per plan; best plan, its busbw (GB/s) and margin over the runner-up\n",
-                     human_bytes(double(bytes)));
+    t += fmt::format(
+        "# {} per rank: predicted time (us) per plan; best plan, its busbw (GB/s) and margin over the runner-up\n",
+        human_bytes(double(bytes)));
     t += fmt::format("{:>6} {:>6}", "nodes", "ranks");
     for (const auto& p : plans) t += fmt::format(" {:>12}", p);
     t += fmt::format("  {:>12} {:>8} {:>8}\n", "best", "busbw", "margin");
@@ -94,7 +96,8 @@ std::string projection_report(const std::vector<ProjectionRow>& rows, const std:
         const auto it = std::find_if(group.begin(), group.end(), [&](const ProjectionRow* r) { return r->plan == p; });
         t += it == group.end() ? fmt::format(" {:>12}", "-") : fmt::format(" {:>12.1f}", (*it)->seconds * 1e6);
       }
-      std::sort(group.begin(), group.end(), [](const ProjectionRow* a, const ProjectionRow* b) { return a->seconds < b->seconds; });
+      std::sort(group.begin(), group.end(),
+                [](const ProjectionRow* a, const ProjectionRow* b) { return a->seconds < b->seconds; });
       const double margin = group.size() > 1 ? group[1]->seconds / group[0]->seconds - 1 : 0;
       t += fmt::format("  {:>12} {:>8.2f} {:>7.0f}%\n", group[0]->plan, group[0]->busbw_gbps, 100 * margin);
     }

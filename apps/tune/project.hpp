@@ -10,14 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "model.hpp"
+#include "strata/cost_model.hpp"
 
 namespace tune {
 
-// "400Gb/s,2us" -> Link{alpha 2e-6 s, beta 1 / 50e9 s per byte}. Bandwidth
+namespace model = strata::model;  // the cost model (strata/cost_model.hpp)
+
+// "400Gb/s,2us" -> model::Link{alpha 2e-6 s, beta 1 / 50e9 s per byte}. Bandwidth
 // units Gb/s, Mb/s (bits), GB/s, MB/s (bytes; 1e9 / 1e6); latency us, ns,
 // ms or s. nullopt with `why` when the text is not that.
-std::optional<Link> parse_network(const std::string& text, std::string& why);
+std::optional<model::Link> parse_network(const std::string& text, std::string& why);
 
 struct ProjectionRow {
   std::size_t bytes = 0;
@@ -28,8 +30,9 @@ struct ProjectionRow {
 };
 
 // Every plan at every node count (powers of 2 from min to max) and size.
-std::vector<ProjectionRow> project(const Machine& machine, const std::vector<std::string>& plans, int ranks_per_node,
-                                   int min_nodes, int max_nodes, const std::vector<std::size_t>& sizes);
+std::vector<ProjectionRow> project(const model::Machine& machine, const std::vector<std::string>& plans,
+                                   int ranks_per_node, int min_nodes, int max_nodes,
+                                   const std::vector<std::size_t>& sizes);
 
 // The plans --project compares: every modelled algorithm flat, and a/b
 // with a each shared-memory algorithm and b every modelled one.

@@ -13,17 +13,17 @@ namespace {
 // The model is judged where bandwidth matters (docs/SCALING.md's target).
 constexpr std::size_t kJudgedFrom = 64 * 1024;
 
-std::optional<double> predicted_us(const std::optional<Machine>& machine, const std::string& plan, std::size_t bytes,
-                                   const Shape& shape) {
+std::optional<double> predicted_us(const std::optional<model::Machine>& machine, const std::string& plan,
+                                   std::size_t bytes, const model::Shape& shape) {
   if (!machine) return std::nullopt;
-  const auto t = predict_all_reduce(*machine, plan, double(bytes), shape);
+  const auto t = model::predict_all_reduce(*machine, plan, double(bytes), shape);
   return t ? std::optional<double>(*t * 1e6) : std::nullopt;
 }
 
 }  // namespace
 
-std::string sweep_table(const SweepResult& r, const std::vector<std::string>& plans, const std::optional<Machine>& machine,
-                        const Shape& shape, int ranks) {
+std::string sweep_table(const SweepResult& r, const std::vector<std::string>& plans,
+                        const std::optional<model::Machine>& machine, const model::Shape& shape, int ranks) {
   const double bus = ranks > 1 ? 2.0 * (ranks - 1) / ranks : 1.0;
   std::string t = fmt::format("# {:>10} {:>16} {:>6} {:>12} {:>9}", "size", "plan", "iters", "time us", "busbw");
   if (machine) t += fmt::format(" {:>12} {:>8}", "model us", "error");
@@ -44,7 +44,8 @@ std::string sweep_table(const SweepResult& r, const std::vector<std::string>& pl
       t += "\n";
     }
   if (!worst.empty()) {
-    t += fmt::format("# model: largest |predicted / measured - 1| from {} up, per plan:", human_bytes(double(kJudgedFrom)));
+    t += fmt::format("# model: largest |predicted / measured - 1| from {} up, per plan:",
+                     human_bytes(double(kJudgedFrom)));
     for (const auto& p : plans)
       if (worst.count(p)) t += fmt::format(" {} {:.0f}%{}", p, 100 * worst[p], worst[p] > 0.25 ? " (>25%)" : "");
     t += "\n";
@@ -52,8 +53,8 @@ std::string sweep_table(const SweepResult& r, const std::vector<std::string>& pl
   return t;
 }
 
-std::string sweep_csv(const SweepResult& r, const std::vector<std::string>& plans, const std::optional<Machine>& machine,
-                      const Shape& shape) {
+std::string sweep_csv(const SweepResult& r, const std::vector<std::string>& plans,
+                      const std::optional<model::Machine>& machine, const model::Shape& shape) {
   std::string csv = "bytes,plan,iters,time_us,model_us\n";
   for (std::size_t k = 0; k < r.sizes.size(); ++k)
     for (std::size_t p = 0; p < plans.size(); ++p) {

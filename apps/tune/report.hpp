@@ -8,15 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "model.hpp"
+#include "strata/cost_model.hpp"
 #include "sweep.hpp"
 
 namespace tune {
 
+namespace model = strata::model;  // the cost model (strata/cost_model.hpp)
+
 // `machine`: the model to compare with (none: no prediction columns).
 std::string sweep_table(const SweepResult& result, const std::vector<std::string>& plans,
-                        const std::optional<Machine>& machine, const Shape& shape, int ranks);
+                        const std::optional<model::Machine>& machine, const model::Shape& shape, int ranks);
 std::string sweep_csv(const SweepResult& result, const std::vector<std::string>& plans,
-                      const std::optional<Machine>& machine, const Shape& shape);
+                      const std::optional<model::Machine>& machine, const model::Shape& shape);
 
 }  // namespace tune

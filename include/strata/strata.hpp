@@ -2,6 +2,7 @@
 #pragma once
 
 #include "strata/communicator.hpp"
+#include "strata/cost_model.hpp"
 #include "strata/cross_device_ops.hpp"
 #include "strata/errors.hpp"
 #include "strata/mpi_datatype.hpp"

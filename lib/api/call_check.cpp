@@ -25,22 +25,34 @@ bool call_check_wanted(const Config& config) {
 }
 
 // The same exchange says whether every rank traces (STRATA_TRACE), the
-// condition for aligning trace clocks, which is collective.
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted) {
+// condition for aligning trace clocks, which is collective, and whether
+// every rank asks for auto from the cost model.
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted) {
+  enum : int { kChecks = 1, kTraces = 2, kModels = 4 };
   std::vector<int> all(static_cast<std::size_t>(size));
-  const int mine = (wanted ? 1 : 0) | (util::trace::enabled() ? 2 : 0);
+  const int mine = (wanted ? kChecks : 0) | (util::trace::enabled() ? kTraces : 0) | (model_wanted ? kModels : 0);
   STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
-  std::vector<int> on, off;
-  Agreed agreed{.every_rank_traces = true};
+  std::vector<int> on, off, models, no_model;
+  Agreed agreed{.every_rank_traces = true, .every_rank_models = true};
   for (int r = 0; r < size; ++r) {
-    (all[static_cast<std::size_t>(r)] & 1 ? on : off).push_back(r);
-    agreed.every_rank_traces &= (all[static_cast<std::size_t>(r)] & 2) != 0;
+    const int theirs = all[static_cast<std::size_t>(r)];
+    (theirs & kChecks ? on : off).push_back(r);
+    (theirs & kModels ? models : no_model).push_back(r);
+    agreed.every_rank_traces &= (theirs & kTraces) != 0;
   }
-  if (on.empty() || off.empty()) return agreed;
-  throw InvalidArgument(fmt::format(
-      "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
-      "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
-      util::where(), util::ranges(on), util::ranges(off)));
+  agreed.every_rank_models = no_model.empty();
+  if (!on.empty() && !off.empty())
+    throw InvalidArgument(fmt::format(
+        "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
+        "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
+        util::where(), util::ranges(on), util::ranges(off)));
+  if (!models.empty() && !no_model.empty())
+    throw InvalidArgument(fmt::format(
+        "strata [{}]: creating a Communicator: auto from the cost model is asked for at rank(s) {} and not at "
+        "rank(s) {} (STRATA_MODEL_FILE, and a spec of auto): set them alike on every rank (with mpirun, "
+        "`-x STRATA_MODEL_FILE`)",
+        util::where(), util::ranges(models), util::ranges(no_model)));
+  return agreed;
 }
 
 plan::Fingerprint Fingerprints::common(Collective collective, ReduceOp op, int root, Memory memory,

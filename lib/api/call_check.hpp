@@ -25,6 +25,7 @@ bool call_check_wanted(const Config& config);
 // What the ranks agree on when a communicator is made.
 struct Agreed {
   bool every_rank_traces = false;  // STRATA_TRACE on every rank: trace clocks may be aligned (collective)
+  bool every_rank_models = false;  // every rank asked for auto from the cost model (api/model_auto.hpp)
 };
 
 // Collective over `comm` (`size` ranks). Ranks must agree on whether calls
@@ -32,8 +33,10 @@ struct Agreed {
 // the shared-memory round) that an unchecking rank never sends, which would
 // misread data or hang. Throws InvalidArgument on every rank when `wanted`
 // differs between ranks (STRATA_CHECK set on some ranks only, or
-// Config::check_calls differing).
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted);
+// Config::check_calls differing). The same one exchange settles auto from
+// the cost model: `model_wanted` (model_auto_wanted) must be alike too, or
+// only some ranks would read the model, and InvalidArgument says so.
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted);
 
 // Fingerprints of one communicator's calls.
 class Fingerprints {

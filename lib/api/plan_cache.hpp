@@ -23,6 +23,7 @@ class PlanCache {
   PlanCache(plan::Spec spec, plan::Layout layout);
 
   const plan::Spec& spec() const { return spec_; }
+  const plan::Layout& layout() const { return layout_; }
   // plan::spec_hash of `spec`, or of the communicator's spec when null.
   std::uint64_t spec_hash(const plan::Spec* spec = nullptr) const;
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "api/model_auto.hpp"
 #include "api/validate.hpp"
 #include "exec/execute.hpp"
 #include "exec/node_segment.hpp"
@@ -61,6 +62,7 @@ Session::Session(MPI_Comm comm, Config config) {
   validate_config(config);
   const bool progress_thread = progress_thread_wanted(config);
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
+  const bool model_wanted = model_auto_wanted(spec);
   check_calls_ = call_check_wanted(config);
   config_ = std::move(config);
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
@@ -70,7 +72,7 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
-    const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_);
+    const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_, model_wanted);
     if (util::trace::enabled()) [[unlikely]] {
       util::trace::start();
       if (agreed.every_rank_traces) util::trace::align_clocks(comm_, rank_, size_);
@@ -87,6 +89,9 @@ Session::Session(MPI_Comm comm, Config config) {
     gpu_ = GpuRuntime(std::move(gpu_rows), split_.min_local_size);
     plan::Layout layout{split_.node_count, split_.local_size};
     gpu_.plane().apply_to(layout);
+    if (agreed.every_rank_models)
+      layout.modelled_all_reduce =
+          std::make_shared<const plan::Spec>(modelled_all_reduce_spec(comm_, rank_, topology_));
     plans_ = PlanCache(std::move(spec), layout);  // (nothing cached yet: moving it is safe)
     fingerprints_ = Fingerprints(&plans_, host_chunk_bytes());
     if (topo::cores_shared(topology_, rank_) && !util::cores_shared()) {

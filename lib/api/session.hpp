@@ -59,7 +59,7 @@ class Session {
   const Topology& topology() const { return topology_; }
   bool broken() const { return health_.broken(); }
   const plan::Spec& spec() const { return plans_.spec(); }
-  std::string spec_map() const { return plan::describe_map(plans_.spec(), split_.node_count); }
+  std::string spec_map() const { return plan::describe_map(plans_.spec(), plans_.layout()); }
 
   // Runs one collective; throws as the public calls say. Before any data
   // moves, every rank checks that all make the same call (unless

@@ -113,6 +113,7 @@ const Spec& default_spec(Collective collective, Memory memory, const Layout& lay
     return layout.nccl_cross ? kCudaNcclAcross : kCudaNoNcclNodes;
   }
   if (collective != Collective::all_reduce) return layout.node_count > 1 ? kRootedNodes : kRootedOneNode;
+  if (layout.modelled_all_reduce) return *layout.modelled_all_reduce;
   return layout.node_count > 1 ? kMultiNode : kOneNode;
 }
 
@@ -142,9 +143,13 @@ Spec resolve_spec(std::string_view configured, Catalogue known) {
   return Spec{};
 }
 
-std::string describe_map(const Spec& spec, int node_count) {
-  const Spec& effective = spec.is_auto() ? default_spec(Collective::all_reduce, Memory::host, node_count) : spec;
-  std::string text = spec.is_auto() ? "auto =" : "spec =";
+std::string describe_map(const Spec& spec, int node_count) { return describe_map(spec, Layout{node_count, 1}); }
+
+std::string describe_map(const Spec& spec, const Layout& layout) {
+  const Spec& effective = spec.is_auto() ? default_spec(Collective::all_reduce, Memory::host, layout) : spec;
+  std::string text = !spec.is_auto()                ? "spec ="
+                     : layout.modelled_all_reduce ? "auto (cost model) ="
+                                                    : "auto =";
   long long lower = 0;
   for (const SpecEntry& e : effective.entries) {
     const std::string range = e.limit < 0 ? fmt::format("{} B and up", lower)

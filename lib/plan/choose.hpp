@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,10 @@ struct Layout {
   bool nccl_world = true;
   bool nccl_node = true;
   bool nccl_cross = true;
+  // Host all-reduce under "auto" from the cost model (api/model_auto.hpp):
+  // the spec the model picked for this layout, identical on every rank;
+  // null: the fixed table.
+  std::shared_ptr<const Spec> modelled_all_reduce;
 };
 
 // The table "auto" stands for: host memory, one node: shared-memory pscpu
@@ -58,7 +63,8 @@ struct Layout {
 // host tables' levels (through pinned copies) instead (docs/GPU.md).
 // reduce_scatter and all_gather run flat: pscpu on one node, xring on
 // several; CUDA: nccl where NCCL may run over the whole communicator, else
-// xring through pinned copies.
+// xring through pinned copies. Host all-reduce takes the layout's
+// modelled_all_reduce instead where it has one.
 const Spec& default_spec(Collective collective, Memory memory, const Layout& layout);
 // The same for a layout of `node_count` nodes where NCCL may run everywhere.
 const Spec& default_spec(Collective collective, Memory memory, int node_count);
@@ -71,7 +77,10 @@ Spec resolve_spec(std::string_view configured, Catalogue known);
 
 // The effective size -> algorithm map of all-reduce on host memory, one
 // line, for STRATA_DEBUG=INFO and strata-topo:
-// "auto = [0 .. 65536 B: pscpu/rechd] [65537 .. 16777216 B: pscpu/pscpu] [16777217 B and up: pscpu/xring]".
+// "auto = [0 .. 65536 B: pscpu/rechd] [65537 .. 16777216 B: pscpu/pscpu] [16777217 B and up: pscpu/xring]"
+// ("auto (cost model) = ..." where the layout has a modelled spec).
+std::string describe_map(const Spec& spec, const Layout& layout);
+// The same for a layout of `node_count` nodes without a model.
 std::string describe_map(const Spec& spec, int node_count);
 
 // Pick the algorithm for one call of `bytes` bytes on `memory`.

@@ -9,16 +9,18 @@
 #include <cmath>
 
 #include "choice.hpp"
-#include "model.hpp"
-#include "model_file.hpp"
+#include "strata/cost_model.hpp"
 #include "project.hpp"
+#include "strata/spec.hpp"
+#include "strata/topology.hpp"
 
 using namespace tune;
+namespace model = strata::model;
 
 namespace {
 
-Machine round_machine() {
-  Machine m;
+model::Machine round_machine() {
+  model::Machine m;
   m.intra = {1e-6, 1e-9, 3e-9};
   m.inter = {10e-6, 4e-9, 4e-9};
   m.shm = {0.5e-6, 0.5e-9, 1.5e-9};
@@ -28,8 +30,8 @@ Machine round_machine() {
   return m;
 }
 
-double us(std::string_view plan, double bytes, Shape shape) {
-  const auto t = predict_all_reduce(round_machine(), plan, bytes, shape);
+double us(std::string_view plan, double bytes, model::Shape shape) {
+  const auto t = model::predict_all_reduce(round_machine(), plan, bytes, shape);
   REQUIRE(t.has_value());
   return *t * 1e6;
 }
@@ -101,8 +103,85 @@ TEST_CASE("beyond cache_bytes the memory regime's beta and gamma apply") {
 
 TEST_CASE("oversubscription scales every cost, unknown names get no prediction") {
   CHECK(us("tree", 1 << 20, {4, 1, 2}) == doctest::Approx(2 * 2 * 4196.304));
-  CHECK_FALSE(predict_all_reduce(round_machine(), "nccl", 1024, {2, 1}).has_value());
-  CHECK_FALSE(predict_all_reduce(round_machine(), "no-such", 1024, {2, 1}).has_value());
+  CHECK_FALSE(model::predict_all_reduce(round_machine(), "nccl", 1024, {2, 1}).has_value());
+  CHECK_FALSE(model::predict_all_reduce(round_machine(), "no-such", 1024, {2, 1}).has_value());
+}
+
+// The candidates spec_from_model compares, built here from the public
+// registry: the flat modelled algorithms, and on several nodes the
+// shared-memory one over each.
+std::vector<std::string> model_candidates(const model::Shape& shape) {
+  std::vector<std::string> plans = model::modelled_algorithms();
+  if (shape.nodes > 1)
+    for (const std::string& b : model::modelled_algorithms()) plans.push_back("pscpu/" + b);
+  return plans;
+}
+
+TEST_CASE("spec_from_model: free shared memory is pscpu at every size") {
+  model::Machine m = round_machine();
+  m.shm = {0, 0, 0};
+  m.gamma = m.gamma_memory = 0.001e-9;
+  CHECK(model::spec_from_model(m, {2, 1}) == "pscpu");
+  CHECK(model::spec_from_model(m, {8, 1}) == "pscpu");
+  // On several nodes the hierarchical plans keep the bytes inside the node first.
+  CHECK(model::spec_from_model(m, {4, 16}).rfind("pscpu/", 0) == 0);
+}
+
+TEST_CASE("spec_from_model: each size runs the plan predicted fastest, ranges end at the last size they won") {
+  model::Machine slow_shm = round_machine();
+  slow_shm.shm = {1.0, 1e-6, 1e-6};
+  for (const model::Machine& m : {round_machine(), slow_shm})
+    for (const model::Shape shape : {model::Shape{2, 1}, model::Shape{1, 2}, model::Shape{2, 2}, model::Shape{8, 64}}) {
+      const strata::AllReduceSpec spec(model::spec_from_model(m, shape));
+      CAPTURE(spec.to_string());
+      REQUIRE_FALSE(spec.is_auto());
+      CHECK(spec.tuples().back().limit == -1);
+      for (int power = 0; power <= 40; ++power) {
+        const double bytes = std::ldexp(1.0, power);
+        CAPTURE(bytes);
+        const strata::SpecTuple* chosen = spec.select(static_cast<std::size_t>(bytes));
+        REQUIRE(chosen != nullptr);
+        const double t = *model::predict_all_reduce(m, chosen->algorithm, bytes, shape);
+        for (const std::string& other : model_candidates(shape)) {
+          CAPTURE(other);
+          CHECK(t <= *model::predict_all_reduce(m, other, bytes, shape));
+        }
+      }
+    }
+  // By hand, 2 ranks on one node with shared memory out of the race (alpha
+  // 1 us, gamma 2 ns/B): recursive doubling (mpi: alpha + m beta + m gamma)
+  // beats halving-doubling (2 alpha + m beta + m gamma / 2) while
+  // m gamma / 2 < alpha, i.e. m < 1000 B; from 1 KiB halving-doubling, tied
+  // with the ring (one chunk per step) up to 512 KiB and with mpi's ring
+  // beyond; ties go to the earlier registered name.
+  const std::vector<std::string> names = model::modelled_algorithms();
+  const auto first_of = [&](std::initializer_list<const char*> tied) {
+    for (const std::string& name : names)
+      for (const char* t : tied)
+        if (name == t) return name;
+    return std::string();
+  };
+  const std::string small_tie = first_of({"xring", "rechd", "mpi"}), large_tie = first_of({"rechd", "mpi"});
+  std::string expected = "mpi:512:" + small_tie;
+  if (large_tie != small_tie) expected += ":512k:" + large_tie;
+  CHECK(model::spec_from_model(slow_shm, {2, 1}) == expected);
+}
+
+TEST_CASE("shape_of: fewest ranks on a node, ranks per core on the busiest host") {
+  strata::Topology t;
+  t.ranks.resize(5);
+  // Two virtual nodes of one 2-core host (3 + 1 ranks) and a 4-core host with one rank.
+  t.nodes = {{.hostname = "a", .ranks = {0, 1, 2}, .cores = 2},
+             {.hostname = "a", .ranks = {3}, .cores = 2},
+             {.hostname = "b", .ranks = {4}, .cores = 4}};
+  const model::Shape shape = model::shape_of(t);
+  CHECK(shape.nodes == 3);
+  CHECK(shape.ranks_per_node == 1);
+  CHECK(shape.oversubscription == doctest::Approx(2.0));
+  t.nodes = {{.hostname = "a", .ranks = {0, 1}, .cores = 0}};  // no core count: not oversubscribed
+  t.ranks.resize(2);
+  CHECK(model::shape_of(t).oversubscription == doctest::Approx(1.0));
+  CHECK(model::shape_of(t).ranks_per_node == 2);
 }
 
 TEST_CASE("ranges: neighbouring sizes with one winner merge; near-ties stay in the range") {
@@ -125,15 +204,15 @@ TEST_CASE("ranges: neighbouring sizes with one winner merge; near-ties stay in t
 }
 
 TEST_CASE(".model file round trip and errors") {
-  const Machine m = round_machine();
-  const Machine back = parse_model(model_text(m, "a comment\nline two"), "test.model");
+  const model::Machine m = round_machine();
+  const model::Machine back = model::parse_model(model::model_text(m, "a comment\nline two"), "test.model");
   CHECK(back.intra.alpha == doctest::Approx(m.intra.alpha));
   CHECK(back.inter.beta == doctest::Approx(m.inter.beta));
   CHECK(back.shm.beta == doctest::Approx(m.shm.beta));
   CHECK(back.gamma == doctest::Approx(m.gamma));
-  CHECK_THROWS_AS(parse_model("gamma_ns_per_byte = 1\n", "x"), ModelFileError);          // missing keys
-  CHECK_THROWS_AS(parse_model(model_text(m, "") + "bogus = 1\n", "x"), ModelFileError);  // unknown key
-  CHECK_THROWS_AS(parse_model(model_text(m, "") + "gamma_ns_per_byte = 1\n", "x"), ModelFileError);  // twice
+  CHECK_THROWS_AS(model::parse_model("gamma_ns_per_byte = 1\n", "x"), model::ModelFileError);          // missing keys
+  CHECK_THROWS_AS(model::parse_model(model::model_text(m, "") + "bogus = 1\n", "x"), model::ModelFileError);  // unknown key
+  CHECK_THROWS_AS(model::parse_model(model::model_text(m, "") + "gamma_ns_per_byte = 1\n", "x"), model::ModelFileError);  // twice
 }
 
 TEST_CASE("--network text") {

@@ -1,6 +1,6 @@
 // One parameter per line so that a person can read, diff and edit a
 // calibration; the units are in the key so the numbers need no legend.
-#include "model_file.hpp"
+#include "strata/cost_model.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-namespace tune {
+namespace strata::model {
 namespace {
 
 // key -> (where the value goes, unit factor from the file's unit to seconds)
@@ -93,10 +93,10 @@ Machine parse_model(const std::string& text, const std::string& name) {
 
 Machine read_model_file(const std::string& path) {
   std::ifstream file(path);
-  if (!file) throw ModelFileError(fmt::format("--model '{}' cannot be read", path));
+  if (!file) throw ModelFileError(fmt::format("model file '{}' cannot be read", path));
   std::stringstream text;
   text << file.rdbuf();
   return parse_model(text.str(), path);
 }
 
-}  // namespace tune
+}  // namespace strata::model

@@ -2,7 +2,7 @@
 // same core copies what it receives and reduces it, so moving and reducing
 // do not overlap. Thresholds quoted from the implementation are named
 // constants with the file that decides them.
-#include "model.hpp"
+#include "strata/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "strata/errors.hpp"
 #include "strata/spec.hpp"
 
-namespace tune {
+namespace strata::model {
 namespace {
 
 // A flat algorithm's group: n ranks, `ranks_per_node` consecutive ones per
@@ -179,7 +179,7 @@ const std::map<std::string, Formula, std::less<>>& formulas() {
 }
 
 bool uses_shared_memory(std::string_view name) {
-  for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
+  for (const AlgorithmInfo& a : registered_algorithms())
     if (a.name == name) return a.shared_memory;
   return false;
 }
@@ -229,11 +229,11 @@ std::optional<double> predict_all_reduce(const Machine& calibrated, std::string_
   std::string algorithm;
   int shards = 1;
   try {
-    const strata::AllReduceSpec spec{std::string(plan)};
+    const AllReduceSpec spec{std::string(plan)};
     if (spec.is_auto()) return std::nullopt;
     algorithm = spec.tuples().front().algorithm;
     shards = spec.tuples().front().shards;
-  } catch (const strata::Error&) {
+  } catch (const Error&) {
     return std::nullopt;
   }
   const auto slash = algorithm.find('/');
@@ -254,11 +254,54 @@ std::optional<double> predict_all_reduce(const Machine& calibrated, std::string_
   return scale * hierarchical(a->second, uses_shared_memory(intra), b->second, machine, bytes, shape, shards);
 }
 
+Shape shape_of(const Topology& topology) {
+  Shape shape;
+  shape.nodes = static_cast<int>(topology.nodes.size());
+  shape.ranks_per_node = static_cast<int>(topology.ranks.size());
+  std::map<std::string, std::pair<int, int>> hosts;  // hostname -> (ranks, cores)
+  for (const NodeInfo& node : topology.nodes) {
+    const int ranks = static_cast<int>(node.ranks.size());
+    shape.ranks_per_node = std::min(shape.ranks_per_node, ranks);
+    auto& host = hosts[node.hostname];
+    host.first += ranks;
+    host.second = node.cores;  // virtual nodes of one host report the same hardware
+  }
+  for (const auto& [name, host] : hosts)
+    if (host.second > 0) shape.oversubscription = std::max(shape.oversubscription, double(host.first) / host.second);
+  return shape;
+}
+
+std::string spec_from_model(const Machine& machine, const Shape& shape) {
+  std::vector<std::string> flat, candidates;
+  for (const AlgorithmInfo& a : registered_algorithms())
+    if (a.memory == Memory::host && formulas().count(a.name)) flat.push_back(a.name);
+  candidates = flat;
+  if (shape.nodes > 1)
+    for (const AlgorithmInfo& a : registered_algorithms())
+      if (a.memory == Memory::host && a.shared_memory && formulas().count(a.name))
+        for (const std::string& b : flat) candidates.push_back(a.name + "/" + b);
+  constexpr int kLargestPower = 40;
+  std::vector<SpecTuple> ranges;
+  for (int power = 0; power <= kLargestPower; ++power) {
+    const double bytes = std::ldexp(1.0, power);
+    std::string best;
+    double best_seconds = 0;
+    for (const std::string& plan : candidates) {
+      const std::optional<double> t = predict_all_reduce(machine, plan, bytes, shape);
+      if (t && (best.empty() || *t < best_seconds)) best = plan, best_seconds = *t;
+    }
+    if (ranges.empty() || ranges.back().algorithm != best) ranges.push_back({best, 1, -1});
+    ranges.back().limit = static_cast<long long>(bytes);
+  }
+  ranges.back().limit = -1;
+  return AllReduceSpec(ranges).to_string();
+}
+
 std::vector<std::string> modelled_algorithms() {
   std::vector<std::string> names;
-  for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
+  for (const AlgorithmInfo& a : registered_algorithms())
     if (formulas().count(a.name)) names.push_back(a.name);
   return names;
 }
 
-}  // namespace tune
+}  // namespace strata::model

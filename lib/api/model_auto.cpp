@@ -1,0 +1,68 @@
+#include "api/model_auto.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "exec/registry.hpp"
+#include "strata/cost_model.hpp"
+#include "util/check.hpp"
+#include "util/log.hpp"
+#include "util/where.hpp"
+
+namespace strata::api {
+namespace {
+
+const char* model_file() {
+  const char* path = std::getenv("STRATA_MODEL_FILE");
+  return path && *path ? path : nullptr;
+}
+
+// Rank 0's verdict and text to every rank: (ok, spec) or (failed, message).
+std::pair<bool, std::string> broadcast_verdict(MPI_Comm comm, bool ok, std::string text) {
+  unsigned long long header[2] = {ok ? 1ULL : 0ULL, text.size()};
+  STRATA_CHECK_MPI(MPI_Bcast(header, 2, MPI_UNSIGNED_LONG_LONG, 0, comm));
+  text.resize(header[1]);
+  STRATA_CHECK_MPI(MPI_Bcast(text.data(), static_cast<int>(header[1]), MPI_CHAR, 0, comm));
+  return {header[0] != 0, text};
+}
+
+}  // namespace
+
+bool model_auto_wanted(const plan::Spec& spec) { return spec.is_auto() && model_file() != nullptr; }
+
+plan::Spec modelled_all_reduce_spec(MPI_Comm comm, int rank, const Topology& topology) {
+  const char* path = model_file();
+  const model::Shape shape = model::shape_of(topology);
+  bool ok = true;
+  std::string text;
+  if (rank == 0) try {
+      text = model::spec_from_model(model::read_model_file(path), shape);
+    } catch (const Error& e) {
+      ok = false;
+      text = e.what();
+    }
+  const auto [agreed, spec_or_why] = broadcast_verdict(comm, ok, std::move(text));
+  if (!agreed)
+    throw InvalidArgument(util::located(
+        fmt::format("STRATA_MODEL_FILE, as rank 0 reads it: {}; name a file `strata-tune --calibrate` wrote, "
+                    "or unset it for auto's fixed tables",
+                    spec_or_why)));
+  if (rank == 0) {
+    util::log(util::LogLevel::info, "auto from the cost model in '{}' on {} node(s) of {} rank(s): {}", path,
+              shape.nodes, shape.ranks_per_node, spec_or_why);
+    static bool warned = false;  // once per process, not per communicator
+    if (!warned) {
+      warned = true;
+      util::log(util::LogLevel::warn,
+                "all-reduce plans come from the cost model in '{}' (STRATA_MODEL_FILE), which is not validated "
+                "for this layout ({} node(s) of {} rank(s)): `strata-tune --model {}` measures its error here, "
+                "and plain `strata-tune` writes a measured spec for STRATA_SPEC_FILE (docs/SCALING.md)",
+                path, shape.nodes, shape.ranks_per_node, path);
+    }
+  }
+  return plan::parse_spec(spec_or_why, exec::catalogue());
+}
+
+}  // namespace strata::api
