@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "exec/registry.hpp"
@@ -32,13 +33,14 @@ std::pair<bool, std::string> broadcast_verdict(MPI_Comm comm, bool ok, std::stri
 
 bool model_auto_wanted(const plan::Spec& spec) { return spec.is_auto() && model_file() != nullptr; }
 
-plan::Spec modelled_all_reduce_spec(MPI_Comm comm, int rank, const Topology& topology) {
+std::shared_ptr<const plan::Spec> modelled_all_reduce(MPI_Comm comm, int rank, const Topology& topology) {
   const char* path = model_file();
   const model::Shape shape = model::shape_of(topology);
   bool ok = true;
   std::string text;
   if (rank == 0) try {
-      text = model::spec_from_model(model::read_model_file(path), shape);
+      const model::Machine machine = model::read_model_file(path);  // read on one node too: a bad file is an error
+      if (shape.nodes > 1) text = model::spec_from_model(machine, shape);
     } catch (const Error& e) {
       ok = false;
       text = e.what();
@@ -49,20 +51,30 @@ plan::Spec modelled_all_reduce_spec(MPI_Comm comm, int rank, const Topology& top
         fmt::format("STRATA_MODEL_FILE, as rank 0 reads it: {}; name a file `strata-tune --calibrate` wrote, "
                     "or unset it for auto's fixed tables",
                     spec_or_why)));
+  if (spec_or_why.empty()) {
+    if (rank == 0)
+      util::log(util::LogLevel::info,
+                "STRATA_MODEL_FILE '{}': one node, so auto keeps its measured table (the cost model picks plans "
+                "for several nodes only)",
+                path);
+    return nullptr;
+  }
   if (rank == 0) {
-    util::log(util::LogLevel::info, "auto from the cost model in '{}' on {} node(s) of {} rank(s): {}", path,
+    util::log(util::LogLevel::info, "auto from the cost model in '{}' on {} nodes of {} rank(s): {}", path,
               shape.nodes, shape.ranks_per_node, spec_or_why);
     static bool warned = false;  // once per process, not per communicator
     if (!warned) {
       warned = true;
       util::log(util::LogLevel::warn,
                 "all-reduce plans come from the cost model in '{}' (STRATA_MODEL_FILE), which is not validated "
-                "for this layout ({} node(s) of {} rank(s)): `strata-tune --model {}` measures its error here, "
+                "for this layout ({} nodes of {} rank(s){}): `strata-tune --model {}` measures its error here, "
                 "and plain `strata-tune` writes a measured spec for STRATA_SPEC_FILE (docs/SCALING.md)",
-                path, shape.nodes, shape.ranks_per_node, path);
+                path, shape.nodes, shape.ranks_per_node,
+                shape.oversubscription > 1 ? fmt::format(", {:.3g} ranks per core", shape.oversubscription) : "",
+                path);
     }
   }
-  return plan::parse_spec(spec_or_why, exec::catalogue());
+  return std::make_shared<const plan::Spec>(plan::parse_spec(spec_or_why, exec::catalogue()));
 }
 
 }  // namespace strata::api
