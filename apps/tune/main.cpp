@@ -181,9 +181,6 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
     if (written && write_error.empty())
       write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size(), true));
     std::fputs(sweep_table(result, plans, machine, layout.shape(), layout.ranks).c_str(), stdout);
-    if (machine)
-      std::printf("# auto with STRATA_MODEL_FILE=%s runs on this layout: %s\n", o.model_path.c_str(),
-                  model::spec_from_model(*machine, layout.shape()).c_str());
     if (!o.csv_path.empty() && write_error.empty()) write_error = write_file(o.csv_path, sweep_csv(result, plans, machine, layout.shape()));
     std::printf("# tuning: %zu plans x %zu sizes measured in %.1f s\n", plans.size(), result.sizes.size(), result.seconds);
     std::fflush(stdout);

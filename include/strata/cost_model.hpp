@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "strata/errors.hpp"
+#include "strata/spec.hpp"
 #include "strata/topology.hpp"
 
 namespace strata::model {
@@ -69,10 +70,15 @@ Shape shape_of(const Topology& topology);
 // candidate on a tie), neighbouring sizes with the same winner merged, the
 // last range unbounded ("pscpu", "pscpu/rechd:65536:pscpu/xring").
 // Candidates, in registry order: every host algorithm the model has a
-// formula for, flat, and on several nodes each shared-memory algorithm over
-// each of them ("pscpu/rechd"). Shards are not candidates: the model gives
-// them only extra messages.
-std::string spec_from_model(const Machine& machine, const Shape& shape);
+// formula for but `mpi`, flat, and on several nodes each shared-memory
+// algorithm over each of them ("pscpu/rechd"). `mpi` is the MPI library's
+// own choice, which the model only guesses (docs/SCALING.md measured it 15
+// to 59% too fast); shards are not candidates: the model gives them only
+// extra messages. `incumbent` (not auto): at each size its plan stays
+// unless the winner is predicted more than `margin` faster (0.1: its time
+// below incumbent / 1.1); a plan the model has no formula for never stays.
+std::string spec_from_model(const Machine& machine, const Shape& shape, const AllReduceSpec& incumbent = {},
+                            double margin = 0);
 
 // A .model file that cannot be read or says something unexpected: the
 // message names the file, the line and what is wrong.

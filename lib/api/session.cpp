@@ -89,7 +89,9 @@ Session::Session(MPI_Comm comm, Config config) {
     gpu_ = GpuRuntime(std::move(gpu_rows), split_.min_local_size);
     plan::Layout layout{split_.node_count, split_.local_size};
     gpu_.plane().apply_to(layout);
-    if (agreed.every_rank_models) layout.modelled_all_reduce = modelled_all_reduce(comm_, rank_, topology_);
+    if (agreed.every_rank_models)
+      layout.modelled_all_reduce = modelled_all_reduce(
+          comm_, rank_, topology_, plan::default_spec(Collective::all_reduce, Memory::host, layout));
     plans_ = PlanCache(std::move(spec), layout);  // (nothing cached yet: moving it is safe)
     fingerprints_ = Fingerprints(&plans_, host_chunk_bytes());
     if (topo::cores_shared(topology_, rank_) && !util::cores_shared()) {

@@ -119,6 +119,8 @@ double tree(const Group& g, double m, int /*shards*/) {
 // mpi: whatever the MPI library picks; modelled as the better of recursive
 // doubling (log2 p exchanges of the whole message) and a ring without
 // chunking, the two Open MPI's tuned module uses for small and large sizes.
+constexpr std::string_view kGuessedAlgorithm = "mpi";
+
 double mpi(const Group& g, double m, int /*shards*/) {
   if (g.n <= 1) return 0;
   const int p = floor_pow2(g.n);
@@ -271,10 +273,11 @@ Shape shape_of(const Topology& topology) {
   return shape;
 }
 
-std::string spec_from_model(const Machine& machine, const Shape& shape) {
+std::string spec_from_model(const Machine& machine, const Shape& shape, const AllReduceSpec& incumbent,
+                            double margin) {
   std::vector<std::string> flat, candidates;
   for (const AlgorithmInfo& a : registered_algorithms())
-    if (a.memory == Memory::host && formulas().count(a.name)) flat.push_back(a.name);
+    if (a.memory == Memory::host && formulas().count(a.name) && a.name != kGuessedAlgorithm) flat.push_back(a.name);
   candidates = flat;
   if (shape.nodes > 1)
     for (const AlgorithmInfo& a : registered_algorithms())
@@ -284,13 +287,19 @@ std::string spec_from_model(const Machine& machine, const Shape& shape) {
   std::vector<SpecTuple> ranges;
   for (int power = 0; power <= kLargestPower; ++power) {
     const double bytes = std::ldexp(1.0, power);
-    std::string best;
+    SpecTuple best;
     double best_seconds = 0;
     for (const std::string& plan : candidates) {
       const std::optional<double> t = predict_all_reduce(machine, plan, bytes, shape);
-      if (t && (best.empty() || *t < best_seconds)) best = plan, best_seconds = *t;
+      if (t && (best.algorithm.empty() || *t < best_seconds)) best = {plan, 1, -1}, best_seconds = *t;
     }
-    if (ranges.empty() || ranges.back().algorithm != best) ranges.push_back({best, 1, -1});
+    if (const SpecTuple* kept = incumbent.select(static_cast<std::size_t>(bytes))) {
+      const std::string plan = kept->shards > 1 ? kept->algorithm + "#" + std::to_string(kept->shards) : kept->algorithm;
+      const std::optional<double> t = predict_all_reduce(machine, plan, bytes, shape);
+      if (t && best_seconds * (1 + margin) >= *t) best = {kept->algorithm, kept->shards, -1};
+    }
+    if (ranges.empty() || ranges.back().algorithm != best.algorithm || ranges.back().shards != best.shards)
+      ranges.push_back(best);
     ranges.back().limit = static_cast<long long>(bytes);
   }
   ranges.back().limit = -1;

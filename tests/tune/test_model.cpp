@@ -6,6 +6,7 @@
 // file, --network.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "choice.hpp"
@@ -108,12 +109,15 @@ TEST_CASE("oversubscription scales every cost, unknown names get no prediction")
 }
 
 // The candidates spec_from_model compares, built here from the public
-// registry: the flat modelled algorithms, and on several nodes the
-// shared-memory one over each.
+// registry: the flat modelled algorithms but mpi (a guess at the MPI
+// library's choice), and on several nodes the shared-memory one over each.
 std::vector<std::string> model_candidates(const model::Shape& shape) {
-  std::vector<std::string> plans = model::modelled_algorithms();
+  std::vector<std::string> flat;
+  for (const std::string& name : model::modelled_algorithms())
+    if (name != "mpi") flat.push_back(name);
+  std::vector<std::string> plans = flat;
   if (shape.nodes > 1)
-    for (const std::string& b : model::modelled_algorithms()) plans.push_back("pscpu/" + b);
+    for (const std::string& b : flat) plans.push_back("pscpu/" + b);
   return plans;
 }
 
@@ -149,22 +153,23 @@ TEST_CASE("spec_from_model: each size runs the plan predicted fastest, ranges en
       }
     }
   // By hand, 2 ranks on one node with shared memory out of the race (alpha
-  // 1 us, gamma 2 ns/B): recursive doubling (mpi: alpha + m beta + m gamma)
-  // beats halving-doubling (2 alpha + m beta + m gamma / 2) while
-  // m gamma / 2 < alpha, i.e. m < 1000 B; from 1 KiB halving-doubling, tied
-  // with the ring (one chunk per step) up to 512 KiB and with mpi's ring
-  // beyond; ties go to the earlier registered name.
+  // 1 us): the ring and halving-doubling both cost 2 alpha + m beta +
+  // m gamma / 2 while the ring's step is one chunk (up to 512 KiB), the ring
+  // one more alpha per chunk beyond; tree 2 alpha + 2 m beta + m gamma.
+  // mpi (alpha + m beta + m gamma, faster below 1000 B) is no candidate.
+  // Ties go to the earlier registered name.
   const std::vector<std::string> names = model::modelled_algorithms();
-  const auto first_of = [&](std::initializer_list<const char*> tied) {
-    for (const std::string& name : names)
-      for (const char* t : tied)
-        if (name == t) return name;
-    return std::string();
-  };
-  const std::string small_tie = first_of({"xring", "rechd", "mpi"}), large_tie = first_of({"rechd", "mpi"});
-  std::string expected = "mpi:512:" + small_tie;
-  if (large_tie != small_tie) expected += ":512k:" + large_tie;
-  CHECK(model::spec_from_model(slow_shm, {2, 1}) == expected);
+  const auto position = [&](const char* name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
+  const std::string modelled =
+      position("xring") < position("rechd") ? std::string("xring:512k:rechd") : std::string("rechd");
+  CHECK(model::spec_from_model(slow_shm, {2, 1}) == modelled);
+  // An incumbent stays while within the margin: tree costs m beta + m gamma / 2
+  // = 2 m ns more than the winner's 2 us + 2 m ns, within 10% while
+  // 2 m <= 200 + 0.2 m, i.e. m <= 111 B: up to 64 B.
+  CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("tree"), 0.10) == "tree:64:" + modelled);
+  CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("tree"), 0) == modelled);
+  // A plan without a formula never stays.
+  CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("nccl"), 10.0) == modelled);
 }
 
 TEST_CASE("shape_of: fewest ranks on a node, ranks per core on the busiest host") {
