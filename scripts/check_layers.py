@@ -27,6 +27,7 @@ import sys
 # include each other.
 LAYERS = [
     ("util",),
+    ("model",),
     ("plan",),
     ("topo",),
     ("host",),
