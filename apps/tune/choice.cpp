@@ -1,5 +1,7 @@
 #include "choice.hpp"
 
+#include <algorithm>
+
 #include "strata/spec.hpp"
 
 namespace tune {
@@ -49,6 +51,23 @@ std::string spec_text(const std::vector<Range>& ranges, const std::vector<std::s
     tuples.push_back({one.algorithm, one.shards, r.limit});
   }
   return strata::AllReduceSpec(tuples).to_string();
+}
+
+std::vector<Contest> contests(const std::vector<SizeResult>& results, const std::vector<double>& ratios,
+                              const std::string& spec, const std::vector<std::string>& plans, double target) {
+  const strata::AllReduceSpec verified(spec);
+  std::vector<Contest> found;
+  for (std::size_t k = 0; k < results.size() && k < ratios.size(); ++k) {
+    if (ratios[k] <= target) continue;
+    const strata::SpecTuple* runs = verified.select(results[k].bytes);
+    if (!runs) continue;
+    const std::string plan = runs->shards > 1 ? runs->algorithm + "#" + std::to_string(runs->shards) : runs->algorithm;
+    const auto at = std::find(plans.begin(), plans.end(), plan);
+    const int best = pick(results[k]).best;
+    if (at == plans.end() || best < 0 || at - plans.begin() == best) continue;
+    found.push_back({k, static_cast<int>(at - plans.begin()), best});
+  }
+  return found;
 }
 
 }  // namespace tune

@@ -51,4 +51,20 @@ std::vector<Range> merge_ranges(const std::vector<SizeResult>& results, double t
 // normalised by strata's own parser (AllReduceSpec::to_string).
 std::string spec_text(const std::vector<Range>& ranges, const std::vector<std::string>& plans);
 
+// A size a verification missed (tuned / best above `target`) where the
+// spec runs another plan than the size's best: the two to time again.
+struct Contest {
+  std::size_t size = 0;  // index into the results
+  int kept = -1;         // the plan the spec runs there, index into `plans`
+  int best = -1;         // the size's winner
+};
+
+// The contests among `results` (ascending sizes), given each size's
+// verified ratio (`ratios[k]` for results[k]) and the spec that was
+// verified (its plans are texts of `plans`, "xring#2"). Sizes where the
+// spec runs the winner itself are no contest: there the miss is between
+// two communicators running one plan.
+std::vector<Contest> contests(const std::vector<SizeResult>& results, const std::vector<double>& ratios,
+                              const std::string& spec, const std::vector<std::string>& plans, double target);
+
 }  // namespace tune

@@ -13,6 +13,17 @@ namespace {
 constexpr double kMinSeconds = 0.02;
 constexpr int kMaxIters = 1000;
 
+// Iterations per side at size k: cheap calls get more (each side at least
+// kMinSeconds, at most kMaxIters): a 5% verdict on a 0.5 us call needs more
+// samples than -n gives. Every rank computes the same count from the
+// sweep's times. Under --budget, the iterations the sweep could afford there.
+int iterations_at(const SweepResult& result, std::size_t k, int iters, bool budgeted) {
+  const Winner w = pick(result.sizes[k]);
+  if (budgeted) return result.iterations[k][std::size_t(w.best)];
+  const int wanted = static_cast<int>(kMinSeconds / std::max(w.best_us * 1e-6, 1e-9));
+  return std::clamp(wanted, iters, std::max(iters, kMaxIters));
+}
+
 }  // namespace
 
 std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
@@ -22,21 +33,32 @@ std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const Swee
   std::vector<VerifyRow> rows;
   for (std::size_t k = 0; k < result.sizes.size(); ++k) {
     const SizeResult& size = result.sizes[k];
-    const Winner w = pick(size);
-    Candidate& best = candidates[std::size_t(w.best)];
-    // Cheap calls get more iterations (each side at least kMinSeconds, at
-    // most kMaxIters): a 5% verdict on a 0.5 us call needs more samples
-    // than -n gives. Every rank computes the same count from the sweep's times.
-    const int wanted = static_cast<int>(kMinSeconds / std::max(w.best_us * 1e-6, 1e-9));
-    // Under --budget, the iterations the sweep could afford at this size.
-    const int n = budgeted ? result.iterations[k][std::size_t(w.best)]
-                           : std::clamp(wanted, iters, std::max(iters, kMaxIters));
+    Candidate& best = candidates[std::size_t(pick(size).best)];
+    const int n = iterations_at(result, k, iters, budgeted);
     const auto t = bench::time_alternating(comm, warmup, n,
                                            {[&] { workload.run(tuned, size.bytes); },
                                             [&] { workload.run(*best.comm, size.bytes); }});
     rows.push_back({size.bytes, tuned.algorithm_for(size.bytes), best.plan, t[0].median_us, t[1].median_us});
   }
   return rows;
+}
+
+int recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows, SweepResult& result,
+            std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters, bool budgeted) {
+  std::vector<double> ratios;
+  for (const VerifyRow& r : rows) ratios.push_back(r.ratio());
+  std::vector<std::string> plans;
+  for (const Candidate& c : candidates) plans.push_back(c.plan);
+  const std::vector<Contest> found = contests(result.sizes, ratios, spec, plans, kVerifyTarget);
+  for (const Contest& c : found) {
+    SizeResult& size = result.sizes[c.size];
+    const auto t = bench::time_alternating(comm, warmup, iterations_at(result, c.size, iters, budgeted),
+                                           {[&] { workload.run(*candidates[std::size_t(c.kept)].comm, size.bytes); },
+                                            [&] { workload.run(*candidates[std::size_t(c.best)].comm, size.bytes); }});
+    size.times_us[std::size_t(c.kept)] = t[0].median_us;
+    size.times_us[std::size_t(c.best)] = t[1].median_us;
+  }
+  return static_cast<int>(found.size());
 }
 
 bool verify_met(const std::vector<VerifyRow>& rows) {

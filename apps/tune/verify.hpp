@@ -33,6 +33,17 @@ std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const Swee
                               std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
                               bool budgeted);
 
+// The re-check after a verification that missed: at each size where the
+// tuned spec runs another plan than the sweep's best (a plan kept within
+// --tie, or a range's plan carried over), the two plans' fixed
+// communicators are timed again, alternating, with the verification's
+// iterations, and their times in `result` replaced, so that the ranges made
+// from it decide that size on more samples. Sizes where the tuned spec
+// runs the best plan itself are left alone. Collective; returns how many
+// sizes were re-timed (the same on every rank).
+int recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows, SweepResult& result,
+            std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters, bool budgeted);
+
 // The table and the one-line verdict, as printed (rank 0).
 std::string verify_report(const std::vector<VerifyRow>& rows);
 

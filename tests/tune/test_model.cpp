@@ -208,6 +208,28 @@ TEST_CASE("ranges: neighbouring sizes with one winner merge; near-ties stay in t
   CHECK(pick({8, {-1, 3.0, 2.0}}).margin() == doctest::Approx(0.5));
 }
 
+TEST_CASE("contests: missed sizes where the spec runs another plan than the winner") {
+  const std::vector<std::string> plans = {"pscpu", "xring#2", "tree"};
+  // 8: pscpu wins; 64: xring#2 wins; 512: tree wins; 4096: xring#2 wins.
+  const std::vector<SizeResult> results = {
+      {8, {1.0, 2.0, 3.0}}, {64, {2.0, 1.0, 3.0}}, {512, {3.0, 2.0, 1.0}}, {4096, {3.0, 1.0, 2.0}}};
+  // The spec kept pscpu up to 64 and xring#2 beyond: 64 and 512 run another plan.
+  const std::string spec = "pscpu:64:xring#2";
+  // Every size missed: contests at 64 (pscpu kept, xring#2 best) and 512 (xring#2 kept, tree best).
+  const auto all = contests(results, {1.2, 1.2, 1.2, 1.2}, spec, plans, 1.05);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].size == 1);
+  CHECK(all[0].kept == 0);
+  CHECK(all[0].best == 1);
+  CHECK(all[1].size == 2);
+  CHECK(all[1].kept == 1);
+  CHECK(all[1].best == 2);
+  // Met sizes are no contest, nor misses where the spec runs the winner (8, 4096).
+  CHECK(contests(results, {1.2, 1.0, 1.05, 1.2}, spec, plans, 1.05).empty());
+  // A spec plan that is no candidate is left alone.
+  CHECK(contests(results, {1.2, 1.2, 1.2, 1.2}, "rechd", plans, 1.05).empty());
+}
+
 TEST_CASE(".model file round trip and errors") {
   const model::Machine m = round_machine();
   const model::Machine back = model::parse_model(model::model_text(m, "a comment\nline two"), "test.model");
