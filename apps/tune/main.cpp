@@ -208,21 +208,23 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
   auto rows = verify(MPI_COMM_WORLD, spec, result, candidates, workload, o.warmup, o.iters, budgeted);
   if (!verify_met(rows)) {
     // Re-check the choices behind the misses on more samples, rewrite the
-    // file from them and verify again; the first verdict stays on record.
-    const int rechecked =
+    // file from them and verify what changed; the first table stays on record.
+    const std::vector<Contest> rechecked =
         recheck(MPI_COMM_WORLD, spec, rows, result, candidates, workload, o.warmup, o.iters, budgeted);
-    if (rechecked > 0) {
+    if (!rechecked.empty()) {
       if (w.rank == 0) {
         std::fputs(verify_report(rows).c_str(), stdout);
-        std::printf("# re-check: %d size(s) where the spec ran another plan than the best were timed again; "
-                    "%s rewritten from those times and verified again\n",
-                    rechecked, o.output.c_str());
+        std::printf("# re-check: %zu size(s) where the spec ran another plan than the best were timed again; "
+                    "%s rewritten from those times; the sizes re-timed or given another plan verified again\n",
+                    rechecked.size(), o.output.c_str());
         write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size(), true));
         if (!write_error.empty()) std::fprintf(stderr, "strata-tune: %s\n", write_error.c_str());
       }
       if (!rank0_ok(write_error.empty())) return kExitError;
+      const std::string first_spec = spec;
       spec = broadcast_text(w.rank == 0 ? spec_of_file_text(read_text(o.output)) : "");
-      rows = verify(MPI_COMM_WORLD, spec, result, candidates, workload, o.warmup, o.iters, budgeted);
+      rows = verify_again(MPI_COMM_WORLD, first_spec, spec, rechecked, rows, result, candidates, workload, o.warmup,
+                          o.iters, budgeted);
     }
   }
   if (w.rank == 0) {

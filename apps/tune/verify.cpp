@@ -24,14 +24,19 @@ int iterations_at(const SweepResult& result, std::size_t k, int iters, bool budg
   return std::clamp(wanted, iters, std::max(iters, kMaxIters));
 }
 
-}  // namespace
-
-std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
-                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
-                              bool budgeted) {
+// verify() over the sizes where `again` holds (all when empty); the other
+// rows are `previous`'s.
+std::vector<VerifyRow> verify_sizes(MPI_Comm comm, const std::string& spec, const SweepResult& result,
+                                    std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
+                                    bool budgeted, const std::vector<bool>& again,
+                                    const std::vector<VerifyRow>& previous) {
   strata::Communicator tuned(comm, strata::Config{.all_reduce_spec = spec});
   std::vector<VerifyRow> rows;
   for (std::size_t k = 0; k < result.sizes.size(); ++k) {
+    if (!again.empty() && !again[k]) {
+      rows.push_back(previous[k]);
+      continue;
+    }
     const SizeResult& size = result.sizes[k];
     Candidate& best = candidates[std::size_t(pick(size).best)];
     const int n = iterations_at(result, k, iters, budgeted);
@@ -43,8 +48,31 @@ std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const Swee
   return rows;
 }
 
-int recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows, SweepResult& result,
-            std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters, bool budgeted) {
+}  // namespace
+
+std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const SweepResult& result,
+                              std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters,
+                              bool budgeted) {
+  return verify_sizes(comm, spec, result, candidates, workload, warmup, iters, budgeted, {}, {});
+}
+
+std::vector<VerifyRow> verify_again(MPI_Comm comm, const std::string& first_spec, const std::string& spec,
+                                    const std::vector<Contest>& rechecked, const std::vector<VerifyRow>& first,
+                                    const SweepResult& result, std::vector<Candidate>& candidates, Workload& workload,
+                                    int warmup, int iters, bool budgeted) {
+  const strata::AllReduceSpec before(first_spec), after(spec);
+  std::vector<bool> again(result.sizes.size(), false);
+  for (std::size_t k = 0; k < result.sizes.size(); ++k) {
+    const strata::SpecTuple *was = before.select(result.sizes[k].bytes), *is = after.select(result.sizes[k].bytes);
+    again[k] = was->algorithm != is->algorithm || was->shards != is->shards;  // (limits may move, plans not)
+  }
+  for (const Contest& c : rechecked) again[c.size] = true;
+  return verify_sizes(comm, spec, result, candidates, workload, warmup, iters, budgeted, again, first);
+}
+
+std::vector<Contest> recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows,
+                             SweepResult& result, std::vector<Candidate>& candidates, Workload& workload, int warmup,
+                             int iters, bool budgeted) {
   std::vector<double> ratios;
   for (const VerifyRow& r : rows) ratios.push_back(r.ratio());
   std::vector<std::string> plans;
@@ -58,7 +86,7 @@ int recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>
     size.times_us[std::size_t(c.kept)] = t[0].median_us;
     size.times_us[std::size_t(c.best)] = t[1].median_us;
   }
-  return static_cast<int>(found.size());
+  return found;
 }
 
 bool verify_met(const std::vector<VerifyRow>& rows) {

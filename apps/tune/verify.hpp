@@ -39,10 +39,20 @@ std::vector<VerifyRow> verify(MPI_Comm comm, const std::string& spec, const Swee
 // communicators are timed again, alternating, with the verification's
 // iterations, and their times in `result` replaced, so that the ranges made
 // from it decide that size on more samples. Sizes where the tuned spec
-// runs the best plan itself are left alone. Collective; returns how many
-// sizes were re-timed (the same on every rank).
-int recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows, SweepResult& result,
-            std::vector<Candidate>& candidates, Workload& workload, int warmup, int iters, bool budgeted);
+// runs the best plan itself are left alone. Collective; returns the sizes
+// re-timed (the same on every rank).
+std::vector<Contest> recheck(MPI_Comm comm, const std::string& spec, const std::vector<VerifyRow>& rows,
+                             SweepResult& result, std::vector<Candidate>& candidates, Workload& workload, int warmup,
+                             int iters, bool budgeted);
+
+// The verification of the spec rewritten after a re-check: the sizes
+// re-timed and those whose plan `spec` changed from `first_spec` are
+// verified again; every other size keeps its row from `first`, so no miss
+// gets a second draw of the same comparison. Collective.
+std::vector<VerifyRow> verify_again(MPI_Comm comm, const std::string& first_spec, const std::string& spec,
+                                    const std::vector<Contest>& rechecked, const std::vector<VerifyRow>& first,
+                                    const SweepResult& result, std::vector<Candidate>& candidates, Workload& workload,
+                                    int warmup, int iters, bool budgeted);
 
 // The table and the one-line verdict, as printed (rank 0).
 std::string verify_report(const std::vector<VerifyRow>& rows);

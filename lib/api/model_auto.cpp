@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -49,7 +50,7 @@ std::shared_ptr<const plan::Spec> modelled_all_reduce(MPI_Comm comm, int rank, c
       const model::Machine machine = model::read_model_file(path);  // read on one node too: a bad file is an error
       if (shape.nodes > 1 && shape.oversubscription <= 1)
         text = model::spec_from_model(machine, shape, AllReduceSpec(incumbent.to_string()), kOverrideMargin);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // every rank must hear of it, or the others wait in the broadcast
       ok = false;
       text = e.what();
     }
