@@ -40,6 +40,17 @@ void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split,
                              plan::Level* cross) {
   const int owners = split.min_local_size;
 
+  // A node of one rank has nothing to reduce inside it: b runs on the whole
+  // message from the input to the output, out of place, where copying the
+  // input to the output first and running b there in place cost that copy
+  // (8 MiB on two virtual nodes of one rank: 4.2-4.7 ms against 2.9-3.1 ms
+  // for rechd flat; docs/PERFORMANCE.md).
+  if (split.local_size == 1 && owns_a_slice(split, cross)) {
+    util::trace::Span level("across nodes: all-reduce");
+    cross->all_reduce(job);
+    return;
+  }
+
   // 1. Reduce-scatter inside the node.
   {
     util::trace::Span level("inside node: reduce-scatter");

@@ -197,10 +197,8 @@ double hierarchical(const Formula& intra_formula, bool intra_shared_memory, cons
   Machine shared = mc;
   shared.inter.beta *= r;
   const Group cross{.n = s.nodes, .ranks_per_node = 1, .nodes = s.nodes, .machine = &shared, .senders_cap = 1};
-  // Nodes of one rank: the driver copies the input to the output and runs
-  // b there in place: one pass over the message on one core, costed as a
-  // reduction pass (gamma; the model has no separate memcpy figure).
-  if (r == 1) return m * mc.gamma + cross_formula(cross, m, shards);
+  // Nodes of one rank: the driver runs b alone, on the whole message.
+  if (r == 1) return cross_formula(cross, m, shards);
   const double share = (r - 1.0) / r;
   double scatter, gather;
   if (intra_shared_memory) {
