@@ -80,6 +80,15 @@ void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, pla
   plan::Job node_job = job;
   node_job.out = split.local_rank == root.local && on_root_node ? job.out : partial;
 
+  // A node of one rank: b alone on the whole message, out of place (as in
+  // hierarchical_all_reduce), into the root's output or `partial`.
+  if (split.local_size == 1 && owns_a_slice(split, cross)) {
+    util::trace::Span level("across nodes: reduce");
+    node_job.root = root.node;  // cross-node groups are ordered by node index
+    cross->reduce(node_job);
+    return;
+  }
+
   // 1. Reduce-scatter inside the node.
   {
     util::trace::Span level("inside node: reduce-scatter");

@@ -15,9 +15,8 @@
 // broadcast: `a`'s broadcast inside the root's node, then each owner's
 // slice by `b`'s broadcast from the root's node, then step 3 on every
 // other node.
-// Single-node jobs skip step 2. On a single-rank node all_reduce runs `b`
-// alone on the whole message, out of place; reduce copies instead of step 1
-// and skips step 3. Uneven nodes: local ranks at or above the smallest node's size own
+// Single-node jobs skip step 2. On a single-rank node all_reduce and
+// reduce run `b` alone on the whole message, out of place. Uneven nodes: local ranks at or above the smallest node's size own
 // nothing and only take part inside their node.
 #pragma once
 
