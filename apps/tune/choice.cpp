@@ -61,7 +61,7 @@ std::vector<Contest> contests(const std::vector<SizeResult>& results, const std:
     if (ratios[k] <= target) continue;
     const strata::SpecTuple* runs = verified.select(results[k].bytes);
     if (!runs) continue;
-    const std::string plan = runs->shards > 1 ? runs->algorithm + "#" + std::to_string(runs->shards) : runs->algorithm;
+    const std::string plan = strata::AllReduceSpec({{runs->algorithm, runs->shards, -1}}).to_string();  // "xring#2"
     const auto at = std::find(plans.begin(), plans.end(), plan);
     const int best = pick(results[k]).best;
     if (at == plans.end() || best < 0 || at - plans.begin() == best) continue;

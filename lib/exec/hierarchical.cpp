@@ -34,18 +34,22 @@ bool owns_a_slice(const topo::NodeSplit& split, const plan::Level* cross) {
   return split.node_count > 1 && cross && split.local_rank < split.min_local_size;
 }
 
+// A node of one rank: nothing to do inside it, so `b` runs alone on the
+// whole message, from the input to the output (copying the input to the
+// output first and running `b` there in place cost that copy: 8 MiB on two
+// virtual nodes of one rank, 4.2-4.7 ms against 2.9-3.1 ms for rechd flat;
+// docs/PERFORMANCE.md).
+bool alone_on_node(const topo::NodeSplit& split, const plan::Level* cross) {
+  return split.local_size == 1 && owns_a_slice(split, cross);
+}
+
 }  // namespace
 
 void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split, plan::Level& intra,
                              plan::Level* cross) {
   const int owners = split.min_local_size;
 
-  // A node of one rank has nothing to reduce inside it: b runs on the whole
-  // message from the input to the output, out of place, where copying the
-  // input to the output first and running b there in place cost that copy
-  // (8 MiB on two virtual nodes of one rank: 4.2-4.7 ms against 2.9-3.1 ms
-  // for rechd flat; docs/PERFORMANCE.md).
-  if (split.local_size == 1 && owns_a_slice(split, cross)) {
+  if (alone_on_node(split, cross)) {
     util::trace::Span level("across nodes: all-reduce");
     cross->all_reduce(job);
     return;
@@ -80,9 +84,7 @@ void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, pla
   plan::Job node_job = job;
   node_job.out = split.local_rank == root.local && on_root_node ? job.out : partial;
 
-  // A node of one rank: b alone on the whole message, out of place (as in
-  // hierarchical_all_reduce), into the root's output or `partial`.
-  if (split.local_size == 1 && owns_a_slice(split, cross)) {
+  if (alone_on_node(split, cross)) {  // into the root's output or `partial`
     util::trace::Span level("across nodes: reduce");
     node_job.root = root.node;  // cross-node groups are ordered by node index
     cross->reduce(node_job);

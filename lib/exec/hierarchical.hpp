@@ -16,8 +16,9 @@
 // slice by `b`'s broadcast from the root's node, then step 3 on every
 // other node.
 // Single-node jobs skip step 2. On a single-rank node all_reduce and
-// reduce run `b` alone on the whole message, out of place. Uneven nodes: local ranks at or above the smallest node's size own
-// nothing and only take part inside their node.
+// reduce run `b` alone on the whole message, out of place. Uneven nodes:
+// local ranks at or above the smallest node's size own nothing and only
+// take part inside their node.
 #pragma once
 
 #include "plan/job.hpp"

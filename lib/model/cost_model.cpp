@@ -292,8 +292,8 @@ std::string spec_from_model(const Machine& machine, const Shape& shape, const Al
       if (t && (best.algorithm.empty() || *t < best_seconds)) best = {plan, 1, -1}, best_seconds = *t;
     }
     if (const SpecTuple* kept = incumbent.select(static_cast<std::size_t>(bytes))) {
-      const std::string plan = kept->shards > 1 ? kept->algorithm + "#" + std::to_string(kept->shards) : kept->algorithm;
-      const std::optional<double> t = predict_all_reduce(machine, plan, bytes, shape);
+      const std::optional<double> t =
+          predict_all_reduce(machine, AllReduceSpec({{kept->algorithm, kept->shards, -1}}).to_string(), bytes, shape);
       if (t && best_seconds * (1 + margin) >= *t) best = {kept->algorithm, kept->shards, -1};
     }
     if (ranges.empty() || ranges.back().algorithm != best.algorithm || ranges.back().shards != best.shards)
