@@ -57,6 +57,10 @@ Other:
 Every argument before "--" that is not one of the above goes to mpirun
 unchanged (e.g. -x STRATA_SPEC, --mca btl_base_verbose 30). If you do not pass
 --bind-to, "--bind-to none" is added (emulated hosts share this machine's cores).
+When the ranks outnumber this machine's CPUs (nproc), "--mca
+mpi_yield_when_idle 1" is added unless you set mpi_yield_when_idle yourself:
+each emulated host looks uncrowded to Open MPI, which would otherwise spin in
+every blocking call and make each call wait for the scheduler's next tick.
 
 Example:
   $prog --hosts 2 --ranks-per-host 2 --delay 50us --rate 10gbit \\
@@ -412,6 +416,17 @@ fi
 # --- run ------------------------------------------------------------------------
 cmd=("$mpirun_bin" "${mpirun_common[@]}" -np "$np")
 [ "$have_bind" = 0 ] && cmd+=(--bind-to none)
+# Open MPI yields the core in its progress loop only on a node it knows to be
+# oversubscribed, and each emulated host has as many slots as ranks. With
+# more ranks than CPUs here, a rank spinning in MPI_Barrier or MPI_Wait keeps
+# the core its peer needs until the scheduler's tick (4 ms at 250 Hz): every
+# small call then took 4-8 ms instead of about 0.1 ms (docs/EMULATED_CLUSTER.md).
+cpus=$(nproc 2>/dev/null || echo 1)
+if [ "$np" -gt "$cpus" ] && [ -z "${OMPI_MCA_mpi_yield_when_idle:-}" ] &&
+    [[ " ${mpirun_extra[*]} " != *" mpi_yield_when_idle "* ]]; then
+  cmd+=(--mca mpi_yield_when_idle 1)
+  log "$np ranks on $cpus CPUs: Open MPI yields when idle (--mca mpi_yield_when_idle 1)"
+fi
 cmd+=("${mpirun_extra[@]}" "$@")
 vlog "running: ${cmd[*]}"
 # In the background so that INT/TERM reach our trap at once; mpirun gets
