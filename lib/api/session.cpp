@@ -87,7 +87,7 @@ Session::Session(MPI_Comm comm, Config config) {
     std::vector<topo::GpuRow> gpu_rows;
     topology_ = topo::discover(comm_, split_, gpu::probe_devices(), &gpu_rows);
     gpu_ = GpuRuntime(std::move(gpu_rows), split_.min_local_size);
-    plan::Layout layout{split_.node_count, split_.local_size};
+    plan::Layout layout{.node_count = split_.node_count, .local_size = split_.local_size};
     gpu_.plane().apply_to(layout);
     if (agreed.every_rank_models)
       layout.modelled_all_reduce = modelled_all_reduce(

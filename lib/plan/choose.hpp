@@ -51,7 +51,7 @@ struct Layout {
   // Host all-reduce under "auto" from the cost model (api/model_auto.hpp):
   // the spec the model picked for this layout, identical on every rank;
   // null: the fixed table.
-  std::shared_ptr<const Spec> modelled_all_reduce;
+  std::shared_ptr<const Spec> modelled_all_reduce{};
 };
 
 // The table "auto" stands for: host memory, one node: shared-memory pscpu

@@ -94,7 +94,7 @@ plan::Choice auto_plan(const std::vector<GpuRow>& rows, const topo::GpuPlane& pl
                        Collective collective = Collective::all_reduce) {
   int local_size = 0;
   for (const GpuRow& r : rows) local_size += r.node == 0;
-  plan::Layout layout{node_count(rows), local_size};
+  plan::Layout layout{.node_count = node_count(rows), .local_size = local_size};
   plane.apply_to(layout);
   return plan::choose(exec::catalogue(), plan::Spec{}, collective, bytes, Implementation::automatic, Memory::cuda,
                       layout);
@@ -102,7 +102,7 @@ plan::Choice auto_plan(const std::vector<GpuRow>& rows, const topo::GpuPlane& pl
 
 plan::Choice spec_plan(const std::vector<GpuRow>& rows, const topo::GpuPlane& plane, const char* spec,
                        std::size_t bytes = 1 << 20) {
-  plan::Layout layout{node_count(rows), 1};
+  plan::Layout layout{.node_count = node_count(rows), .local_size = 1};
   plane.apply_to(layout);
   return plan::choose(exec::catalogue(), plan::parse_spec(spec, exec::catalogue()), Collective::all_reduce, bytes,
                       Implementation::automatic, Memory::cuda, layout);
@@ -219,7 +219,7 @@ TEST_CASE("a node without GPUs makes CUDA tensors unavailable on every rank, nam
   CHECK_FALSE(plane.cross.usable);
   // No CUDA call runs there; plans show what the shape would run with NCCL
   // everywhere (algorithm_for, strata-topo), and nothing is refused.
-  plan::Layout layout{3, 8};
+  plan::Layout layout{.node_count = 3, .local_size = 8};
   plane.apply_to(layout);
   CHECK((layout.nccl_world && layout.nccl_node && layout.nccl_cross));
   CHECK(auto_plan(rows, plane, 1 << 20).name() == "nccl/nccl");
@@ -320,7 +320,7 @@ TEST_CASE("replica path: replica ranks only for an all-reduce NCCL reduces by NC
   const auto known = exec::catalogue();
   const auto planned = [&](const char* spec, Collective collective) {
     return plan::choose(known, plan::parse_spec(spec, known), collective, 1 << 20, Implementation::automatic,
-                        Memory::cuda, plan::Layout{2, 2});
+                        Memory::cuda, plan::Layout{.node_count = 2, .local_size = 2});
   };
   const plan::Choice nccl = planned("nccl", Collective::all_reduce), psgpu = planned("psgpu", Collective::all_reduce),
                      hier = planned("nccl/nccl", Collective::all_reduce),

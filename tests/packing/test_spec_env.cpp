@@ -35,7 +35,7 @@ Spec resolved(std::string_view configured) { return resolve_spec(configured, str
 
 // plan::choose for host memory on one node of one rank.
 Choice chosen(const Spec& spec, Collective collective, std::size_t bytes, Implementation implementation) {
-  return choose(strata::exec::catalogue(), spec, collective, bytes, implementation, strata::Memory::host, {1, 1});
+  return choose(strata::exec::catalogue(), spec, collective, bytes, implementation, strata::Memory::host, {.node_count = 1, .local_size = 1});
 }
 
 std::string picked(const Spec& spec, std::size_t bytes, Collective collective = Collective::all_reduce) {
