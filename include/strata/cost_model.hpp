@@ -76,7 +76,8 @@ Shape shape_of(const Topology& topology);
 // to 59% too fast); shards are not candidates: the model gives them only
 // extra messages. `incumbent` (not auto): at each size its plan stays
 // unless the winner is predicted more than `margin` faster (0.1: its time
-// below incumbent / 1.1); a plan the model has no formula for never stays.
+// below incumbent / 1.1); a plan the model has no formula for never stays,
+// and an incumbent `mpi` always does (the model cannot judge its guess).
 std::string spec_from_model(const Machine& machine, const Shape& shape, const AllReduceSpec& incumbent = {},
                             double margin = 0);
 

@@ -109,7 +109,13 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   // and its rounds carry no check.
   const bool check_rides_along =
       segment && choice.shape == plan::Shape::flat && collective != Collective::all_gather;
-  if (check && !check_rides_along) verify_call(context, *check, deadline, info);
+  if (check && !check_rides_along) {
+    // MPI's own collective: the check's all-reduce may carry the data.
+    const CarriedCall carry{collective, &job};
+    const bool carriable = choice.shape == plan::Shape::flat && choice.algorithm->carried_by_check &&
+                           !plan::blockwise(collective);
+    if (verify_call(context, *check, deadline, info, carriable ? &carry : nullptr)) return;
+  }
   const topo::NodeSplit& split = *context.split;
   // (plan::choose never makes reduce_scatter or all_gather hierarchical.)
   if (choice.shape == plan::Shape::hierarchical && !plan::blockwise(collective)) {

@@ -144,7 +144,8 @@ void mpi_broadcast(Transport& t, const Job& job) {
 }  // namespace
 
 extern const Algorithm mpi = {
-    {.name = "mpi", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
+    {.name = "mpi", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false,
+     .carried_by_check = true},
     mpi_all_reduce, mpi_reduce, mpi_broadcast,
 };
 

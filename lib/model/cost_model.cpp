@@ -292,9 +292,11 @@ std::string spec_from_model(const Machine& machine, const Shape& shape, const Al
       if (t && (best.algorithm.empty() || *t < best_seconds)) best = {plan, 1, -1}, best_seconds = *t;
     }
     if (const SpecTuple* kept = incumbent.select(static_cast<std::size_t>(bytes))) {
+      // The guessed formula cannot judge the plan it guesses at: that stays.
       const std::optional<double> t =
           predict_all_reduce(machine, AllReduceSpec({{kept->algorithm, kept->shards, -1}}).to_string(), bytes, shape);
-      if (t && best_seconds * (1 + margin) >= *t) best = {kept->algorithm, kept->shards, -1};
+      if (kept->algorithm == kGuessedAlgorithm || (t && best_seconds * (1 + margin) >= *t))
+        best = {kept->algorithm, kept->shards, -1};
     }
     if (ranges.empty() || ranges.back().algorithm != best.algorithm || ranges.back().shards != best.shards)
       ranges.push_back(best);

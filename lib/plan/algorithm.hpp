@@ -5,6 +5,8 @@
 // that list as a Catalogue, so it can be tested with made-up algorithms.
 #pragma once
 
+#include <cstddef>
+
 #include <span>
 #include <string_view>
 
@@ -31,7 +33,18 @@ struct Algorithm {
   // GPUs per rank) an NCCL rank of its own instead of combining them on the
   // rank's device first (plan::replica_path).
   bool replica_ranks = false;
+  // Its flat host all-reduce, reduce and broadcast are MPI's own: where
+  // the call check is an MPI all-reduce (several nodes), a call small
+  // enough travels inside the check's record (exec/check_record.hpp), the
+  // check's MPI all-reduce with the data beside its words, instead of a
+  // second MPI collective after it.
+  bool carried_by_check = false;
 };
+
+// The most bytes a call check over MPI carries (Algorithm::carried_by_check).
+// Every such check moves this much beside the digest, so it stays small: a
+// larger record made every check dearer than the round it saves.
+constexpr std::size_t kCheckCarriesBytes = 256;
 
 using Catalogue = std::span<const Algorithm* const>;
 

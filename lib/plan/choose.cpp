@@ -16,12 +16,15 @@ namespace {
 
 // Defaults, from the measurements in docs/ALGORITHMS.md. Host memory, one
 // node: shared-memory pscpu was fastest at every size from 8 B to 64 MiB.
-// Several nodes: shared memory inside the node, latency-bound recursive
-// halving-doubling across nodes for small messages, slice owners for medium
-// and the pipelined ring for large ones. Reduce and broadcast: shared
-// memory inside the node (pscpu's rooted rounds, lib/host/shm_rooted.hpp),
-// across nodes a binomial tree while latency dominates, the pipelined ring
-// above; CUDA tensors without NCCL take the tree and ring flat.
+// Several nodes: MPI's own all-reduce for the smallest calls (the call
+// check's MPI all-reduce carries them, one round instead of two), then
+// shared memory inside the node, latency-bound recursive halving-doubling
+// across nodes for small messages, slice owners for medium and the
+// pipelined ring for large ones. Reduce and broadcast: shared memory
+// inside the node (pscpu's rooted rounds, lib/host/shm_rooted.hpp); on
+// several nodes MPI's own for the smallest calls (carried by the check
+// too), then a binomial tree across nodes while latency dominates, the
+// pipelined ring above; CUDA tensors without NCCL take the tree and ring flat.
 // CUDA memory (docs/GPU.md, "Which algorithm"): NCCL where the GPU control
 // plane allows it for the groups a plan runs over — flat on one node,
 // NCCL inside the node then NCCL across nodes on several — else psgpu
@@ -32,10 +35,14 @@ namespace {
 // checks that every name in them is registered.
 constexpr long long k64KiB = 64LL << 10, k16MiB = 16LL << 20;
 const Spec kOneNode{{{"pscpu", 1, -1}}};
-const Spec kMultiNode{{{"pscpu/rechd", 1, k64KiB}, {"pscpu/pscpu", 1, k16MiB}, {"pscpu/xring", 1, -1}}};
+const Spec kMultiNode{{{"mpi", 1, static_cast<long long>(kCheckCarriesBytes)},
+                       {"pscpu/rechd", 1, k64KiB},
+                       {"pscpu/pscpu", 1, k16MiB},
+                       {"pscpu/xring", 1, -1}}};
 const Spec kRooted{{{"tree", 1, k64KiB}, {"xring", 1, -1}}};
 const Spec kRootedOneNode{{{"pscpu", 1, -1}}};
-const Spec kRootedNodes{{{"pscpu/tree", 1, k64KiB}, {"pscpu/xring", 1, -1}}};
+const Spec kRootedNodes{
+    {{"mpi", 1, static_cast<long long>(kCheckCarriesBytes)}, {"pscpu/tree", 1, k64KiB}, {"pscpu/xring", 1, -1}}};
 const Spec kCuda{{{"nccl", 1, -1}}};
 const Spec kCudaNoNccl{{{"psgpu", 1, -1}}};
 const Spec kCudaNodes{{{"nccl/nccl", 1, -1}}};
@@ -118,7 +125,7 @@ const Spec& default_spec(Collective collective, Memory memory, const Layout& lay
 }
 
 const Spec& default_spec(Collective collective, Memory memory, int node_count) {
-  return default_spec(collective, memory, Layout{node_count, 1});
+  return default_spec(collective, memory, Layout{.node_count = node_count, .local_size = 1});
 }
 
 Spec resolve_spec(std::string_view configured, Catalogue known) {
@@ -143,7 +150,9 @@ Spec resolve_spec(std::string_view configured, Catalogue known) {
   return Spec{};
 }
 
-std::string describe_map(const Spec& spec, int node_count) { return describe_map(spec, Layout{node_count, 1}); }
+std::string describe_map(const Spec& spec, int node_count) {
+  return describe_map(spec, Layout{.node_count = node_count, .local_size = 1});
+}
 
 std::string describe_map(const Spec& spec, const Layout& layout) {
   const Spec& effective = spec.is_auto() ? default_spec(Collective::all_reduce, Memory::host, layout) : spec;

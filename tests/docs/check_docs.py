@@ -128,8 +128,11 @@ def documented_rooted_default(constant, pattern, render, where):
     (ok if want in algorithms_md else fail)(f"ALGORITHMS.md's default for reduce and broadcast {where} is {want}")
 
 
-documented_rooted_default("kRootedNodes", r'const Spec kRootedNodes\{\{\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};',
-                          lambda m: f"`{m.group(1)}:64k:{m.group(2)}`", "on several nodes")
+carried = constant("lib/plan/algorithm.hpp", "kCheckCarriesBytes")
+documented_rooted_default("kRootedNodes",
+                          r'const Spec kRootedNodes\{\s*\{\{"(\w+)", 1, static_cast<long long>\(kCheckCarriesBytes\)\}, '
+                          r'\{"([\w/]+)", 1, k64KiB\}, \{"([\w/]+)", 1, -1\}\}\};',
+                          lambda m: f"`{m.group(1)}:{carried}:{m.group(2)}:64k:{m.group(3)}`", "on several nodes")
 documented_rooted_default("kRootedOneNode", r'const Spec kRootedOneNode\{\{\{"(\w+)", 1, -1\}\}\};',
                           lambda m: f"| one node | `{m.group(1)}` at every size (shared memory) | `{m.group(1)}` at every size",
                           "on one node")

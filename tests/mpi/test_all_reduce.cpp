@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "buffers.hpp"
+#include "exact.hpp"
 #include "harness.hpp"
 #include "reference.hpp"
 #include "specs.hpp"
@@ -43,27 +44,6 @@ std::vector<Forced> communicators_for_every_spec() {
   return all;
 }
 
-// One all_reduce, checked: the result bits, the input left alone (out of
-// place), and the output logged for the same-bits-on-every-rank check.
-void check_one(Communicator& comm, const std::string& label, const Buffer& input, const Buffer& expected, ReduceOp op,
-               bool in_place, const CommunicationOptions& options, SameBitsLog& log) {
-  Buffer in(input.count, input.dtype), out(input.count, input.dtype);
-  in.copy_from(input);
-  Buffer& result = in_place ? in : out;
-  try {
-    comm.all_reduce(in.tensor(), result.tensor(), op, options);
-  } catch (const Error& e) {
-    FAIL_CHECK(label << ": threw " << e.what());
-    return;
-  }
-  const std::string diff = describe_difference(result.data(), expected.data(), input.count, input.dtype);
-  CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-  if (!in_place)
-    CHECK_MESSAGE(first_difference(in.data(), input.data(), input.count, input.dtype) == input.count,
-                  label << ": out-of-place all_reduce modified its input");
-  log.add(label, result.data(), result.size_bytes());
-}
-
 void exact_matrix(ReduceOp op) {
   const int nranks = world_size(), rank = world_rank();
   std::vector<Forced> comms = communicators_for_every_spec();
@@ -76,15 +56,17 @@ void exact_matrix(ReduceOp op) {
       for (Forced& forced : comms) {
         const std::string base = "all_reduce spec=" + forced.spec + " op=" + std::string(to_string(op)) +
                                  " dtype=" + std::string(to_string(dtype)) + " count=" + std::to_string(count);
-        check_one(*forced.comm, base + " out-of-place", input, expected, op, false, {}, log);
+        check_exact_all_reduce(*forced.comm, base + " out-of-place", input, expected, op, false, {}, log);
         // In place on all but the largest size (keeps 8 oversubscribed ranks
         // within the suite's time budget; in place is a pointer question,
         // not a size question).
-        if (count < 100003) check_one(*forced.comm, base + " in-place", input, expected, op, true, {}, log);
+        if (count < 100003)
+          check_exact_all_reduce(*forced.comm, base + " in-place", input, expected, op, true, {}, log);
         // With a timeout the algorithms take their polling paths (mpi: the
         // non-blocking MPI_I* calls), so cover those too on a mid size.
         if (count == 1021 && (dtype == DataType::f32 || dtype == DataType::f16 || dtype == DataType::i64))
-          check_one(*forced.comm, base + " timeout=600", input, expected, op, false, {.timeout_seconds = 600}, log);
+          check_exact_all_reduce(*forced.comm, base + " timeout=600", input, expected, op, false,
+                                 {.timeout_seconds = 600}, log);
       }
     }
     log.check_same_on_all_ranks(MPI_COMM_WORLD);
@@ -114,7 +96,7 @@ TEST_CASE("all_reduce 16 MiB+ f32 sum with every spec") {
   for (const std::string& spec : only_requested(algorithm_names())) {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     const std::string label = "all_reduce spec=" + spec + " f32 sum count=" + std::to_string(count);
-    check_one(comm, label + " out-of-place", input, expected, ReduceOp::sum, false, {}, log);
+    check_exact_all_reduce(comm, label + " out-of-place", input, expected, ReduceOp::sum, false, {}, log);
   }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);
 }
@@ -148,7 +130,8 @@ TEST_CASE("all_reduce: implementation = ring forces xring (when registered) and 
       fill_input(input.data(), count, dtype, ReduceOp::sum, rank);
       fill_expected(expected.data(), count, dtype, ReduceOp::sum, nranks);
       const std::string label = "ring dtype=" + std::string(to_string(dtype)) + " count=" + std::to_string(count);
-      check_one(comm, label, input, expected, ReduceOp::sum, false, {.implementation = Implementation::ring}, log);
+      check_exact_all_reduce(comm, label, input, expected, ReduceOp::sum, false,
+                             {.implementation = Implementation::ring}, log);
     }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);
 }

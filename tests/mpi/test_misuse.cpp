@@ -1,5 +1,6 @@
 // Misuse: ranks that disagree on a call. The last rank deviates (count+1,
-// count/2, dtype, op, root, collective kind, count 0, a count that takes
+// count/2, dtype, op, root, collective kind, small calls that the check
+// across nodes carries, count 0, a count that takes
 // the shared-memory direct path against one that does not, roots of large
 // direct reduces and broadcasts, a batch with another tensor list, the
 // implementation hint, the communicator's chunk_bytes); every rank must raise Mismatch naming the differing field,
@@ -68,6 +69,48 @@ const std::vector<Misuse>& cases() {
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> v(1 << 18, 1.0f);
          c.broadcast(f32(v, v.size()), deviant ? 1 : 0, o);
+       }},
+      // Small enough for the call check across nodes to carry the data
+      // (exec/check_record.hpp): every rank must still learn of it.
+      {"carried count+1", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(11, 1.0f);
+         c.all_reduce(f32(v, 10 + deviant), f32(v, 10 + deviant), ReduceOp::sum, o);
+       }},
+      {"carried op", "op",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(10, 1.0f);
+         c.all_reduce(f32(v, 10), f32(v, 10), deviant ? ReduceOp::max : ReduceOp::sum, o);
+       }},
+      {"carried dtype", "dtype",  // the same bytes, another type
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(10, 1.0f);
+         const Tensor t{v.data(), 10, deviant ? DataType::i32 : DataType::f32};
+         c.all_reduce(t, t, ReduceOp::sum, o);
+       }},
+      {"carried against not", "count",  // 40 bytes against 4000
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(kCount, 1.0f);
+         const std::size_t n = deviant ? 10 : kCount;
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"carried root", "root",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(10, 1.0f), out(10);
+         c.reduce(f32(v, 10), f32(out, 10), ReduceOp::sum, deviant ? 1 : 0, o);
+       }},
+      {"carried broadcast root", "root",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(10, 1.0f);
+         c.broadcast(f32(v, 10), deviant ? 1 : 0, o);
+       }},
+      {"carried broadcast against reduce", "collective",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(10, 1.0f), out(10);
+         if (deviant)
+           c.broadcast(f32(v, 10), 0, o);
+         else
+           c.reduce(f32(v, 10), f32(out, 10), ReduceOp::sum, 0, o);
        }},
       {"count 0", "count",
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
@@ -173,7 +216,7 @@ void check_case(Communicator& comm, const Misuse& misuse, const CommunicationOpt
 std::vector<std::string> specs_under_test() {
   // With STRATA_RANKS_PER_NODE the layout has several nodes: the
   // hierarchical default and an explicit hierarchical spec.
-  if (std::getenv("STRATA_RANKS_PER_NODE")) return {"auto", "pscpu/xring", "tree/rechd"};
+  if (std::getenv("STRATA_RANKS_PER_NODE")) return {"auto", "mpi", "pscpu/xring", "tree/rechd"};
   std::vector<std::string> specs = {"auto"};
   for (const std::string& name : algorithm_names()) specs.push_back(name);
   return specs;

@@ -170,6 +170,15 @@ TEST_CASE("spec_from_model: each size runs the plan predicted fastest, ranges en
   CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("tree"), 0) == modelled);
   // A plan without a formula never stays.
   CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("nccl"), 10.0) == modelled);
+  // An incumbent mpi always does (the model only guesses at MPI's choice),
+  // even where its guess is slower and with no margin.
+  // At 4 ranks its guess (the unchunked ring at 1 MiB) is 2 alpha slower
+  // than halving-doubling.
+  CHECK(*model::predict_all_reduce(slow_shm, "mpi", 1 << 20, {4, 1}) >
+        *model::predict_all_reduce(slow_shm, "rechd", 1 << 20, {4, 1}));
+  const std::string kept = model::spec_from_model(slow_shm, {4, 1}, strata::AllReduceSpec("mpi:1m:tree"), 0);
+  CHECK(kept.rfind("mpi:1M:", 0) == 0);
+  CHECK(kept.find("tree") == std::string::npos);  // the other incumbent is judged
 }
 
 TEST_CASE("shape_of: fewest ranks on a node, ranks per core on the busiest host") {
