@@ -128,9 +128,15 @@ def main():
                                 "--no-progress", "-o", spec_path], capture_output=True, text=True, timeout=60)
             if p.returncode not in (0, 1):
                 fail(f"strata-tune exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+            # One verdict, or two when the first missed and a re-check
+            # (docs/TUNING.md) timed sizes again: the last one decides.
             verdict = [l for l in p.stdout.splitlines() if l.startswith("verify: ")]
-            if len(verdict) != 1 or ("target met" in verdict[0]) != (p.returncode == 0):
-                fail(f"expected one verdict line agreeing with exit {p.returncode}:\n{p.stdout}")
+            rechecked = any(l.startswith("# re-check: ") for l in p.stdout.splitlines())
+            if len(verdict) != 1 + rechecked or ("target met" in verdict[-1]) != (p.returncode == 0):
+                fail(f"expected {1 + rechecked} verdict line(s), the last agreeing with exit {p.returncode}:\n"
+                     f"{p.stdout}")
+            if rechecked and "target missed" not in verdict[0]:
+                fail(f"a re-check after a verification that met its target:\n{p.stdout}")
             if not re.search(r"^\s+4 KiB\s+\S+\s+\S+\s+[\d.]+\s+[\d.]+\s+[\d.]+", p.stdout, re.M):
                 fail(f"no verification row at 4 KiB:\n{p.stdout}")
             spec = check_file(spec_path, expect_incomplete=False)
