@@ -18,6 +18,13 @@
 // partial, higher rank's partial), so the order is fixed by rank numbers and
 // not by which side computes or when messages arrive.
 //
+// An all-reduce of at most kDoublingBytes per shard runs recursive doubling
+// instead (after the same fold-in): at distance 1, 2, ..., p'/2 partners
+// swap their whole partials and both reduce them, lower rank's first, so
+// every rank of a group holds the same bits after each step. log2(p')
+// rounds instead of the 2 log2(p') of halving + doubling: the latency-bound
+// sizes this plan serves across nodes (at 2 ranks one exchange, not two).
+//
 // Shards M split the data into M contiguous slices (even_slice) that run one
 // after another, each on its own tag (the slice index). reduce runs the same
 // fold-in and reduce-scatter, then every vrank sends its slice straight to
@@ -34,6 +41,14 @@ namespace strata::host {
 namespace {
 
 using util::Slice;
+
+// Parts of at most this many bytes all-reduce by recursive doubling: it
+// sends log2(p') whole vectors where halving + doubling sends 2 (1 - 1/p')
+// of one in twice the rounds, so it wins while the rounds cost more than
+// the extra bytes (Open MPI's tuned all-reduce switches near 10 kB too).
+// The cost model's rechd formula (lib/model/cost_model.cpp) uses the same
+// bound; tests/docs/check_docs.py checks that they agree.
+constexpr std::size_t kDoublingBytes = 8 * 1024;
 
 // Scratch slots: the incoming half (or the folded partner's vector), and the
 // working buffer of a reduce on ranks without an output.
@@ -153,6 +168,44 @@ void all_reduce_part(Transport& t, const Job& job, const Layout& layout, const P
   t.wait(requests);
 }
 
+// Recursive doubling over the whole part (see the top of the file).
+void all_reduce_by_doubling(Transport& t, const Job& job, const Layout& layout, const Part& part) {
+  const std::size_t eb = job.element_bytes(), bytes = part.count * eb;
+  const int rank = t.rank();
+  std::byte* incoming = t.scratch(kIncomingSlot, bytes);
+  Requests requests;
+  if (layout.folded(rank)) {  // hand in the vector, get the result back
+    t.isend(requests, part.in, bytes, rank + 1, part.tag);
+    t.wait(requests);
+    t.irecv(requests, part.work, bytes, rank + 1, part.tag);
+    t.wait(requests);
+    return;
+  }
+  const void* acc = part.in;  // this rank's partial: `in` until the first reduction
+  if (rank < 2 * layout.extra) {  // odd partner of a folded rank: it is the lower rank
+    t.irecv(requests, incoming, bytes, rank - 1, part.tag);
+    t.wait(requests);
+    reduce_into(part.work, incoming, part.in, part.count, job.dtype, job.op);
+    acc = part.work;
+  }
+  const int vrank = layout.vrank(rank);
+  for (int distance = 1; distance < layout.pow2; distance *= 2) {
+    const int partner = layout.real(vrank ^ distance);
+    t.irecv(requests, incoming, bytes, partner, part.tag);
+    t.isend(requests, acc, bytes, partner, part.tag);
+    t.wait(requests);
+    const void* lower = partner < rank ? incoming : acc;
+    const void* higher = partner < rank ? acc : incoming;
+    reduce_into(part.work, lower, higher, part.count, job.dtype, job.op);
+    acc = part.work;
+  }
+  if (acc != part.work) std::memcpy(part.work, acc, bytes);  // n = 1 out of place
+  if (rank < 2 * layout.extra) {
+    t.isend(requests, part.work, bytes, rank - 1, part.tag);
+    t.wait(requests);
+  }
+}
+
 void reduce_part(Transport& t, const Job& job, const Layout& layout, const Part& part) {
   const std::size_t eb = job.element_bytes();
   const int rank = t.rank();
@@ -188,7 +241,12 @@ void for_each_shard(const Job& job, void* work, Fn fn) {
 
 void rechd_all_reduce(Transport& t, const Job& job) {
   const Layout layout(t.size());
-  for_each_shard(job, job.out, [&](const Part& part) { all_reduce_part(t, job, layout, part); });
+  for_each_shard(job, job.out, [&](const Part& part) {
+    if (part.count * job.element_bytes() <= kDoublingBytes)
+      all_reduce_by_doubling(t, job, layout, part);
+    else
+      all_reduce_part(t, job, layout, part);
+  });
 }
 
 void rechd_reduce(Transport& t, const Job& job) {

@@ -83,8 +83,11 @@ double ring(const Group& g, double m, int shards) {
 // rechd (lib/host/rechd.cpp): ranks above the largest power of two p fold
 // in (whole message to a partner and back), then log2(p) halving steps
 // (distance p/2, p/4, ..., sending and reducing half of what is left) and
-// the mirror doubling steps without reduction. Shards: M slices one after
-// another.
+// the mirror doubling steps without reduction; up to kRechdDoublingBytes
+// per shard instead log2(p) steps (distance 1, 2, ..., p/2) that each swap
+// and reduce the whole message. Shards: M slices one after another.
+constexpr double kRechdDoublingBytes = 8 * 1024;  // rechd.cpp's kDoublingBytes
+
 double rechd_one(const Group& g, double m) {
   if (g.n <= 1) return 0;
   const int p = floor_pow2(g.n);
@@ -92,6 +95,13 @@ double rechd_one(const Group& g, double m) {
   if (p != g.n) {
     const Link fold = step_link(g, p, 1);
     t += 2 * (fold.alpha + m * fold.beta) + m * g.machine->gamma;
+  }
+  if (m <= kRechdDoublingBytes) {
+    for (int distance = 1; distance < p; distance *= 2) {
+      const Link link = step_link(g, distance, g.ranks_per_node);
+      t += link.alpha + m * link.beta + m * g.machine->gamma;
+    }
+    return t;
   }
   double part = m;
   for (int distance = p / 2; distance >= 1; distance /= 2) {

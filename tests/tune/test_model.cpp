@@ -51,7 +51,7 @@ TEST_CASE("ring on one node: 2(n-1) steps of m/n, chunked in 256 KiB messages") 
   CHECK(us("xring#2", 4 << 20, {4, 1}) == doctest::Approx(12606.912));
 }
 
-TEST_CASE("rechd: halving and doubling, log2 p steps each") {
+TEST_CASE("rechd: halving and doubling, log2 p steps each; recursive doubling up to 8 KiB") {
   // n = 4, m = 1 MiB (1048576 B): halving sends 524288 then 262144 B.
   // Each step counted twice (halving + doubling): 2 x (1 + 524.288) + 2 x (1 + 262.144)
   // = 1576.864 us; reduction 786432 B x 2 ns = 1572.864 us.
@@ -60,6 +60,14 @@ TEST_CASE("rechd: halving and doubling, log2 p steps each") {
   CHECK(us("rechd", 1 << 20, {3, 1}) == doctest::Approx(2099.152 + 2097.152 + 1050.576 + 1048.576));
   // Two shards: two slices of 512 KiB one after another, each half the above minus alphas.
   CHECK(us("rechd#2", 1 << 20, {4, 1}) == doctest::Approx(2 * (4 + 786.432 + 786.432)));
+  // Up to 8 KiB, recursive doubling: log2 p exchanges of the whole message,
+  // each reducing it. n = 4, m = 1 KiB: 2 x (1 + 1.024 + 2.048).
+  CHECK(us("rechd", 1024, {4, 1}) == doctest::Approx(8.144));
+  // n = 3: the fold (2 x (1 + 1.024) + 2.048) plus one exchange.
+  CHECK(us("rechd", 1024, {3, 1}) == doctest::Approx(6.096 + 4.072));
+  // 8 KiB is the last size doubled: 2 x (1 + 8.192 + 16.384); one byte more halves.
+  CHECK(us("rechd", 8192, {4, 1}) == doctest::Approx(51.152));
+  CHECK(us("rechd", 8193, {4, 1}) == doctest::Approx(2 * (1 + 4.0965) + 2 * (1 + 2.04825) + 6.14475 * 2));
 }
 
 TEST_CASE("tree: binomial reduce and broadcast of the whole message") {
@@ -153,20 +161,24 @@ TEST_CASE("spec_from_model: each size runs the plan predicted fastest, ranges en
       }
     }
   // By hand, 2 ranks on one node with shared memory out of the race (alpha
-  // 1 us): the ring and halving-doubling both cost 2 alpha + m beta +
-  // m gamma / 2 while the ring's step is one chunk (up to 512 KiB), the ring
-  // one more alpha per chunk beyond; tree 2 alpha + 2 m beta + m gamma.
-  // mpi (alpha + m beta + m gamma, faster below 1000 B) is no candidate.
-  // Ties go to the earlier registered name.
+  // 1 us, beta 1 ns/B, gamma 2 ns/B; us, m in bytes): rechd up to 8 KiB is
+  // one recursive-doubling exchange, alpha + m beta + m gamma = 1 + 0.003 m,
+  // above it halving + doubling, 2 alpha + m beta + m gamma / 2 =
+  // 2 + 0.002 m, as the ring while its step is one chunk (up to 512 KiB;
+  // one more alpha per chunk beyond); tree 2 + 0.004 m. So rechd wins below
+  // 1000 B, the ring from there to 8 KiB, then they tie (the earlier
+  // registered name takes a tie) up to 512 KiB, and rechd wins beyond.
+  // mpi (the same recursive doubling here) is no candidate.
   const std::vector<std::string> names = model::modelled_algorithms();
   const auto position = [&](const char* name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
-  const std::string modelled =
-      position("xring") < position("rechd") ? std::string("xring:512k:rechd") : std::string("rechd");
+  const std::string modelled = position("xring") < position("rechd") ? std::string("rechd:512:xring:512k:rechd")
+                                                                     : std::string("rechd:512:xring:8k:rechd");
   CHECK(model::spec_from_model(slow_shm, {2, 1}) == modelled);
-  // An incumbent stays while within the margin: tree costs m beta + m gamma / 2
-  // = 2 m ns more than the winner's 2 us + 2 m ns, within 10% while
-  // 2 m <= 200 + 0.2 m, i.e. m <= 111 B: up to 64 B.
-  CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("tree"), 0.10) == "tree:64:" + modelled);
+  // An incumbent stays while within the margin: the ring (2 + 0.002 m) is
+  // within 50% of rechd's 1 + 0.003 m from m = 200 B (256 B up), and of
+  // everything from 1000 B, chunks included.
+  CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("xring"), 0.5) == "rechd:128:xring");
+  // tree is slower than the winner everywhere: without a margin it never stays.
   CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("tree"), 0) == modelled);
   // A plan without a formula never stays.
   CHECK(model::spec_from_model(slow_shm, {2, 1}, strata::AllReduceSpec("nccl"), 10.0) == modelled);
