@@ -215,7 +215,14 @@ void Engine::check_async() {
 }
 
 void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call) {
-  if (rc == ncclSuccess) return;
+  if (rc == ncclSuccess) {
+    // An enqueue that returned after the deadline (its host thread held up
+    // inside NCCL) ends the call as the wait would have: the peers gave up
+    // at the deadline, and one that finished this late against their
+    // abandoned operations must not pass for a success.
+    if (deadline_->expired()) expire();
+    return;
+  }
   if (rc != ncclInProgress) {
     mark_broken(fmt::format("{} #{}: {} failed: {}", info_.collective, info_.sequence, call, ncclGetErrorString(rc)));
     cuda::throw_nccl_error(rc, call, __FILE__, __LINE__);
