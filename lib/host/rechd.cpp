@@ -103,28 +103,48 @@ struct Part {
   int tag;
 };
 
+// The fold-in: a folded rank sends its vector to its odd neighbour and
+// returns null (it sits out); that neighbour reduces it with its own into
+// `work` and returns `work`; every other rank returns `in`. The result is
+// this rank's partial of the whole part.
+const void* fold_in(Transport& t, const Job& job, const Layout& layout, const Part& part, std::byte* incoming) {
+  const std::size_t bytes = part.count * job.element_bytes();
+  const int rank = t.rank();
+  Requests requests;
+  if (layout.folded(rank)) {
+    t.isend(requests, part.in, bytes, rank + 1, part.tag);
+    t.wait(requests);
+    return nullptr;
+  }
+  if (rank >= 2 * layout.extra) return part.in;
+  t.irecv(requests, incoming, bytes, rank - 1, part.tag);  // the odd partner is the higher rank
+  t.wait(requests);
+  reduce_into(part.work, incoming, part.in, part.count, job.dtype, job.op);
+  return part.work;
+}
+
+// The fold-out: folded ranks receive the finished part from their neighbour.
+void fold_out(Transport& t, const Job& job, const Layout& layout, const Part& part) {
+  const std::size_t bytes = part.count * job.element_bytes();
+  const int rank = t.rank();
+  Requests requests;
+  if (layout.folded(rank))
+    t.irecv(requests, part.work, bytes, rank + 1, part.tag);
+  else if (rank < 2 * layout.extra)
+    t.isend(requests, part.work, bytes, rank - 1, part.tag);
+  t.wait(requests);
+}
+
 // Fold-in and reduce-scatter. Afterwards a participating rank's `work` holds
 // its finished slice (final_slice); the rest of `work` is scratch. Returns
 // the steps taken (empty for folded ranks and for n = 1).
 std::vector<Step> reduce_scatter(Transport& t, const Job& job, const Layout& layout, const Part& part) {
   const std::size_t eb = job.element_bytes();
   const int rank = t.rank();
-  const void* acc = part.in;  // this rank's partial of the current range: `in` until the first reduction
   std::byte* incoming = t.scratch(kIncomingSlot, part.count * eb);
-
-  if (layout.folded(rank)) {
-    Requests send;
-    t.isend(send, part.in, part.count * eb, rank + 1, part.tag);
-    t.wait(send);
-    return {};
-  }
-  if (rank < 2 * layout.extra) {  // odd partner of a folded rank: it is the lower rank
-    Requests recv;
-    t.irecv(recv, incoming, part.count * eb, rank - 1, part.tag);
-    t.wait(recv);
-    reduce_into(part.work, incoming, part.in, part.count, job.dtype, job.op);
-    acc = part.work;
-  }
+  // This rank's partial of the current range: `in` until the first reduction.
+  const void* acc = fold_in(t, job, layout, part, incoming);
+  if (!acc) return {};
 
   std::vector<Step> steps = halving_steps(layout, layout.vrank(rank), {0, part.count});
   for (const Step& step : steps) {
@@ -146,7 +166,6 @@ std::vector<Step> reduce_scatter(Transport& t, const Job& job, const Layout& lay
 
 void all_reduce_part(Transport& t, const Job& job, const Layout& layout, const Part& part) {
   const std::size_t eb = job.element_bytes();
-  const int rank = t.rank();
   const std::vector<Step> steps = reduce_scatter(t, job, layout, part);
 
   // All-gather by recursive doubling: undo the halving steps in reverse.
@@ -159,51 +178,31 @@ void all_reduce_part(Transport& t, const Job& job, const Layout& layout, const P
     t.wait(requests);
   }
 
-  // Folded ranks receive the result last.
-  Requests requests;
-  if (layout.folded(rank))
-    t.irecv(requests, part.work, part.count * eb, rank + 1, part.tag);
-  else if (rank < 2 * layout.extra)
-    t.isend(requests, part.work, part.count * eb, rank - 1, part.tag);
-  t.wait(requests);
+  fold_out(t, job, layout, part);  // folded ranks receive the result last
 }
 
 // Recursive doubling over the whole part (see the top of the file).
 void all_reduce_by_doubling(Transport& t, const Job& job, const Layout& layout, const Part& part) {
-  const std::size_t eb = job.element_bytes(), bytes = part.count * eb;
+  const std::size_t bytes = part.count * job.element_bytes();
   const int rank = t.rank();
   std::byte* incoming = t.scratch(kIncomingSlot, bytes);
-  Requests requests;
-  if (layout.folded(rank)) {  // hand in the vector, get the result back
-    t.isend(requests, part.in, bytes, rank + 1, part.tag);
-    t.wait(requests);
-    t.irecv(requests, part.work, bytes, rank + 1, part.tag);
-    t.wait(requests);
-    return;
+  // This rank's partial: `in` until the first reduction.
+  if (const void* acc = fold_in(t, job, layout, part, incoming)) {
+    const int vrank = layout.vrank(rank);
+    for (int distance = 1; distance < layout.pow2; distance *= 2) {
+      const int partner = layout.real(vrank ^ distance);
+      Requests requests;
+      t.irecv(requests, incoming, bytes, partner, part.tag);
+      t.isend(requests, acc, bytes, partner, part.tag);
+      t.wait(requests);
+      const void* lower = partner < rank ? incoming : acc;
+      const void* higher = partner < rank ? acc : incoming;
+      reduce_into(part.work, lower, higher, part.count, job.dtype, job.op);
+      acc = part.work;
+    }
+    if (acc != part.work) std::memcpy(part.work, acc, bytes);  // n = 1 out of place
   }
-  const void* acc = part.in;  // this rank's partial: `in` until the first reduction
-  if (rank < 2 * layout.extra) {  // odd partner of a folded rank: it is the lower rank
-    t.irecv(requests, incoming, bytes, rank - 1, part.tag);
-    t.wait(requests);
-    reduce_into(part.work, incoming, part.in, part.count, job.dtype, job.op);
-    acc = part.work;
-  }
-  const int vrank = layout.vrank(rank);
-  for (int distance = 1; distance < layout.pow2; distance *= 2) {
-    const int partner = layout.real(vrank ^ distance);
-    t.irecv(requests, incoming, bytes, partner, part.tag);
-    t.isend(requests, acc, bytes, partner, part.tag);
-    t.wait(requests);
-    const void* lower = partner < rank ? incoming : acc;
-    const void* higher = partner < rank ? acc : incoming;
-    reduce_into(part.work, lower, higher, part.count, job.dtype, job.op);
-    acc = part.work;
-  }
-  if (acc != part.work) std::memcpy(part.work, acc, bytes);  // n = 1 out of place
-  if (rank < 2 * layout.extra) {
-    t.isend(requests, part.work, bytes, rank - 1, part.tag);
-    t.wait(requests);
-  }
+  fold_out(t, job, layout, part);
 }
 
 void reduce_part(Transport& t, const Job& job, const Layout& layout, const Part& part) {

@@ -151,38 +151,15 @@ TEST_CASE("carried reduces and broadcasts are exact at the limit and past it, fo
           const std::string where = std::string(to_string(dtype)) + " count=" + std::to_string(count) +
                                     " root=" + std::to_string(root) + " timeout=" + std::to_string(timeout);
           for (ReduceOp op : kAllOps) {
-            Buffer input(count, dtype), expected(count, dtype), out(count, dtype);
+            Buffer input(count, dtype), expected(count, dtype);
             fill_input(input.data(), count, dtype, op, rank);
             fill_expected(expected.data(), count, dtype, op, nranks);
-            const std::string label = "reduce " + std::string(to_string(op)) + " " + where;
-            try {
-              comm.reduce(input.tensor(), out.tensor(), op, root, {.timeout_seconds = timeout});
-            } catch (const Error& e) {
-              FAIL_CHECK(label << ": threw " << e.what());
-              continue;
-            }
-            if (rank == root) {
-              const std::string diff = describe_difference(out.data(), expected.data(), count, dtype);
-              CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-            } else {
-              Buffer untouched(count, dtype);  // the same garbage pattern
-              CHECK_MESSAGE(first_difference(out.data(), untouched.data(), count, dtype) == count,
-                            label << ": wrote a non-root's output");
-            }
+            check_exact_reduce(comm, "reduce " + std::string(to_string(op)) + " " + where, input, expected, op, root,
+                               false, false, {.timeout_seconds = timeout});
           }
-          Buffer sent(count, dtype), buffer(count, dtype);
+          Buffer sent(count, dtype);
           fill_input(sent.data(), count, dtype, ReduceOp::sum, root);
-          if (rank == root) buffer.copy_from(sent);
-          const std::string label = "broadcast " + where;
-          try {
-            comm.broadcast(buffer.tensor(), root, {.timeout_seconds = timeout});
-          } catch (const Error& e) {
-            FAIL_CHECK(label << ": threw " << e.what());
-            continue;
-          }
-          const std::string diff = describe_difference(buffer.data(), sent.data(), count, dtype);
-          CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-          log.add(label, buffer.data(), buffer.size_bytes());
+          check_exact_broadcast(comm, "broadcast " + where, sent, root, {.timeout_seconds = timeout}, log);
         }
   }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "buffers.hpp"
+#include "exact.hpp"
 #include "harness.hpp"
 #include "reference.hpp"
 #include "specs.hpp"
@@ -34,30 +35,8 @@ std::string label_of(const char* what, const std::string& spec, int root, Reduce
 // was) for odd roots, so both documented forms are exercised.
 void check_reduce(Communicator& comm, const std::string& spec, int root, ReduceOp op, const Buffer& input,
                   const Buffer& expected, bool in_place) {
-  const bool is_root = comm.rank() == root;
-  const std::string label = label_of("reduce", spec, root, op, input.dtype, input.count, in_place);
-  Buffer in(input.count, input.dtype), out(input.count, input.dtype);
-  in.copy_from(input);
-  Tensor out_tensor = in_place ? in.tensor() : out.tensor();
-  if (!in_place && !is_root && root % 2 == 0) out_tensor.data = nullptr;
-  try {
-    comm.reduce(in.tensor(), out_tensor, op, root);
-  } catch (const Error& e) {
-    FAIL_CHECK(label << ": threw " << e.what());
-    return;
-  }
-  if (is_root) {
-    const Buffer& result = in_place ? in : out;
-    const std::string diff = describe_difference(result.data(), expected.data(), input.count, input.dtype);
-    CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-  } else if (!in_place && out_tensor.data != nullptr) {
-    Buffer untouched(input.count, input.dtype);
-    CHECK_MESSAGE(first_difference(out.data(), untouched.data(), input.count, input.dtype) == input.count,
-                  label << ": reduce wrote into a non-root's out buffer");
-  }
-  if (!in_place)
-    CHECK_MESSAGE(first_difference(in.data(), input.data(), input.count, input.dtype) == input.count,
-                  label << ": out-of-place reduce modified its input");
+  check_exact_reduce(comm, label_of("reduce", spec, root, op, input.dtype, input.count, in_place), input, expected,
+                     op, root, in_place, root % 2 == 0);
 }
 
 std::vector<std::string> rooted_specs() {
@@ -143,18 +122,9 @@ TEST_CASE("broadcast: every spec x root x dtype x size; all ranks end with the r
           const std::string label = label_of("broadcast", spec, root, ReduceOp::sum, dtype, count, true);
           // The root's data differs per root, so a broadcast from the wrong
           // rank cannot pass.
-          Buffer want(count, dtype), buffer(count, dtype);
+          Buffer want(count, dtype);
           fill_input(want.data(), count, dtype, ReduceOp::max, root);
-          if (comm.rank() == root) buffer.copy_from(want);
-          try {
-            comm.broadcast(buffer.tensor(), root);
-          } catch (const Error& e) {
-            FAIL_CHECK(label << ": threw " << e.what());
-            continue;
-          }
-          const std::string diff = describe_difference(buffer.data(), want.data(), count, dtype);
-          CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-          log.add(label, buffer.data(), buffer.size_bytes());
+          check_exact_broadcast(comm, label, want, root, {}, log);
         }
     }
     log.check_same_on_all_ranks(MPI_COMM_WORLD);
