@@ -142,7 +142,8 @@ class Call {
 };
 
 // The operands of the reductions of one call: my input, and every peer's
-// input read through cross-memory reads into two cache-sized blocks.
+// input read through cross-memory reads, block by block, into the block's
+// own output when nothing is there yet, else into a cache-sized scratch.
 struct Operands {
   Call& call;
   int me, n;
@@ -150,7 +151,7 @@ struct Operands {
   DataType dtype;
   ReduceOp op;
   std::size_t element;
-  std::byte* pull[2];  // kPullBytes each (Transport::scratch, kPullSlot)
+  std::byte* pull;  // kPullBytes (Transport::scratch, kPullSlot)
   // When true, the call's reads end with this range: right after the last
   // block's last read, Call::done_reading releases the ranks read (every
   // rank), before that block is reduced.
@@ -164,6 +165,10 @@ struct Operands {
 // first reduction, before anything overwrites it.
 // `last_block`: with o.release_after_reads, the read of the last peer
 // operand releases the ranks read (Call::done_reading) before reducing it.
+// The first peer block read lands in `acc` itself unless acc is my input:
+// the reduction then reads it where it writes, instead of writing a
+// scratch block and reading it back (2-rank reduce, 256-512 KiB: about a
+// tenth of the time, docs/PERFORMANCE.md).
 void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, std::byte* acc, bool last_block) {
   const std::size_t bytes = k * o.element, offset = at * o.element;
   // The peer read last (peers are read in rank order after `first`): -1
@@ -174,17 +179,22 @@ void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, s
     for (int r = 0; r < o.n; ++r)
       if (r != first && r != o.me) release_after = r;
   }
-  auto operand = [&](int r, std::byte* into) -> const std::byte* {
-    if (r == o.me) return o.in + offset;
+  const std::byte* own = o.in + offset;
+  bool acc_empty = acc != own;  // holds nothing a reduction still reads
+  auto operand = [&](int r) -> const std::byte* {
+    if (r == o.me) return own;
+    std::byte* into = acc_empty ? acc : o.pull;
+    acc_empty = false;
     cma::read(o.call.pid(r), static_cast<const std::byte*>(pointer(o.call.of(r).in)) + offset, into, bytes, r);
     if (r == release_after) o.call.done_reading(0, o.n);
     return into;
   };
-  const std::byte* a = operand(first, o.pull[0]);
+  const std::byte* a = operand(first);
   bool reduced = false;
   for (int r = 0; r < o.n; ++r) {
     if (r == first) continue;
-    reduce_into(acc, reduced ? acc : a, operand(r, o.pull[1]), k, o.dtype, o.op);
+    const std::byte* b = operand(r);
+    reduce_into(acc, reduced ? acc : a, b, k, o.dtype, o.op);
     reduced = true;
   }
   if (!reduced && acc != a) std::memcpy(acc, a, bytes);
@@ -216,9 +226,9 @@ void replicated_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* 
     std::memcpy(copy, in, count * element);
     mine = copy;
   }
-  std::byte* pull = t.scratch(kPullSlot, 2 * kPullBytes);
+  std::byte* pull = t.scratch(kPullSlot, kPullBytes);
   Call call(t, seg);
-  const Operands o{call, me, n, mine, dtype, op, element, {pull, pull + kPullBytes}};
+  const Operands o{call, me, n, mine, dtype, op, element, pull};
   call.expose({address(mine), 0, 0}, 0, n);
   for (int s = 0; s < owners; ++s) {
     const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
@@ -234,9 +244,9 @@ void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out,
   const int me = seg.local_rank(), n = seg.local_size();
   const std::size_t element = util::element_bytes(dtype);
   auto* dst = static_cast<std::byte*>(out);
-  std::byte* pull = t.scratch(kPullSlot, 2 * kPullBytes);
+  std::byte* pull = t.scratch(kPullSlot, kPullBytes);
   Call call(t, seg);
-  const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, element, {pull, pull + kPullBytes}};
+  const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, element, pull};
   call.expose({address(in), address(out), 0}, 0, n);
   if (me < owners) {
     const util::Slice mine = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(me));
@@ -268,10 +278,10 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
     call.finish(0, 0, root, root + 1);  // the root read my input
     return;
   }
-  std::byte* pull = t.scratch(kPullSlot, 2 * kPullBytes);
+  std::byte* pull = t.scratch(kPullSlot, kPullBytes);
   // The others wait only for my reads, not for my last block's reduction.
   const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, util::element_bytes(dtype),
-                   {pull, pull + kPullBytes}, true};
+                   pull, true};
   call.expose({}, 0, n);
   reduce_range(o, me, {0, count}, static_cast<std::byte*>(out));
   call.finish(0, n, 0, 0);  // releases here only when nothing was read (count 0, or a node of one)
@@ -286,9 +296,9 @@ void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std
   auto* dst = static_cast<std::byte*>(out);
   const util::Slice mine = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
   std::byte* result = me == root ? dst + mine.offset * element : t.scratch(kOwnSlot, mine.count * element);
-  std::byte* pull = t.scratch(kPullSlot, 2 * kPullBytes);
+  std::byte* pull = t.scratch(kPullSlot, kPullBytes);
   Call call(t, seg);
-  const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, element, {pull, pull + kPullBytes}};
+  const Operands o{call, me, n, static_cast<const std::byte*>(in), dtype, op, element, pull};
   call.expose({address(in), 0, me == root ? 0 : address(result)}, 0, n);
   reduce_range(o, me, mine, result);
   call.second();

@@ -22,7 +22,8 @@
 //   all_reduce: owner s (s < owners) reduces util::owner_slice s: its own
 //      input first, then every other rank's in rank order (the order of
 //      shm::reduce_scatter, so the bits equal the rounds'), pulling each
-//      peer's input block by block (kPullBytes, cache-sized) into scratch
+//      peer's input block by block (kPullBytes, cache-sized) into its own
+//      out (the first peer's block, when out is not its input) or scratch,
 //      and reducing straight into its own out. B = A + 1: staged(B) says
 //      "my slice of out is final". After every owner's staged(B), each rank
 //      pulls every other owner's slice straight into its out, publishes
@@ -96,8 +97,8 @@ constexpr std::size_t kReduceOwnersBytes = 512 * 1024;
 // 17.6 us with 256 KiB blocks, 19.5 us with 64 KiB, 26.7 us with 16 KiB).
 constexpr std::size_t kPullBytes = 256 * 1024;
 
-// Workspace slots of the direct path (Transport::scratch): the pulled
-// blocks, and memory of mine that peers read (a reduce's slice on a
+// Workspace slots of the direct path (Transport::scratch): a pulled block
+// that cannot land in the output, and memory of mine that peers read (a reduce's slice on a
 // non-root owner; an in-place all-reduce's copy of its input).
 constexpr std::size_t kPullSlot = 2;
 constexpr std::size_t kOwnSlot = 3;
