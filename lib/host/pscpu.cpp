@@ -161,7 +161,7 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
 
 void pscpu_reduce(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kRootedUpToBytes))
+    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kReduceUpToBytes))
       shm::direct::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
     else
       shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
@@ -191,7 +191,7 @@ void pscpu_reduce(Transport& t, const Job& job) {
 
 void pscpu_broadcast(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kBroadcastBytes, shm::direct::kRootedUpToBytes))
+    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kBroadcastBytes))
       shm::direct::broadcast(t, *segment, job.out, job.bytes(), job.root);
     else
       shm::broadcast(t, *segment, job.out, job.bytes(), job.root);

@@ -59,25 +59,30 @@
 namespace strata::host::shm::direct {
 
 // Which message sizes (bytes, inclusive) each collective reads directly
-// when it can. First measured on an Intel Xeon VM (2 MiB L2), 2 ranks, f32
-// sum, medians of 3 alternating runs of both paths (STRATA_CMA=0 against
-// the default) with
+// when it can: where the segment says so (ShmSegment::direct(): the kernel
+// allows the reads, and the ranks do not sit near each other, see
+// shm_placement.hpp). First measured on an Intel Xeon VM (2 MiB L2), 2
+// ranks, f32 sum, medians of 3 alternating runs of both paths (STRATA_CMA=0
+// against the default) with
 //   mpirun -np 2 build/apps/bench/strata-bench -b 4K -e 4M -f 2 -n 200
 //     -w 20 -a pscpu --collective C
 // (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): all_reduce
-// wins from 64 KiB (1.4-2.3x at 64-256 KiB); from 1 MiB on, a rooted
-// call's large reads run at about 7 GB/s while the rounds' cache-sized
-// blocks pipeline, and the rounds win (direct 0.58-0.90x), so reduce and
-// broadcast go back to them there. Below 16 KiB (broadcast) and 32 KiB
-// (reduce) the rounds win on the AMD EPYC VM of 2026-11-27 (1 MiB L2),
-// whichever way the host placed the two vCPUs (docs/PERFORMANCE.md, "Where
-// the direct path starts"): a read costs a system call and a page walk,
-// 2.5-4 us at 4 KiB, where the rounds take 0.6-1.1 us with the vCPUs
-// close and 1.9-2.6 us far apart; above, far apart, the direct reads win.
+// wins from 64 KiB (1.4-2.3x at 64-256 KiB); from 1 MiB on, a reduce's
+// large reads run at about 7 GB/s while the rounds' cache-sized blocks
+// pipeline, and the rounds win, so reduce goes back to them there. Below 16
+// KiB (broadcast) and 32 KiB (reduce) the rounds win on the AMD EPYC VM of
+// 2026-11-27 (1 MiB L2), whichever way the host placed the two vCPUs
+// (docs/PERFORMANCE.md, "Where the direct path starts"): a read costs a
+// system call and a page walk, 2.5-4 us at 4 KiB, where the rounds take
+// 0.6-1.1 us with the vCPUs close and 1.9-2.6 us far apart. A broadcast
+// reads directly at every size from 16 KiB: with the ranks far apart (the
+// only placement in which it reads directly at all) the direct reads ran
+// 0.80-1.01x MPI's speed at 1-4 MiB and the rounds 0.58-0.83x (same VM,
+// 2026-11-28, "Near and far ranks").
 constexpr std::size_t kAllReduceBytes = 64 * 1024;
 constexpr std::size_t kReduceBytes = 32 * 1024;
 constexpr std::size_t kBroadcastBytes = 16 * 1024;
-constexpr std::size_t kRootedUpToBytes = 512 * 1024;
+constexpr std::size_t kReduceUpToBytes = 512 * 1024;
 // From which size all_reduce runs as owners (reduce-scatter + all-gather)
 // rather than replicated, and reduce (on three or more ranks) as owners
 // rather than gathered. Where the local ranks outnumber the CPUs they may

@@ -131,6 +131,14 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     if (error != 0) failed_peer = r;
   }
   direct_ = cma::agree(node_comm, error, failed_peer);
+  if (!direct_ || mode == cma::Mode::forced || local_size_ < 2) return;
+  placement_ = shm::placement_from_environment();
+  if (placement_ == shm::Placement::unmeasured) {
+    std::vector<std::atomic<std::uint64_t>*> lines;
+    for (int r = 0; r < local_size_; ++r) lines.push_back(&control(r).placement_probe);
+    placement_ = shm::measure_placement(node_comm, local_rank_, lines).placement;
+  }
+  direct_ = placement_ != shm::Placement::near;
 }
 
 ShmSegment::~ShmSegment() {

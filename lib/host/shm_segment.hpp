@@ -11,9 +11,10 @@
 // successive rounds (double buffering, see shm_rounds.hpp).
 //
 // At creation the ranks also find out, together, whether each can read the
-// others' memory directly (cross-memory attach, host/cma.hpp): direct()
-// says so, the same on every rank, and the collectives' direct path
-// (shm_direct.hpp) uses it.
+// others' memory directly (cross-memory attach, host/cma.hpp) and whether
+// that pays (it does not where they sit near each other,
+// shm_placement.hpp): direct() says so, the same on every rank, and the
+// collectives' direct path (shm_direct.hpp) uses it.
 #pragma once
 
 #include <mpi.h>
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "host/shm_placement.hpp"
 #include "plan/fingerprint.hpp"
 
 namespace strata::host {
@@ -36,7 +38,9 @@ class ShmSegment {
   // peer's identity line through the peer's own address for it); when not
   // (or STRATA_CMA=0, or the node is crowded and STRATA_CMA is not 1),
   // direct() is false on every rank and the reason is logged once per
-  // process at INFO.
+  // process at INFO. When it can and STRATA_CMA is not 1, the ranks'
+  // placement decides (STRATA_SHM_PLACEMENT, else measured): near, direct()
+  // is false too.
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -49,6 +53,9 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
+  // Where the direct path may run and STRATA_CMA is not 1: how near each
+  // other the local ranks sit (shm_placement.hpp); else unmeasured.
+  shm::Placement placement() const { return placement_; }
   // More local ranks than the CPUs they may run on together (the union of
   // their affinity masks: mpirun's binding, a Slurm cpuset): they take
   // turns on those CPUs. Found at creation, the same on every local rank.
@@ -131,6 +138,8 @@ class ShmSegment {
     // The whole fingerprint, read only when digests differ (to say who differs).
     alignas(64) plan::Fingerprint fingerprint[2];
     Identity identity;
+    // Written only by this rank, while the placement is measured.
+    alignas(64) std::atomic<std::uint64_t> placement_probe;
   };
   static constexpr std::size_t kControlBytes = 4096;  // a page: the data sets start page-aligned
   static_assert(sizeof(Control) <= kControlBytes);
@@ -145,6 +154,7 @@ class ShmSegment {
   std::uint64_t all_staged_seen_ = 0;
   bool direct_ = false;
   bool crowded_ = false;
+  shm::Placement placement_ = shm::Placement::unmeasured;
 };
 
 }  // namespace strata::host

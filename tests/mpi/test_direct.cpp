@@ -1,7 +1,9 @@
 // The direct (single-copy) path of the shared-memory collectives
 // (lib/host/shm_direct.hpp), white-box: that it runs exactly where it
 // should (from each collective's threshold on, where this machine lets a
-// process read its peers' memory, never with STRATA_CMA=0), that it is
+// process read its peers' memory, never with STRATA_CMA=0 nor where the
+// ranks sit near each other), that the placement verdict is the same on
+// every rank and agrees with its measurement, that it is
 // exact around the thresholds in place and out of place for every root,
 // op and several dtypes, with the same bits on every rank, that a rank
 // that never arrives is named by DeadlineExceeded, and that a failed
@@ -26,12 +28,14 @@
 #include "harness.hpp"
 #include "host/cma.hpp"
 #include "host/shm_direct.hpp"
+#include "host/shm_placement.hpp"
 #include "reference.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
 using namespace strata::test;
 namespace direct = strata::host::shm::direct;
+using strata::host::shm::Placement;
 
 namespace {
 
@@ -84,11 +88,29 @@ bool machine_allows_cross_memory_reads() {
   return all_ranks(MPI_COMM_WORLD, ok);
 }
 
-// Whether a collective of `bytes` bytes should take the direct path here.
-bool expect_direct(std::size_t bytes, std::size_t threshold, std::size_t up_to = SIZE_MAX) {
+// Where the direct path may run at all, the ranks' placement decides unless
+// STRATA_CMA=1: STRATA_SHM_PLACEMENT when set, else what strata measured
+// when the communicator under test was made (the last measurement of this
+// process). Near: the rounds carry every size.
+bool placement_allows_direct() {
+  if (cma_set_to("1")) return true;
+  const char* env = std::getenv("STRATA_SHM_PLACEMENT");
+  if (env && std::strcmp(env, "near") == 0) return false;
+  if (env && std::strcmp(env, "far") == 0) return true;
+  return strata::host::shm::last_measured_placement().placement != Placement::near;
+}
+
+// Whether the machine and STRATA_CMA let the direct path run here at all.
+bool direct_possible() {
   static const bool possible =
       world_size() > 1 && !turned_off() && allowed_by_crowding() && machine_allows_cross_memory_reads();
-  return possible && bytes >= threshold && bytes <= up_to;
+  return possible;
+}
+
+// Whether a collective of `bytes` bytes should take the direct path here,
+// on the communicator made last.
+bool expect_direct(std::size_t bytes, std::size_t threshold, std::size_t up_to = SIZE_MAX) {
+  return direct_possible() && placement_allows_direct() && bytes >= threshold && bytes <= up_to;
 }
 
 // Runs `call` and reports whether it took the direct path (the process's
@@ -111,12 +133,13 @@ constexpr DataType kDtypes[] = {DataType::f32, DataType::f64, DataType::bf16, Da
 
 }  // namespace
 
-TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0 or on a crowded node without STRATA_CMA=1") {
+TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0, on a crowded node without STRATA_CMA=1, or between near ranks") {
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
   const bool possible = expect_direct(SIZE_MAX, 0);
-  MESSAGE("cross-memory reads " << (possible ? "possible" : "not possible (or STRATA_CMA=0, or one rank, or more ranks than processors)")
+  MESSAGE("cross-memory reads " << (direct_possible() ? "possible" : "not possible (or STRATA_CMA=0, or one rank, or more ranks than processors)")
+                                << ", ranks " << (placement_allows_direct() ? "not near" : "near")
                                 << " here: direct path expected " << (possible ? "from the thresholds" : "never"));
   if (turned_off()) CHECK_FALSE(possible);
-  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
   for (const std::size_t threshold : {direct::kAllReduceBytes, direct::kReduceBytes, direct::kBroadcastBytes}) {
     for (const std::size_t bytes : {threshold - 4, threshold}) {
       const std::size_t count = bytes / 4;
@@ -131,16 +154,56 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
         CHECK(took_direct([&] { comm.broadcast(o, world_size() - 1); }) == expect_direct(bytes, threshold));
     }
   }
-  // Reduce and broadcast go back to the rounds above kRootedUpToBytes.
-  for (const std::size_t bytes : {direct::kRootedUpToBytes, direct::kRootedUpToBytes + 4}) {
+  // Reduce goes back to the rounds above kReduceUpToBytes; broadcast does
+  // not.
+  for (const std::size_t bytes : {direct::kReduceUpToBytes, direct::kReduceUpToBytes + 4, 4 * direct::kReduceUpToBytes}) {
     const std::size_t count = bytes / 4;
     std::vector<float> in(count, 1.0f), out(count, 0.0f);
     const Tensor i{in.data(), count, DataType::f32}, o{out.data(), count, DataType::f32};
     CAPTURE(bytes);
     CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) ==
-          expect_direct(bytes, direct::kReduceBytes, direct::kRootedUpToBytes));
-    CHECK(took_direct([&] { comm.broadcast(o, 0); }) ==
-          expect_direct(bytes, direct::kBroadcastBytes, direct::kRootedUpToBytes));
+          expect_direct(bytes, direct::kReduceBytes, direct::kReduceUpToBytes));
+    CHECK(took_direct([&] { comm.broadcast(o, 0); }) == expect_direct(bytes, direct::kBroadcastBytes));
+  }
+}
+
+TEST_CASE("the placement verdict is the same on every rank and agrees with the round trip measured") {
+  if (!direct_possible() || cma_set_to("1") || std::getenv("STRATA_SHM_PLACEMENT")) {
+    MESSAGE("not run: needs the direct path possible, STRATA_CMA not 1 and STRATA_SHM_PLACEMENT unset");
+    return;
+  }
+  for (int communicator = 0; communicator < 3; ++communicator) {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+    const strata::host::shm::PlacementVerdict v = strata::host::shm::last_measured_placement();
+    const std::string name = v.placement == Placement::near  ? "near"
+                             : v.placement == Placement::far ? "far"
+                                                             : "unmeasured";
+    MESSAGE("placement " << name
+                         << ", round trip " << v.round_trip_ns << " ns with local rank " << v.farthest);
+    REQUIRE(v.placement != Placement::unmeasured);
+    // Every rank holds local rank 0's numbers, bit for bit.
+    const double mine[3] = {static_cast<double>(v.placement), v.round_trip_ns, static_cast<double>(v.farthest)};
+    double lowest[3], highest[3];
+    MPI_Allreduce(mine, lowest, 3, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, highest, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int k = 0; k < 3; ++k) CHECK(lowest[k] == highest[k]);
+    CHECK(v.farthest >= 1);
+    CHECK(v.farthest < world_size());
+    if (v.placement == Placement::near) {
+      CHECK(v.round_trip_ns > 0);
+      CHECK(v.round_trip_ns <= strata::host::shm::kNearRoundTripNs);
+    } else {
+      // Far: a longer round trip, or a peer that did not answer (0).
+      CHECK((v.round_trip_ns > strata::host::shm::kNearRoundTripNs || v.round_trip_ns == 0));
+    }
+    // The collectives follow the verdict on every rank.
+    const std::size_t count = 2 * direct::kAllReduceBytes / sizeof(float);
+    std::vector<float> in(count, 1.0f), out(count, 0.0f);
+    const bool took = took_direct([&] {
+      comm.all_reduce({in.data(), count, DataType::f32}, {out.data(), count, DataType::f32}, ReduceOp::sum);
+    });
+    CHECK(took == (v.placement == Placement::far));
+    CHECK(out[count - 1] == static_cast<float>(world_size()));
   }
 }
 

@@ -1,0 +1,163 @@
+#include "host/shm_placement.hpp"
+
+#include <sched.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "util/check.hpp"
+#include "util/log.hpp"
+
+namespace strata::host::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Round trips per pair: kBatches batches of kPerBatch after kWarmup; the
+// fastest batch's mean is the pair's round trip (interruptions only ever
+// add time).
+constexpr int kWarmup = 50, kBatches = 5, kPerBatch = 40;
+// How long local rank 0 gives one pair, and how long its peer waits for
+// each exchange: far past a normal pair (< 1 ms), short enough not to be
+// noticed at communicator creation when a rank is slow.
+constexpr std::chrono::milliseconds kPairBudget{50};
+// Local rank 0 writes a pair's exchange number i as (peer << 32) | i, so
+// that a peer never mistakes an earlier pair's value for its own.
+std::uint64_t token(int peer, int i) { return (static_cast<std::uint64_t>(peer) << 32) | static_cast<std::uint64_t>(i); }
+
+std::mutex last_mutex;
+PlacementVerdict last;
+
+// Spins on `line` until `done(value)` or `until`; yields the CPU now and
+// then, so that two ranks sharing one CPU still make progress.
+template <typename Done>
+bool wait_for(const std::atomic<std::uint64_t>& line, Done done, Clock::time_point until) {
+  for (unsigned spins = 1;; ++spins) {
+    if (done(line.load(std::memory_order_acquire))) return true;
+    if (spins % 1024 == 0) {
+      if (Clock::now() > until) return false;
+      sched_yield();
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+// Local rank 0's side of one pair: the pair's round trip in ns, or a
+// negative number when the peer did not answer within kPairBudget.
+double time_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& theirs, int peer) {
+  const Clock::time_point until = Clock::now() + kPairBudget;
+  double best = -1;
+  int i = 0;
+  auto exchange = [&] {
+    ++i;
+    mine.store(token(peer, i), std::memory_order_release);
+    return wait_for(theirs, [&](std::uint64_t v) { return v == token(peer, i); }, until);
+  };
+  for (int w = 0; w < kWarmup; ++w)
+    if (!exchange()) return -1;
+  for (int b = 0; b < kBatches; ++b) {
+    const Clock::time_point start = Clock::now();
+    for (int k = 0; k < kPerBatch; ++k)
+      if (!exchange()) return -1;
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kPerBatch;
+    best = best < 0 ? ns : std::min(best, ns);
+  }
+  return best;
+}
+
+// Another rank's side: echo every exchange number of my pair until the
+// last, or until local rank 0 stops sending them.
+void echo_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& zeros, int me) {
+  const int total = kWarmup + kBatches * kPerBatch;
+  for (int i = 1; i <= total; ++i) {
+    if (!wait_for(zeros, [&](std::uint64_t v) { return v == token(me, i); }, Clock::now() + kPairBudget)) return;
+    mine.store(token(me, i), std::memory_order_release);
+  }
+}
+
+void log_verdict(const PlacementVerdict& v) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    if (v.placement == Placement::near)
+      util::log(util::LogLevel::info,
+                "local ranks sit near each other (cache-line round trip {:.0f} ns at most, with local rank {}; near "
+                "means <= {:.0f} ns): the shared-memory rounds carry every size (STRATA_SHM_PLACEMENT=far reads "
+                "peers' buffers directly instead)",
+                v.round_trip_ns, v.farthest, kNearRoundTripNs);
+    else
+      util::log(util::LogLevel::info,
+                "local ranks sit far from each other ({}; near means <= {:.0f} ns): large messages read peers' "
+                "buffers directly (STRATA_SHM_PLACEMENT=near keeps them in the shared-memory rounds)",
+                v.round_trip_ns > 0 ? fmt::format("cache-line round trip {:.0f} ns with local rank {}", v.round_trip_ns,
+                                                  v.farthest)
+                                    : fmt::format("local rank {} did not answer the measurement in time", v.farthest),
+                kNearRoundTripNs);
+  });
+}
+
+}  // namespace
+
+Placement placement_from_environment() {
+  static const Placement placement = [] {
+    const char* env = std::getenv("STRATA_SHM_PLACEMENT");
+    if (env && std::strcmp(env, "near") == 0) return Placement::near;
+    if (env && std::strcmp(env, "far") == 0) return Placement::far;
+    return Placement::unmeasured;
+  }();
+  return placement;
+}
+
+PlacementVerdict measure_placement(MPI_Comm node_comm, int local_rank,
+                                   std::span<std::atomic<std::uint64_t>* const> lines) {
+  const int size = static_cast<int>(lines.size());
+  lines[static_cast<std::size_t>(local_rank)]->store(0, std::memory_order_relaxed);
+  STRATA_CHECK_MPI(MPI_Barrier(node_comm));  // every line zeroed before any is polled
+  // [0]: the verdict as 0 near / 1 far; [1]: the longest round trip in ns;
+  // [2]: the rank it was measured with.
+  double result[3] = {0, 0, -1};
+  // One pair at a time, and the ranks waiting for their turn wait in MPI,
+  // not on local rank 0's line: pollers of that line would slow every
+  // exchange of the pair being measured. `go` 0 tells a rank its pair was
+  // skipped (an earlier peer did not answer).
+  constexpr int kTurnTag = 0x5701;
+  if (local_rank == 0) {
+    for (int r = 1; r < size; ++r) {
+      int go = result[0] == 0 ? 1 : 0;
+      STRATA_CHECK_MPI(MPI_Send(&go, 1, MPI_INT, r, kTurnTag, node_comm));
+      if (!go) continue;
+      const double ns = time_pair(*lines[0], *lines[static_cast<std::size_t>(r)], r);
+      if (ns < 0 || ns > result[1]) {
+        result[1] = ns < 0 ? 0 : ns;
+        result[2] = r;
+      }
+      if (ns < 0 || ns > kNearRoundTripNs) result[0] = 1;
+    }
+  } else {
+    int go = 0;
+    STRATA_CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, 0, kTurnTag, node_comm, MPI_STATUS_IGNORE));
+    if (go) echo_pair(*lines[static_cast<std::size_t>(local_rank)], *lines[0], local_rank);
+  }
+  STRATA_CHECK_MPI(MPI_Bcast(result, 3, MPI_DOUBLE, 0, node_comm));
+  PlacementVerdict verdict{result[0] == 0 ? Placement::near : Placement::far, result[1],
+                           static_cast<int>(result[2])};
+  log_verdict(verdict);
+  {
+    const std::lock_guard<std::mutex> lock(last_mutex);
+    last = verdict;
+  }
+  return verdict;
+}
+
+PlacementVerdict last_measured_placement() {
+  const std::lock_guard<std::mutex> lock(last_mutex);
+  return last;
+}
+
+}  // namespace strata::host::shm

@@ -1,0 +1,63 @@
+// How near each other a node's ranks sit, measured: the round trip of one
+// cache line between local rank 0 and each other local rank, through the
+// node's shared-memory segment, once when the segment is made.
+//
+// Why it decides a path: the shared-memory rounds (shm_rounds.hpp) move
+// every byte through a peer's cache twice (one copy in, one copy out); the
+// direct path (shm_direct.hpp) copies once, through the kernel. Where a
+// cache line crosses between the two cores quickly (they share a cache),
+// the rounds' copies cost little and they win; where it crosses slowly
+// (another core complex or socket), the direct reads win. On the AMD EPYC
+// VM of 2026-11-28 the host placed the two vCPUs either way from run to
+// run: line round trips of 93-136 ns in one placement, 357-655 ns in the
+// other, and 2 ranks, f32, 32 KiB-4 MiB, against MPI's own collective in
+// the same run (docs/PERFORMANCE.md, "Near and far ranks"): near, the
+// rounds ran all-reduce 1.75-2.26x, reduce 1.47-2.90x and broadcast
+// 1.47-2.49x MPI's speed and the direct reads 0.76-1.26x; far, the direct
+// reads ran broadcast 0.80-1.07x and the rounds 0.42-0.83x.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+namespace strata::host::shm {
+
+enum class Placement {
+  unmeasured,  // not measured: one rank, the direct path off or forced, or STRATA_SHM_PLACEMENT set
+  near,        // every measured round trip at most kNearRoundTripNs
+  far,         // some round trip longer, or a peer that did not answer in time
+};
+
+// A round trip at most this long means near (between the two clusters
+// measured above).
+constexpr double kNearRoundTripNs = 220;
+
+// What STRATA_SHM_PLACEMENT asks for (read once per process): "near" or
+// "far" take that verdict without measuring; unset or anything else
+// measures.
+Placement placement_from_environment();
+
+struct PlacementVerdict {
+  Placement placement = Placement::unmeasured;
+  double round_trip_ns = 0;  // the longest measured (0 when not measured)
+  int farthest = -1;         // the local rank it was measured with (-1: none)
+};
+
+// Collective over `node_comm` (local rank `local_rank` of `lines.size()`):
+// local rank 0 times line round trips with each other local rank in turn
+// (stopping at the first far one) through `lines` (lines[r]: written only
+// by local rank r, in memory every local rank maps), decides, and every
+// rank returns its verdict. A pair takes well under a millisecond; a peer
+// that does not answer within 50 ms makes the verdict far, never a hang.
+// Logs the verdict once per process at INFO.
+PlacementVerdict measure_placement(MPI_Comm node_comm, int local_rank,
+                                   std::span<std::atomic<std::uint64_t>* const> lines);
+
+// The verdict of the last measurement in this process (tests and
+// diagnostics): unmeasured before any.
+PlacementVerdict last_measured_placement();
+
+}  // namespace strata::host::shm
