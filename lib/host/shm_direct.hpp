@@ -103,8 +103,9 @@ constexpr std::size_t kReduceOwnersBytes = 512 * 1024;
 constexpr std::size_t kPullBytes = 256 * 1024;
 
 // Workspace slots of the direct path (Transport::scratch): a pulled block
-// that cannot land in the output, and memory of mine that peers read (a reduce's slice on a
-// non-root owner; an in-place all-reduce's copy of its input).
+// that cannot land in the output, and memory of mine that peers read (a
+// reduce's slice on a non-root owner; an in-place all-reduce's copy of its
+// input).
 constexpr std::size_t kPullSlot = 2;
 constexpr std::size_t kOwnSlot = 3;
 

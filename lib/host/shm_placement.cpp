@@ -28,7 +28,9 @@ constexpr int kWarmup = 50, kBatches = 5, kPerBatch = 40;
 constexpr std::chrono::milliseconds kPairBudget{50};
 // Local rank 0 writes a pair's exchange number i as (peer << 32) | i, so
 // that a peer never mistakes an earlier pair's value for its own.
-std::uint64_t token(int peer, int i) { return (static_cast<std::uint64_t>(peer) << 32) | static_cast<std::uint64_t>(i); }
+std::uint64_t token(int peer, int i) {
+  return (static_cast<std::uint64_t>(peer) << 32) | static_cast<std::uint64_t>(i);
+}
 
 std::mutex last_mutex;
 PlacementVerdict last;

@@ -9,12 +9,13 @@
 // the rounds' copies cost little and they win; where it crosses slowly
 // (another core complex or socket), the direct reads win. On the AMD EPYC
 // VM of 2026-11-28 the host placed the two vCPUs either way from run to
-// run: line round trips of 93-136 ns in one placement, 357-655 ns in the
-// other, and 2 ranks, f32, 32 KiB-4 MiB, against MPI's own collective in
-// the same run (docs/PERFORMANCE.md, "Near and far ranks"): near, the
-// rounds ran all-reduce 1.75-2.26x, reduce 1.47-2.90x and broadcast
-// 1.47-2.49x MPI's speed and the direct reads 0.76-1.26x; far, the direct
-// reads ran broadcast 0.80-1.07x and the rounds 0.42-0.83x.
+// run: line round trips of 54-136 ns in one placement, 328-655 ns in the
+// other. 2 ranks, f32, 64 KiB-4 MiB, each path forced, against MPI's own
+// collective in the same run (docs/PERFORMANCE.md, "Near and far ranks"):
+// near, the rounds ran all-reduce 1.96-2.45x, reduce 1.59-3.12x and
+// broadcast 1.41-2.61x MPI's speed, the direct reads 1.21-1.37x,
+// 0.92-0.95x and 0.76-1.02x; far, the rounds ran broadcast 0.39-0.72x and
+// reduce 0.55-0.73x (up to 2 MiB), the direct reads broadcast 0.79-1.04x.
 #pragma once
 
 #include <mpi.h>
