@@ -111,6 +111,8 @@ Placement placement_from_environment() {
     const char* env = std::getenv("STRATA_SHM_PLACEMENT");
     if (env && std::strcmp(env, "near") == 0) return Placement::near;
     if (env && std::strcmp(env, "far") == 0) return Placement::far;
+    if (env && *env && std::strcmp(env, "auto") != 0)
+      util::log(util::LogLevel::warn, "STRATA_SHM_PLACEMENT='{}' is not near, far or auto: measured instead", env);
     return Placement::unmeasured;
   }();
   return placement;

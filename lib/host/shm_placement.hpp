@@ -37,8 +37,8 @@ enum class Placement {
 constexpr double kNearRoundTripNs = 220;
 
 // What STRATA_SHM_PLACEMENT asks for (read once per process): "near" or
-// "far" take that verdict without measuring; unset or anything else
-// measures.
+// "far" take that verdict without measuring; unset or "auto" measures, and
+// so does anything else, with a warning.
 Placement placement_from_environment();
 
 struct PlacementVerdict {

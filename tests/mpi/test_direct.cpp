@@ -92,11 +92,13 @@ bool machine_allows_cross_memory_reads() {
 // STRATA_CMA=1: STRATA_SHM_PLACEMENT when set, else what strata measured
 // when the communicator under test was made (the last measurement of this
 // process). Near: the rounds carry every size.
+bool placement_given() {
+  const char* env = std::getenv("STRATA_SHM_PLACEMENT");
+  return env && (std::strcmp(env, "near") == 0 || std::strcmp(env, "far") == 0);
+}
 bool placement_allows_direct() {
   if (cma_set_to("1")) return true;
-  const char* env = std::getenv("STRATA_SHM_PLACEMENT");
-  if (env && std::strcmp(env, "near") == 0) return false;
-  if (env && std::strcmp(env, "far") == 0) return true;
+  if (placement_given()) return std::strcmp(std::getenv("STRATA_SHM_PLACEMENT"), "far") == 0;
   return strata::host::shm::last_measured_placement().placement != Placement::near;
 }
 
@@ -168,8 +170,8 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
 }
 
 TEST_CASE("the placement verdict is the same on every rank and agrees with the round trip measured") {
-  if (!direct_possible() || cma_set_to("1") || std::getenv("STRATA_SHM_PLACEMENT")) {
-    MESSAGE("not run: needs the direct path possible, STRATA_CMA not 1 and STRATA_SHM_PLACEMENT unset");
+  if (!direct_possible() || cma_set_to("1") || placement_given()) {
+    MESSAGE("not run: needs the direct path possible, STRATA_CMA not 1 and STRATA_SHM_PLACEMENT not near or far");
     return;
   }
   for (int communicator = 0; communicator < 3; ++communicator) {
