@@ -79,6 +79,16 @@ namespace strata::host::shm::direct {
 // only placement in which it reads directly at all) the direct reads ran
 // 0.80-1.01x MPI's speed at 1-4 MiB and the rounds 0.58-0.83x (same VM,
 // 2026-11-28, "Near and far ranks").
+// The most local ranks for which the direct path runs unless STRATA_CMA=1:
+// with more, every rank reads every peer (broadcast: every non-root reads
+// the root at once; a replicated all-reduce: n (n - 1) reads of the whole
+// message). On a 16-core Intel Xeon VM, ranks far apart, 4 and 8 ranks,
+// 64-256 KiB, the rounds ran all-reduce at 1.44-2.02x MPI's speed, reduce
+// at 1.58-3.94x and broadcast at 1.98-3.11x, the direct reads at
+// 0.30-0.84x, 0.75-1.63x and 0.68-1.36x; only the 1-4 MiB all-reduce at 4
+// ranks went the other way (1.64-2.09x against 1.42-1.61x;
+// docs/PERFORMANCE.md, "Near and far ranks").
+constexpr int kMostLocalRanks = 2;
 constexpr std::size_t kAllReduceBytes = 64 * 1024;
 constexpr std::size_t kReduceBytes = 32 * 1024;
 constexpr std::size_t kBroadcastBytes = 16 * 1024;

@@ -10,11 +10,14 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <vector>
 
 #include "host/cma.hpp"
+#include "host/shm_direct.hpp"
 #include "util/check.hpp"
+#include "util/log.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
 
@@ -132,6 +135,17 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
   }
   direct_ = cma::agree(node_comm, error, failed_peer);
   if (!direct_ || mode == cma::Mode::forced || local_size_ < 2) return;
+  if (local_size_ > shm::direct::kMostLocalRanks) {
+    direct_ = false;
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      util::log(util::LogLevel::info,
+                "{} local ranks: the shared-memory rounds carry every size (the direct reads pay only between {} "
+                "ranks; STRATA_CMA=1 reads directly anyway)",
+                local_size_, shm::direct::kMostLocalRanks);
+    });
+    return;
+  }
   placement_ = shm::placement_from_environment();
   if (placement_ == shm::Placement::unmeasured) {
     std::vector<std::atomic<std::uint64_t>*> lines;

@@ -38,9 +38,9 @@ class ShmSegment {
   // peer's identity line through the peer's own address for it); when not
   // (or STRATA_CMA=0, or the node is crowded and STRATA_CMA is not 1),
   // direct() is false on every rank and the reason is logged once per
-  // process at INFO. When it can and STRATA_CMA is not 1, the ranks'
-  // placement decides (STRATA_SHM_PLACEMENT, else measured): near, direct()
-  // is false too.
+  // process at INFO. When it can and STRATA_CMA is not 1, direct() is
+  // true only on a node of two ranks that do not sit near each other
+  // (STRATA_SHM_PLACEMENT, else measured).
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -53,8 +53,9 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
-  // Where the direct path may run and STRATA_CMA is not 1: how near each
-  // other the local ranks sit (shm_placement.hpp); else unmeasured.
+  // On a node of two ranks where the direct path may run and STRATA_CMA is
+  // not 1: how near each other they sit (shm_placement.hpp); else
+  // unmeasured.
   shm::Placement placement() const { return placement_; }
   // More local ranks than the CPUs they may run on together (the union of
   // their affinity masks: mpirun's binding, a Slurm cpuset): they take

@@ -47,12 +47,13 @@ bool cma_set_to(const char* value) {
 }
 bool turned_off() { return cma_set_to("0"); }
 
-// STRATA_CMA=1 asks for the direct path even where the ranks outnumber the
-// CPUs they may run on together (the union of their affinity masks);
-// otherwise strata leaves it off there. Every rank of these tests is on
-// one node.
-bool allowed_by_crowding() {
+// STRATA_CMA=1 asks for the direct path even on a node of more than two
+// ranks, or where the ranks outnumber the CPUs they may run on together
+// (the union of their affinity masks); otherwise strata leaves it off
+// there. Every rank of these tests is on one node.
+bool allowed_by_node() {
   if (cma_set_to("1")) return true;
+  if (world_size() > direct::kMostLocalRanks) return false;
   cpu_set_t mine;
   CPU_ZERO(&mine);
   REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
@@ -105,7 +106,7 @@ bool placement_allows_direct() {
 // Whether the machine and STRATA_CMA let the direct path run here at all.
 bool direct_possible() {
   static const bool possible =
-      world_size() > 1 && !turned_off() && allowed_by_crowding() && machine_allows_cross_memory_reads();
+      world_size() > 1 && !turned_off() && allowed_by_node() && machine_allows_cross_memory_reads();
   return possible;
 }
 
@@ -135,7 +136,7 @@ constexpr DataType kDtypes[] = {DataType::f32, DataType::f64, DataType::bf16, Da
 
 }  // namespace
 
-TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0, on a crowded node without STRATA_CMA=1, or between near ranks") {
+TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0, without STRATA_CMA=1 on a crowded node or one of more than two ranks, or between near ranks") {
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
   const bool possible = expect_direct(SIZE_MAX, 0);
   MESSAGE("cross-memory reads " << (direct_possible() ? "possible" : "not possible (or STRATA_CMA=0, or one rank, or more ranks than processors)")
