@@ -18,19 +18,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Round trips per pair: kBatches batches of kPerBatch after kWarmup; the
+// Round trips: kBatches batches of kPerBatch after kWarmup; the
 // fastest batch's mean is the pair's round trip (interruptions only ever
 // add time).
 constexpr int kWarmup = 50, kBatches = 5, kPerBatch = 40;
-// How long local rank 0 gives one pair, and how long its peer waits for
-// each exchange: far past a normal pair (< 1 ms), short enough not to be
+// How long local rank 0 gives the measurement, and how long its peer waits
+// for each exchange: far past a normal pair (< 1 ms), short enough not to be
 // noticed at communicator creation when a rank is slow.
 constexpr std::chrono::milliseconds kPairBudget{50};
-// Local rank 0 writes a pair's exchange number i as (peer << 32) | i, so
-// that a peer never mistakes an earlier pair's value for its own.
-std::uint64_t token(int peer, int i) {
-  return (static_cast<std::uint64_t>(peer) << 32) | static_cast<std::uint64_t>(i);
-}
 
 std::mutex last_mutex;
 PlacementVerdict last;
@@ -51,16 +46,17 @@ bool wait_for(const std::atomic<std::uint64_t>& line, Done done, Clock::time_poi
   }
 }
 
-// Local rank 0's side of one pair: the pair's round trip in ns, or a
-// negative number when the peer did not answer within kPairBudget.
-double time_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& theirs, int peer) {
+// Local rank 0's side: the round trip in ns, or a negative number when
+// the peer did not answer within kPairBudget. Exchange i writes i, and the
+// peer echoes it.
+double time_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& theirs) {
   const Clock::time_point until = Clock::now() + kPairBudget;
   double best = -1;
   int i = 0;
   auto exchange = [&] {
     ++i;
-    mine.store(token(peer, i), std::memory_order_release);
-    return wait_for(theirs, [&](std::uint64_t v) { return v == token(peer, i); }, until);
+    mine.store(static_cast<std::uint64_t>(i), std::memory_order_release);
+    return wait_for(theirs, [&](std::uint64_t v) { return v == static_cast<std::uint64_t>(i); }, until);
   };
   for (int w = 0; w < kWarmup; ++w)
     if (!exchange()) return -1;
@@ -74,13 +70,14 @@ double time_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64
   return best;
 }
 
-// Another rank's side: echo every exchange number of my pair until the
-// last, or until local rank 0 stops sending them.
-void echo_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& zeros, int me) {
+// Local rank 1's side: echo every exchange number until the last, or
+// until local rank 0 stops sending them.
+void echo_pair(std::atomic<std::uint64_t>& mine, const std::atomic<std::uint64_t>& zeros) {
   const int total = kWarmup + kBatches * kPerBatch;
   for (int i = 1; i <= total; ++i) {
-    if (!wait_for(zeros, [&](std::uint64_t v) { return v == token(me, i); }, Clock::now() + kPairBudget)) return;
-    mine.store(token(me, i), std::memory_order_release);
+    const auto value = static_cast<std::uint64_t>(i);
+    if (!wait_for(zeros, [&](std::uint64_t v) { return v == value; }, Clock::now() + kPairBudget)) return;
+    mine.store(value, std::memory_order_release);
   }
 }
 
@@ -119,38 +116,16 @@ Placement placement_from_environment() {
 }
 
 PlacementVerdict measure_placement(MPI_Comm node_comm, int local_rank,
-                                   std::span<std::atomic<std::uint64_t>* const> lines) {
-  const int size = static_cast<int>(lines.size());
+                                   std::span<std::atomic<std::uint64_t>* const, 2> lines) {
   lines[static_cast<std::size_t>(local_rank)]->store(0, std::memory_order_relaxed);
-  STRATA_CHECK_MPI(MPI_Barrier(node_comm));  // every line zeroed before any is polled
-  // [0]: the verdict as 0 near / 1 far; [1]: the longest round trip in ns;
-  // [2]: the rank it was measured with.
-  double result[3] = {0, 0, -1};
-  // One pair at a time, and the ranks waiting for their turn wait in MPI,
-  // not on local rank 0's line: pollers of that line would slow every
-  // exchange of the pair being measured. `go` 0 tells a rank its pair was
-  // skipped (an earlier peer did not answer).
-  constexpr int kTurnTag = 0x5701;
-  if (local_rank == 0) {
-    for (int r = 1; r < size; ++r) {
-      int go = result[0] == 0 ? 1 : 0;
-      STRATA_CHECK_MPI(MPI_Send(&go, 1, MPI_INT, r, kTurnTag, node_comm));
-      if (!go) continue;
-      const double ns = time_pair(*lines[0], *lines[static_cast<std::size_t>(r)], r);
-      if (ns < 0 || ns > result[1]) {
-        result[1] = ns < 0 ? 0 : ns;
-        result[2] = r;
-      }
-      if (ns < 0 || ns > kNearRoundTripNs) result[0] = 1;
-    }
-  } else {
-    int go = 0;
-    STRATA_CHECK_MPI(MPI_Recv(&go, 1, MPI_INT, 0, kTurnTag, node_comm, MPI_STATUS_IGNORE));
-    if (go) echo_pair(*lines[static_cast<std::size_t>(local_rank)], *lines[0], local_rank);
-  }
-  STRATA_CHECK_MPI(MPI_Bcast(result, 3, MPI_DOUBLE, 0, node_comm));
-  PlacementVerdict verdict{result[0] == 0 ? Placement::near : Placement::far, result[1],
-                           static_cast<int>(result[2])};
+  STRATA_CHECK_MPI(MPI_Barrier(node_comm));  // both lines zeroed before either is polled
+  // Local rank 0's round trip in ns, 0 when local rank 1 did not answer.
+  double round_trip = 0;
+  if (local_rank == 0) round_trip = std::max(0.0, time_pair(*lines[0], *lines[1]));
+  else echo_pair(*lines[1], *lines[0]);
+  STRATA_CHECK_MPI(MPI_Bcast(&round_trip, 1, MPI_DOUBLE, 0, node_comm));
+  const bool near = round_trip > 0 && round_trip <= kNearRoundTripNs;
+  const PlacementVerdict verdict{near ? Placement::near : Placement::far, round_trip, 1};
   log_verdict(verdict);
   {
     const std::lock_guard<std::mutex> lock(last_mutex);

@@ -1,6 +1,7 @@
-// How near each other a node's ranks sit, measured: the round trip of one
-// cache line between local rank 0 and each other local rank, through the
-// node's shared-memory segment, once when the segment is made.
+// How near each other the two ranks of a node sit, measured: the round trip
+// of one cache line between them, through the node's shared-memory
+// segment, once when the segment is made (nodes of more ranks take the
+// rounds without measuring: shm_direct.hpp, kMostLocalRanks).
 //
 // Why it decides a path: the shared-memory rounds (shm_rounds.hpp) move
 // every byte through a peer's cache twice (one copy in, one copy out); the
@@ -43,19 +44,18 @@ Placement placement_from_environment();
 
 struct PlacementVerdict {
   Placement placement = Placement::unmeasured;
-  double round_trip_ns = 0;  // the longest measured (0 when not measured)
+  double round_trip_ns = 0;  // as measured (0 when not measured or not answered)
   int farthest = -1;         // the local rank it was measured with (-1: none)
 };
 
-// Collective over `node_comm` (local rank `local_rank` of `lines.size()`):
-// local rank 0 times line round trips with each other local rank in turn
-// (stopping at the first far one) through `lines` (lines[r]: written only
-// by local rank r, in memory every local rank maps), decides, and every
-// rank returns its verdict. A pair takes well under a millisecond; a peer
+// Collective over `node_comm`, a node of two ranks (`local_rank` 0 or 1):
+// local rank 0 times line round trips with local rank 1 through `lines`
+// (lines[r]: written only by local rank r, in memory both map), decides,
+// and both return its verdict. It takes well under a millisecond; a peer
 // that does not answer within 50 ms makes the verdict far, never a hang.
 // Logs the verdict once per process at INFO.
 PlacementVerdict measure_placement(MPI_Comm node_comm, int local_rank,
-                                   std::span<std::atomic<std::uint64_t>* const> lines);
+                                   std::span<std::atomic<std::uint64_t>* const, 2> lines);
 
 // The verdict of the last measurement in this process (tests and
 // diagnostics): unmeasured before any.

@@ -148,8 +148,7 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
   }
   placement_ = shm::placement_from_environment();
   if (placement_ == shm::Placement::unmeasured) {
-    std::vector<std::atomic<std::uint64_t>*> lines;
-    for (int r = 0; r < local_size_; ++r) lines.push_back(&control(r).placement_probe);
+    std::atomic<std::uint64_t>* const lines[2] = {&control(0).placement_probe, &control(1).placement_probe};
     placement_ = shm::measure_placement(node_comm, local_rank_, lines).placement;
   }
   direct_ = placement_ != shm::Placement::near;
