@@ -32,14 +32,19 @@ Options of `run`:
   --bench LIST        comma-separated: allreduce,reduce,bcast,iallreduce
                       (default allreduce,reduce,bcast)
   --max-size BYTES    largest message (default 4194304)
+  --datatype float|char
+                      allreduce, reduce and iallreduce: OSU's -T mpi_float
+                      (default) or OSU's own default, MPI_CHAR (no -T)
   --preload PATH      the interposer (default build/lib/interpose/libstrata_mpi.so)
   --validate          add OSU's -c to every run and require Pass
   --progress-thread   iallreduce: also run preloaded with STRATA_PROGRESS_THREAD=1
   --markdown          print the tables as Markdown
 
 The float type (-T mpi_float) is used for allreduce, reduce and iallreduce
-(OSU's default MPI_CHAR sums overflow its own validation, and strata does
-not reduce MPI_CHAR, which MPI does not define sums for); bcast moves bytes.
+unless --datatype char: OSU's default MPI_CHAR sums overflow its own
+validation. The interposer reduces MPI_CHAR under Open MPI as Open MPI
+does, as a signed 8-bit integer, so --datatype char compares OSU's
+defaults. bcast moves bytes.
 Exit status: 0, or 1 when a run failed or a validation did not pass.
 """
 import argparse
@@ -106,7 +111,7 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
              progress_thread: bool = False) -> dict[int, list[float]]:
     name = binary.name.removeprefix("osu_")
     osu_args = ["-m", f"1:{args.max_size}"]
-    if name != "bcast":
+    if name != "bcast" and args.datatype == "float":
         osu_args += ["-T", "mpi_float"]
     if args.validate:
         osu_args += ["-c"]
@@ -210,6 +215,7 @@ def main() -> int:
     r.add_argument("--runs", type=int, default=3)
     r.add_argument("--bench", default=DEFAULT_BENCH)
     r.add_argument("--max-size", type=int, default=4 << 20)
+    r.add_argument("--datatype", choices=("float", "char"), default="float")
     r.add_argument("--preload", default=str(ROOT / "build" / "lib" / "interpose" / "libstrata_mpi.so"))
     r.add_argument("--validate", action="store_true")
     r.add_argument("--progress-thread", action="store_true")

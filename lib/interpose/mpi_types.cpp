@@ -1,6 +1,7 @@
 #include "mpi_types.hpp"
 
 #include <climits>
+#include <type_traits>
 
 namespace strata::interpose {
 namespace {
@@ -12,6 +13,12 @@ static_assert(sizeof(int) == 4 && sizeof(unsigned) == 4, "32-bit int expected");
 static_assert(sizeof(long long) == 8, "64-bit long long expected");
 static_assert(CHAR_BIT == 8, "8-bit bytes expected");
 
+#ifdef OPEN_MPI
+constexpr bool kOpenMpiReducesChar = std::is_signed_v<char>;
+#else
+constexpr bool kOpenMpiReducesChar = false;
+#endif
+
 constexpr DataType kLong = sizeof(long) == 8 ? DataType::i64 : DataType::i32;
 constexpr DataType kUnsignedLong = sizeof(long) == 8 ? DataType::u64 : DataType::u32;
 
@@ -21,9 +28,13 @@ std::optional<DataType> reduction_dtype(MPI_Datatype type) noexcept {
   // Floating point (MPI's "Floating point" group, C types only).
   if (type == MPI_FLOAT) return DataType::f32;
   if (type == MPI_DOUBLE) return DataType::f64;
-  // Integers (MPI's "C integer" group). MPI_CHAR is not in it: MPI does not
-  // reduce characters, so it goes to MPI, which reports the error.
+  // Integers (MPI's "C integer" group).
   if (type == MPI_INT8_T || type == MPI_SIGNED_CHAR) return DataType::i8;
+  // MPI_CHAR is outside that group: the standard defines no reduction on
+  // it. Open MPI reduces it anyway, as a signed 8-bit integer, and OSU's
+  // benchmarks reduce it by default; where char is signed too, strata gives
+  // the same bits. Elsewhere (MPICH rejects it) it goes to MPI.
+  if (kOpenMpiReducesChar && type == MPI_CHAR) return DataType::i8;
   if (type == MPI_UINT8_T || type == MPI_UNSIGNED_CHAR) return DataType::u8;
   if (type == MPI_INT32_T || type == MPI_INT) return DataType::i32;
   if (type == MPI_UINT32_T || type == MPI_UNSIGNED) return DataType::u32;

@@ -146,6 +146,8 @@ def check_mpi4py(mpirun, preload, np, mode):
         for mpi_type, dtype in explicit.items():
             c.every_rank_logs(rf"^MPI_Allreduce on comm {world} {mpi_type} MPI_MAX -> strata \({dtype} max, ")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_SIGNED_CHAR MPI_SUM -> strata \(i8 sum, ")
+        if "Open MPI" in subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout:
+            c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_CHAR MPI_MAX -> strata \(i8 max, ")
         c.every_rank_logs(rf"^MPI_Allreduce on comm {world} MPI_UNSIGNED MPI_SUM -> strata \(u32 sum, ")
         c.every_rank_logs(rf"^MPI_Reduce on comm {world} \S+ \S+ -> strata \((f32 sum|f64 max|i32 min|i64 prod), \w+\)$", 4)
         c.every_rank_logs(rf"^MPI_Bcast on comm {world} (MPI_DOUBLE|MPI_INT|MPI_FLOAT|MPI_UNSIGNED_CHAR) -> strata \(\w+\)$", 4)
