@@ -10,7 +10,10 @@
 namespace strata::interpose {
 namespace {
 
-thread_local int depth = 0;
+// Initial-exec: the general model costs a __tls_get_addr call at each of
+// the three uses per intercepted call. The library is preloaded or linked;
+// loaded late, its 4 bytes still fit glibc's static TLS reserve.
+[[gnu::tls_model("initial-exec")]] thread_local int depth = 0;
 
 // libstrata's executable segments, found once with dl_iterate_phdr (glibc's
 // list of loaded objects): the object whose segments contain a function we

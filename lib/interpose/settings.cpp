@@ -20,6 +20,9 @@ namespace {
 
 std::atomic<bool> finalizing{false};
 std::atomic<bool> initialized{false};
+// Set once every check below passed (MPI running, routing on, no refusing
+// fact), cleared when MPI finalizes: then an intercepted call pays one load.
+std::atomic<bool> routable{false};
 
 std::string lower(const char* text) {
   std::string s = text ? text : "";
@@ -66,6 +69,8 @@ const MpiFacts& mpi_facts() {
 }  // namespace
 
 const char* process_refusal() noexcept {
+  if (routable.load(std::memory_order_acquire)) [[likely]]
+    return nullptr;
   if (!routing_enabled()) return "STRATA_INTERPOSE=off";
   if (finalizing.load(std::memory_order_acquire)) return kMpiNotRunning;
   if (!initialized.load(std::memory_order_acquire)) {
@@ -77,6 +82,14 @@ const char* process_refusal() noexcept {
   const MpiFacts& facts = mpi_facts();
   if (facts.thread_multiple) return "MPI_THREAD_MULTIPLE";
   if (facts.cuda_aware) return "MPI is CUDA-aware";
+  // Unless MPI_Finalize began meanwhile: sequentially consistent, so that
+  // either this second look sees its flag or mark_finalizing's clearing
+  // comes after this store.
+  routable.store(true);
+  if (finalizing.load()) {
+    routable.store(false);
+    return kMpiNotRunning;
+  }
   return nullptr;
 }
 
@@ -96,6 +109,9 @@ double call_timeout_seconds() noexcept {
   return seconds;
 }
 
-void mark_finalizing() noexcept { finalizing.store(true, std::memory_order_release); }
+void mark_finalizing() noexcept {
+  finalizing.store(true);
+  routable.store(false);
+}
 
 }  // namespace strata::interpose
