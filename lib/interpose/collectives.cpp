@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "errors.hpp"
+#include "repeat.hpp"
 #include "route.hpp"
 #include "staging.hpp"
 
@@ -20,14 +21,33 @@ int run_staged(const char* call, MPI_Comm comm, int staged_rc, const Staged& s, 
   return s.finish ? s.finish() : MPI_SUCCESS;
 }
 
+// The entry and decision of a call that may repeat the last of its kind:
+// remembered (repeat.hpp), or decided now (`decide`) and routed. nullptr
+// when the call went to MPI (`to_mpi`; `answer` holds MPI's return code).
+template <typename Decide, typename ToMpi>
+CommEntry* decided(const char* call, const CallKey& key, const CallTerms& terms, Decide&& decide, ToMpi&& to_mpi,
+                   Decision& d, int& answer) {
+  if (const Routed* known = repeated(key)) {
+    d = known->decision;
+    return known->entry;
+  }
+  d = decide();
+  CommEntry* entry = route(call, key.comm, d, terms, to_mpi, answer);
+  if (entry) remember(key, entry, d);
+  return entry;
+}
+
 }  // namespace
 
 int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Allreduce";
-  Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
+  Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::all_reduce},
-                           [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, answer);
+  CommEntry* entry = decided(
+      kCall, {Collective::all_reduce, sendbuf, recvbuf, count, type, op, kAllRanks, comm},
+      {type, &op, Collective::all_reduce},
+      [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm); },
+      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
@@ -36,10 +56,12 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Reduce";
-  Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
+  Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce},
-                           [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); }, answer);
+  CommEntry* entry = decided(
+      kCall, {Collective::reduce, sendbuf, recvbuf, count, type, op, root, comm}, {type, &op, Collective::reduce},
+      [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, root, comm); },
+      [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
   const int rc = stage_reduction(sendbuf, recvbuf, d, root, *entry, s);
@@ -48,10 +70,12 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
 
 int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   constexpr const char* kCall = "MPI_Bcast";
-  Decision d = decide_broadcast(buffer, count, type, root, comm);
+  Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, nullptr, Collective::broadcast},
-                           [&] { return PMPI_Bcast(buffer, count, type, root, comm); }, answer);
+  CommEntry* entry = decided(
+      kCall, {Collective::broadcast, buffer, nullptr, count, type, MPI_OP_NULL, root, comm},
+      {type, nullptr, Collective::broadcast}, [&] { return decide_broadcast(buffer, count, type, root, comm); },
+      [&] { return PMPI_Bcast(buffer, count, type, root, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
   const int rc = stage_broadcast(buffer, count, type, d, root, comm, *entry, /*started=*/false, s);

@@ -38,12 +38,18 @@ struct LastFound {
   CommEntry* entry = nullptr;
 } last_found;
 
+// entry_generation(): bumped whenever an entry goes or loses its
+// Communicator.
+std::uint64_t generation = 0;
+
 void forget(const CommEntry* entry) noexcept {
+  ++generation;
   if (last_found.entry == entry) last_found = {};
 }
 
 void destroy_communicator(CommEntry& entry) noexcept {
   if (!entry.strata) return;
+  ++generation;
   InsideStrata inside;  // its MPI_Comm_free calls go to MPI, not to us
   try {
     entry.strata.reset();
@@ -127,6 +133,8 @@ CommEntry* find_entry(MPI_Comm comm) noexcept {
   if (PMPI_Comm_get_attr(comm, entry_keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
   return static_cast<CommEntry*>(value);
 }
+
+std::uint64_t entry_generation() noexcept { return generation; }
 
 CommEntry* find_entry_fast(MPI_Comm comm) noexcept {
   if (comm == last_found.comm && comm != MPI_COMM_NULL) return last_found.entry;

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,11 @@ CommEntry* find_entry(MPI_Comm comm) noexcept;
 // lookup. For the routing path only, which never runs concurrently (see
 // settings.hpp: nothing is routed under MPI_THREAD_MULTIPLE). Never throws.
 CommEntry* find_entry_fast(MPI_Comm comm) noexcept;
+
+// A number that changes whenever an entry is deleted or its Communicator
+// destroyed: what remembers an entry (repeat.hpp) compares it. For the
+// routing path only, like find_entry_fast. Never throws.
+std::uint64_t entry_generation() noexcept;
 
 // The entry cached on `comm`, creating it on first use. Collective over
 // `comm`: every rank must be inside the same collective call, which holds

@@ -1,7 +1,8 @@
 // A plain MPI program (it knows nothing about strata) that makes the
 // communicators real applications make: MPI_COMM_WORLD, a duplicate, a
 // split by parity, a split without rank 0, MPI_COMM_SELF, a split into
-// single ranks, and a duplicate made, used and freed three times over. It
+// single ranks, a duplicate made, used and freed three times over, and one
+// call repeated on communicators made and freed in turn. It
 // all-reduces on each with its own datatype and op, so that a log line
 // says which communicator it is about, checks the sums, and prints per
 // communicator which world ranks hold it:
@@ -67,6 +68,30 @@ int main(int argc, char** argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &step);
     reduce_on<int>(step, MPI_INT, "MPI_INT", MPI_MAX, "MPI_MAX");
     MPI_Comm_free(&step);
+  }
+
+  // One call repeated exactly (the same buffer, count, datatype and op) on
+  // communicators made and freed in turn, whose handles MPI may hand out
+  // again: a duplicate of the world, then a split by parity. Each sum must
+  // be over that communicator's own members (the interposer remembers a
+  // repeated call's routing, and must forget it with the communicator).
+  static unsigned same[64];
+  for (int turn = 0; turn < 6; ++turn) {
+    MPI_Comm c;
+    if (turn % 2 == 0) MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    else MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &c);
+    int size = 0;
+    MPI_Comm_size(c, &size);
+    std::vector<int> all(static_cast<std::size_t>(size));
+    MPI_Allgather(&world_rank, 1, MPI_INT, all.data(), 1, MPI_INT, c);
+    unsigned want = 0;
+    for (int r : all) want += static_cast<unsigned>(r + 1);
+    for (int call = 0; call < 3; ++call) {
+      for (unsigned& x : same) x = static_cast<unsigned>(world_rank + 1);
+      MPI_Allreduce(MPI_IN_PLACE, same, 64, MPI_UNSIGNED, MPI_SUM, c);
+      for (unsigned x : same) failures += x != want;
+    }
+    MPI_Comm_free(&c);
   }
 
   MPI_Comm_free(&single);
