@@ -170,6 +170,48 @@ TEST_CASE("bad arguments raise InvalidArgument on every rank and send nothing") 
   }
 }
 
+TEST_CASE("a repeated call is checked like the first: the same bad arguments are refused every time") {
+  // Valid arguments, once checked, are not checked again when a call repeats
+  // them exactly (api/calls.cpp); arguments that failed are never kept, so
+  // the same bad call made twice in a row is refused twice.
+  Communicator comm(MPI_COMM_WORLD);
+  const int n = world_size();
+  std::vector<float> a(8, 1.0f), b(8);
+  const Tensor in{a.data(), 8, DataType::f32}, out{b.data(), 8, DataType::f32};
+  const CommunicationOptions bad_timeout{.timeout_seconds = -1};
+  struct Bad {
+    const char* what;
+    std::function<void()> valid, bad;
+  };
+  const Bad cases[] = {
+      {"all_reduce, timeout -1", [&] { comm.all_reduce(in, out, ReduceOp::sum); },
+       [&] { comm.all_reduce(in, out, ReduceOp::sum, bad_timeout); }},
+      {"reduce, timeout -1", [&] { comm.reduce(in, out, ReduceOp::sum, 0); },
+       [&] { comm.reduce(in, out, ReduceOp::sum, 0, bad_timeout); }},
+      {"broadcast, timeout -1", [&] { comm.broadcast(in, 0); }, [&] { comm.broadcast(in, 0, bad_timeout); }},
+  };
+  for (const Bad& c : cases) {
+    CAPTURE(c.what);
+    c.valid();  // kept
+    for (int time = 0; time < 2; ++time) {
+      CAPTURE(time);
+      bool refused = false;
+      try {
+        c.bad();
+      } catch (const InvalidArgument& e) {
+        refused = std::string(e.what()).find("timeout_seconds") != std::string::npos;
+      } catch (const std::exception&) {
+      }
+      CHECK(refused);
+      CHECK(static_cast<int>(ranks_where(MPI_COMM_WORLD, refused).size()) == n);
+    }
+    c.valid();  // and the valid call still runs, checked or not
+  }
+  comm.all_reduce(in, out, ReduceOp::sum);
+  CHECK(b[7] == static_cast<float>(n));
+  CHECK_FALSE(comm.broken());
+}
+
 TEST_CASE("absurd sizes in Config and in specs are refused naming the field") {
   // The InvalidArgument constructing a Communicator with `config` raises.
   auto refusal = [](const Config& config) {
