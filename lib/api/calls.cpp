@@ -46,7 +46,7 @@ bool same(const Arguments& a, const Arguments& b) {
 // A program repeats its calls (a training step, a benchmark), and the
 // checks are a pure function of the arguments: the last ones that passed
 // are kept per thread and collective, and an exact repeat skips the checks
-// (about 200 instructions of a small call, docs/PERFORMANCE.md). Only valid
+// (120-140 instructions of a small call, docs/PERFORMANCE.md). Only valid
 // arguments are kept, so an invalid call is always checked and refused.
 struct LastValid {
   Arguments arguments{};

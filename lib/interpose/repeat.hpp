@@ -4,8 +4,8 @@
 // (decide.hpp, route.hpp) is a pure function of its arguments and of the
 // communicator's entry, so the last routed MPI_Allreduce, MPI_Reduce and
 // MPI_Bcast are remembered, and an exact repeat takes their decision and
-// entry without deciding again (about 200 of the 350 instructions the
-// interposer spends on a small call; docs/PERFORMANCE.md).
+// entry without deciding again (140-280 instructions fewer per small call;
+// docs/PERFORMANCE.md).
 //
 // What keeps a remembered decision true:
 //   - handles: only calls on predefined datatypes and ops are remembered
