@@ -8,20 +8,28 @@
 namespace strata::interpose {
 namespace {
 
-// One call per collective: all-reduce, reduce, broadcast.
+// The last kWays routed calls of each collective: a program often repeats a
+// few calls in turn (several gradient buffers per step; OSU's validation,
+// which alternates two buffers), not only one.
+constexpr int kWays = 4;
+
 struct Slot {
   CallKey key{};
   Routed routed{};
   std::uint64_t generation = 0;
   bool valid = false;
 };
-Slot slots[3];
+struct Ways {
+  Slot slot[kWays];
+  int newest = 0;  // the last one found or filled: looked at first
+};
+Ways ways[3];  // all-reduce, reduce, broadcast
 
-Slot* slot_of(Collective collective) noexcept {
+Ways* ways_of(Collective collective) noexcept {
   switch (collective) {
-    case Collective::all_reduce: return &slots[0];
-    case Collective::reduce: return &slots[1];
-    case Collective::broadcast: return &slots[2];
+    case Collective::all_reduce: return &ways[0];
+    case Collective::reduce: return &ways[1];
+    case Collective::broadcast: return &ways[2];
     case Collective::reduce_scatter:
     case Collective::all_gather: return nullptr;
   }
@@ -31,16 +39,27 @@ Slot* slot_of(Collective collective) noexcept {
 }  // namespace
 
 const Routed* repeated(const CallKey& key) noexcept {
-  const Slot* slot = slot_of(key.collective);
-  if (!slot || !slot->valid || !(slot->key == key) || slot->generation != entry_generation()) return nullptr;
+  Ways* w = ways_of(key.collective);
+  if (!w) return nullptr;
+  const std::uint64_t generation = entry_generation();
+  auto holds = [&](const Slot& slot) { return slot.valid && slot.key == key && slot.generation == generation; };
+  int at = w->newest;
+  if (!holds(w->slot[at])) {  // (a loop repeating one call stops here)
+    at = -1;
+    for (int i = 0; i < kWays && at < 0; ++i)
+      if (holds(w->slot[i])) at = i;
+    if (at < 0) return nullptr;
+    w->newest = at;
+  }
   if (process_refusal()) return nullptr;
-  return &slot->routed;
+  return &w->slot[at].routed;
 }
 
 void remember(const CallKey& key, CommEntry* entry, const Decision& decision) noexcept {
-  Slot* slot = slot_of(key.collective);
-  if (!slot || decision.packed || decision.send_packed || logging(Level::trace)) return;
-  *slot = {key, {entry, decision}, entry_generation(), true};
+  Ways* w = ways_of(key.collective);
+  if (!w || decision.packed || decision.send_packed || logging(Level::trace)) return;
+  w->newest = (w->newest + 1) % kWays;  // round robin after the newest
+  w->slot[w->newest] = {key, {entry, decision}, entry_generation(), true};
 }
 
 }  // namespace strata::interpose

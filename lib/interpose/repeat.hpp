@@ -2,9 +2,9 @@
 // residual all-reduce make the same call with the same arguments on the
 // same communicator again and again. Deciding where such a call goes
 // (decide.hpp, route.hpp) is a pure function of its arguments and of the
-// communicator's entry, so the last routed MPI_Allreduce, MPI_Reduce and
-// MPI_Bcast are remembered, and an exact repeat takes their decision and
-// entry without deciding again (140-280 instructions fewer per small call;
+// communicator's entry, so the last few routed MPI_Allreduce, MPI_Reduce
+// and MPI_Bcast calls are remembered, and an exact repeat takes its
+// decision and entry without deciding again (140-280 instructions fewer per small call;
 // docs/PERFORMANCE.md).
 //
 // What keeps a remembered decision true:
