@@ -13,7 +13,10 @@
       alternating, --runs times each, and prints per message size the median
       latency of each and the speedup (plain / preloaded: above 1 strata is
       faster). With --validate every run adds OSU's -c and fails unless every
-      size says Pass.
+      size says Pass. Preloaded runs get STRATA_DEBUG=INFO, and where strata
+      measured how near a node's two ranks sit (docs/ALGORITHMS.md), the
+      verdict of each preloaded run follows the table: on a VM it is a draw
+      from one run to the next, and it decides the path of large messages.
 
   scripts/osu_compare.py run DIR --bench iallreduce [--progress-thread]
       osu_iallreduce: per size, for each side, the median of OSU's "Pure
@@ -50,6 +53,7 @@ Exit status: 0, or 1 when a run failed or a validation did not pass.
 import argparse
 import os
 import pathlib
+import re
 import shlex
 import statistics
 import subprocess
@@ -107,8 +111,20 @@ def parse(output: str, validate: bool) -> dict[int, list[float]]:
     return rows
 
 
+# strata's INFO line on where a node's two ranks sit (host/shm_placement.cpp),
+# printed once per communicator by each rank.
+PLACEMENT = re.compile(r"local ranks sit (near|far) ")
+
+
+def placements(output: str) -> list[str]:
+    """The placement verdicts strata logged in one run, one per communicator
+    (rank 0's lines only: every rank logs the same verdict)."""
+    return [m.group(1) for line in output.splitlines() if "[" in line and ":0] " in line
+            for m in [PLACEMENT.search(line)] if m]
+
+
 def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None,
-             progress_thread: bool = False) -> dict[int, list[float]]:
+             progress_thread: bool = False, verdicts: list | None = None) -> dict[int, list[float]]:
     name = binary.name.removeprefix("osu_")
     osu_args = ["-m", f"1:{args.max_size}"]
     if name != "bcast" and args.datatype == "float":
@@ -120,6 +136,8 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
         command += ["-x", f"LD_PRELOAD={preload}"]
     if progress_thread:
         command += ["-x", "STRATA_PROGRESS_THREAD=1"]
+    if preload:  # for the placement verdict; the log lines come once, before the timed calls
+        command += ["-x", "STRATA_DEBUG=INFO"]
     command += [str(binary), *osu_args]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.pop("LD_PRELOAD", None)
@@ -127,6 +145,8 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
                           timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"`{shlex.join(command)}` exited with {done.returncode}:\n{done.stdout[-2000:]}")
+    if verdicts is not None:
+        verdicts.extend(placements(done.stdout))
     return parse(done.stdout, args.validate)
 
 
@@ -170,10 +190,11 @@ def run(args: argparse.Namespace) -> int:
         if name in NON_BLOCKING and args.progress_thread:
             sides.append(("strata+thread", preload, True))
         results = {label: [] for label, _, _ in sides}
+        verdicts = []
         try:
             for _ in range(args.runs):
                 for label, library, thread in sides:
-                    results[label].append(run_once(binary, args, library, thread))
+                    results[label].append(run_once(binary, args, library, thread, verdicts))
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"osu_{name}: {e}", file=sys.stderr)
             status = 1
@@ -199,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
             header = (f"osu_{name}", "plain (us)", "strata (us)", "speedup")
             widths = (14, 12, 12, 8)
         print_table(header, rows, args.markdown, widths)
+        if verdicts:
+            print(f"\nstrata's placement verdicts, preloaded runs in order: {' '.join(verdicts)}")
     return status
 
 
