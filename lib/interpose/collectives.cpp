@@ -27,7 +27,7 @@ int run_staged(const char* call, MPI_Comm comm, int staged_rc, const Staged& s, 
 template <typename Decide, typename ToMpi>
 CommEntry* decided(const char* call, const CallKey& key, const CallTerms& terms, Decide&& decide, ToMpi&& to_mpi,
                    Decision& d, int& answer) {
-  if (const Routed* known = repeated(key)) {
+  if (const KnownRoute* known = repeated(key)) {
     d = known->decision;
     return known->entry;
   }

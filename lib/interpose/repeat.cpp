@@ -15,7 +15,7 @@ constexpr int kWays = 4;
 
 struct Slot {
   CallKey key{};
-  Routed routed{};
+  KnownRoute routed{};
   std::uint64_t generation = 0;
   bool valid = false;
 };
@@ -38,7 +38,7 @@ Ways* ways_of(Collective collective) noexcept {
 
 }  // namespace
 
-const Routed* repeated(const CallKey& key) noexcept {
+const KnownRoute* repeated(const CallKey& key) noexcept {
   Ways* w = ways_of(key.collective);
   if (!w) return nullptr;
   const std::uint64_t generation = entry_generation();

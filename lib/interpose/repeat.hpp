@@ -41,14 +41,14 @@ struct CallKey {
   bool operator==(const CallKey&) const = default;
 };
 
-struct Routed {
+struct KnownRoute {
   CommEntry* entry;
   Decision decision;
 };
 
 // The decision and entry remembered for exactly `key`, when MPI runs and
 // nothing refuses routing; else nullptr. Never throws.
-const Routed* repeated(const CallKey& key) noexcept;
+const KnownRoute* repeated(const CallKey& key) noexcept;
 
 // Remembers that `key` went to strata with `decision` on `entry`, when the
 // rules above allow (`decision` must describe a predefined datatype: a
