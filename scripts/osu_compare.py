@@ -112,13 +112,13 @@ def parse(output: str, validate: bool) -> dict[int, list[float]]:
 
 
 # strata's INFO line on where a node's two ranks sit (host/shm_placement.cpp),
-# printed once per communicator by each rank.
+# printed once per process by each rank.
 PLACEMENT = re.compile(r"local ranks sit (near|far) ")
 
 
 def placements(output: str) -> list[str]:
-    """The placement verdicts strata logged in one run, one per communicator
-    (rank 0's lines only: every rank logs the same verdict)."""
+    """The placement verdict strata logged in one run (rank 0's line only:
+    every rank logs the same verdict)."""
     return [m.group(1) for line in output.splitlines() if "[" in line and ":0] " in line
             for m in [PLACEMENT.search(line)] if m]
 

@@ -4,6 +4,7 @@
 
 #include "api/validate.hpp"
 #include "plan/packing.hpp"
+#include "util/recent.hpp"
 
 namespace strata::api {
 namespace {
@@ -45,18 +46,13 @@ bool same(const Arguments& a, const Arguments& b) {
 
 // A program repeats its calls (a training step, a benchmark), and the
 // checks are a pure function of the arguments: the last few that passed are
-// kept per thread and collective, and an exact repeat skips the checks
-// (120-140 instructions of a small call, docs/PERFORMANCE.md). Only valid
-// arguments are kept, so an invalid call is always checked and refused.
-constexpr int kWays = 4;  // a few calls in turn: several buffers per step
-struct LastValid {
-  Arguments arguments[kWays]{};
-  bool kept[kWays]{};
-  int newest = 0;  // the last one found or kept: looked at first
-};
-thread_local LastValid last_valid[3];  // all_reduce, reduce, broadcast
+// kept per thread and collective (util/recent.hpp), and an exact repeat
+// skips the checks (120-140 instructions of a small call,
+// docs/PERFORMANCE.md). Only valid arguments are kept, so an invalid call is
+// always checked and refused.
+thread_local util::Recent<Arguments> last_valid[3];  // all_reduce, reduce, broadcast
 
-LastValid& slot_of(Collective collective) {
+util::Recent<Arguments>& last_valid_of(Collective collective) {
   return last_valid[collective == Collective::all_reduce ? 0 : collective == Collective::reduce ? 1 : 2];
 }
 
@@ -64,20 +60,10 @@ LastValid& slot_of(Collective collective) {
 // kept above; the InvalidArgument they raise, if any.
 template <typename Checks>
 std::optional<InvalidArgument> failure_unless_repeated(const Arguments& arguments, Checks&& checks) {
-  LastValid& last = slot_of(arguments.collective);
-  if (last.kept[last.newest] && same(last.arguments[last.newest], arguments)) return std::nullopt;
-  for (int at = 0; at < kWays; ++at) {
-    if (last.kept[at] && same(last.arguments[at], arguments)) {
-      last.newest = at;
-      return std::nullopt;
-    }
-  }
+  util::Recent<Arguments>& last = last_valid_of(arguments.collective);
+  if (last.find([&](const Arguments& kept) { return same(kept, arguments); })) return std::nullopt;
   std::optional<InvalidArgument> failure = failure_of(checks);
-  if (!failure) {
-    last.newest = (last.newest + 1) % kWays;  // round robin after the newest
-    last.arguments[last.newest] = arguments;
-    last.kept[last.newest] = true;
-  }
+  if (!failure) last.keep(arguments);
   return failure;
 }
 

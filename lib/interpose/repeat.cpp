@@ -4,32 +4,24 @@
 
 #include "log.hpp"
 #include "settings.hpp"
+#include "util/recent.hpp"
 
 namespace strata::interpose {
 namespace {
 
-// The last kWays routed calls of each collective: a program often repeats a
-// few calls in turn (several gradient buffers per step; OSU's validation,
-// which alternates two buffers), not only one.
-constexpr int kWays = 4;
-
-struct Slot {
-  CallKey key{};
-  KnownRoute routed{};
-  std::uint64_t generation = 0;
-  bool valid = false;
+struct Kept {
+  CallKey key;
+  KnownRoute route;
+  std::uint64_t generation;  // comm_cache's entry_generation() when kept
 };
-struct Ways {
-  Slot slot[kWays];
-  int newest = 0;  // the last one found or filled: looked at first
-};
-Ways ways[3];  // all-reduce, reduce, broadcast
+// All-reduce, reduce, broadcast.
+util::Recent<Kept> kept[3];
 
-Ways* ways_of(Collective collective) noexcept {
+util::Recent<Kept>* kept_of(Collective collective) noexcept {
   switch (collective) {
-    case Collective::all_reduce: return &ways[0];
-    case Collective::reduce: return &ways[1];
-    case Collective::broadcast: return &ways[2];
+    case Collective::all_reduce: return &kept[0];
+    case Collective::reduce: return &kept[1];
+    case Collective::broadcast: return &kept[2];
     case Collective::reduce_scatter:
     case Collective::all_gather: return nullptr;
   }
@@ -39,27 +31,18 @@ Ways* ways_of(Collective collective) noexcept {
 }  // namespace
 
 const KnownRoute* repeated(const CallKey& key) noexcept {
-  Ways* w = ways_of(key.collective);
-  if (!w) return nullptr;
+  util::Recent<Kept>* recent = kept_of(key.collective);
+  if (!recent) return nullptr;
   const std::uint64_t generation = entry_generation();
-  auto holds = [&](const Slot& slot) { return slot.valid && slot.key == key && slot.generation == generation; };
-  int at = w->newest;
-  if (!holds(w->slot[at])) {  // (a loop repeating one call stops here)
-    at = -1;
-    for (int i = 0; i < kWays && at < 0; ++i)
-      if (holds(w->slot[i])) at = i;
-    if (at < 0) return nullptr;
-    w->newest = at;
-  }
-  if (process_refusal()) return nullptr;
-  return &w->slot[at].routed;
+  const Kept* found = recent->find([&](const Kept& k) { return k.key == key && k.generation == generation; });
+  if (!found || process_refusal()) return nullptr;
+  return &found->route;
 }
 
 void remember(const CallKey& key, CommEntry* entry, const Decision& decision) noexcept {
-  Ways* w = ways_of(key.collective);
-  if (!w || decision.packed || decision.send_packed || logging(Level::trace)) return;
-  w->newest = (w->newest + 1) % kWays;  // round robin after the newest
-  w->slot[w->newest] = {key, {entry, decision}, entry_generation(), true};
+  util::Recent<Kept>* recent = kept_of(key.collective);
+  if (!recent || decision.packed || decision.send_packed || logging(Level::trace)) return;
+  recent->keep({key, {entry, decision}, entry_generation()});
 }
 
 }  // namespace strata::interpose
