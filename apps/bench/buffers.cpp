@@ -10,8 +10,8 @@
 namespace bench {
 
 Buffers::Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory,
-                 BlockLayout blocks)
-    : memory_(memory), blocks_(blocks), in_place_(in_place) {
+                 BlockLayout blocks, std::size_t host_offset)
+    : memory_(memory), blocks_(blocks), in_place_(in_place), host_offset_(host_offset) {
   const auto ranks = static_cast<std::size_t>(blocks.ranks);
   const std::size_t in_blocks = blocks.whole_input ? ranks : 1, out_blocks = blocks.whole_output ? ranks : 1;
   const std::size_t element = strata::dtype_size(dtype);
@@ -60,12 +60,13 @@ void Buffers::release_all() noexcept {
 }
 
 void* Buffers::allocate_host(std::size_t bytes) {
-  // Page-aligned, like the buffers of a real application's allocator for
-  // large tensors (and what pinned staging copies best from).
-  void* p = std::aligned_alloc(4096, bytes);
+  // Page-aligned by default, like an allocator's large tensors (PyTorch's,
+  // and what pinned staging copies best from); --offset moves the data into
+  // the page, as glibc's malloc does for a large std::vector (16 bytes).
+  void* p = std::aligned_alloc(4096, bytes + 4096);
   if (!p) throw std::bad_alloc();
   host_storage_.push_back(p);
-  return p;
+  return static_cast<char*>(p) + host_offset_;
 }
 
 void Buffers::set_count(std::size_t count) {

@@ -48,8 +48,10 @@ class Buffers {
   // One tensor per entry of `counts`; `out` aliases `in` when in place.
   // `memory` null: host memory. The DeviceMemory must outlive the Buffers.
   // With `blocks`, counts are one block's (sweep only: one tensor).
+  // `host_offset`: host tensors start that many bytes past a page boundary
+  // (host memory only; 0 with a DeviceMemory).
   Buffers(const std::vector<std::size_t>& counts, strata::DataType dtype, bool in_place, DeviceMemory* memory = nullptr,
-          BlockLayout blocks = {});
+          BlockLayout blocks = {}, std::size_t host_offset = 0);
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
   ~Buffers();
@@ -79,6 +81,7 @@ class Buffers {
   std::size_t total_bytes() const;
 
  private:
+  // `bytes` starting host_offset_ bytes past a page boundary.
   void* allocate_host(std::size_t bytes);
   void release_all() noexcept;
   // Points the smaller buffer of a blockwise in-place pair at its block.
@@ -92,6 +95,7 @@ class Buffers {
   void* storage_in_ = nullptr;       // tensor 0's first allocation (device or host)
   void* storage_host_in_ = nullptr;  // and its host copy
   bool in_place_;
+  std::size_t host_offset_;
 };
 
 }  // namespace bench

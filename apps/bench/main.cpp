@@ -265,6 +265,7 @@ int run(const Options& o, const World& w) {
   info.op = c.reduces ? std::string(strata::to_string(o.op)) : "none";
   info.root = c.rooted ? o.root : -1;
   info.in_place = o.in_place || c.always_in_place;
+  info.offset = o.offset;
   info.memory = std::string(strata::to_string(o.memory));
   info.devices = cuda_run.devices;
   info.simulated_device = cuda_run.simulated.value_or("");
@@ -298,7 +299,7 @@ int run(const Options& o, const World& w) {
   const bool sweep = o.collective != CollectiveKind::batch;
   const BlockLayout layout{w.size, w.rank, c.blocks == Blocks::input, c.blocks == Blocks::output};
   Buffers buffers(sweep ? std::vector<std::size_t>{counts.back()} : counts, o.dtype, info.in_place,
-                  cuda_run.memory.get(), layout);
+                  cuda_run.memory.get(), layout, o.offset);
   const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
   Context ctx{comm, mpi_comm, o.op, o.root,
               strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},

@@ -206,7 +206,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   // parse_seconds_flag), so that every bad value gets the same one-line
   // message naming the flag and the value.
   std::string step_factor = "2", iters = "20", warmup = "5", root = "0", timeout = "0", bytes_per_pack = "0",
-              num_packs = "0", json_path, csv_path;
+              num_packs = "0", offset = "0", json_path, csv_path;
   po::options_description sweep("Sizes and iterations (nccl-tests flags)", 100);
   sweep.add_options()
       ("minbytes,b", po::value(&min_bytes)->default_value(min_bytes), "smallest message size in bytes (k/M/G suffixes, powers of 1024; at most 64 TiB)")
@@ -224,6 +224,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("root,r", po::value(&root)->default_value(root), "root rank for reduce and broadcast")
       ("algorithm,a", po::value(&o.algorithm)->default_value("", "$STRATA_SPEC or auto"), "strata's all_reduce_spec: 'auto', a name (tree, mpi, xring, rechd, pscpu), 'name#shards' or size-limited tuples such as 'tree:4k:xring'")
       ("in-place", po::bool_switch(&o.in_place), "in place (output buffer = input buffer)")
+      ("offset", po::value(&offset)->default_value(offset), "host buffers start this many bytes past a page boundary (0 to 4095, a whole number of elements; 16 is where glibc's malloc puts a large std::vector's data)")
       ("memory,m", po::value(&memory)->default_value(memory), "host | cuda (cuda: device buffers on each rank's GPU; exit 77 where a rank has none)")
       ("timeout,T", po::value(&timeout)->default_value(timeout), "CommunicationOptions::timeout_seconds for every call (0 = none)")
       ("bytes-per-pack", po::value(&bytes_per_pack)->default_value(bytes_per_pack), "with --collective batch: CommunicationOptions::bytes_per_pack (0 = automatic; 1 = every tensor its own pack, i.e. no packing)")
@@ -308,6 +309,12 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   if (vm.count("csv")) o.csv_path = parse_path_flag(csv_path, "--csv");
   o.memory = parse_memory(memory);
   o.baseline = parse_baseline(baseline, o.memory);
+  o.offset = static_cast<std::size_t>(parse_integer_flag(offset, "--offset", 0, 4095));
+  if (o.offset % strata::dtype_size(o.dtype) != 0)
+    throw UsageError(fmt::format("--offset = {} is not a whole number of {} elements ({} bytes each)", o.offset,
+                                 strata::to_string(o.dtype), strata::dtype_size(o.dtype)));
+  if (o.offset != 0 && o.memory != strata::Memory::host)
+    throw UsageError("--offset applies to host memory only (device allocations keep their own alignment)");
   o.form = parse_form(form);
   if (o.form == Form::persistent && o.collective == CollectiveKind::batch)
     throw UsageError("--form persistent with --collective batch: strata has no persistent batch_all_reduce (use "

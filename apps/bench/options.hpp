@@ -39,6 +39,8 @@ struct Options {
   CollectiveKind collective = CollectiveKind::all_reduce;
   std::string model;  // --collective batch only
   bool in_place = false;
+  // Host buffers start this many bytes past a page boundary (0: page-aligned).
+  std::size_t offset = 0;
   strata::Memory memory = strata::Memory::host;
   double timeout_seconds = 0;
   // Packing for --collective batch (CommunicationOptions::bytes_per_pack,

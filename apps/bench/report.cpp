@@ -34,9 +34,11 @@ void print_header(Output& out, const RunInfo& info) {
   for (const auto& [host, ranks] : info.hosts) hosts += fmt::format("{}{} ({} ranks)", hosts.empty() ? "" : ", ", host, ranks);
   line(out, fmt::format("# strata-bench {}: {}, {} ranks on {} node{}: {}", info.version, info.collective, info.ranks,
                         info.hosts.size(), info.hosts.size() == 1 ? "" : "s", hosts));
-  line(out, fmt::format("# dtype {}  op {}  root {}  memory {}  {}  iters {}  warmup {}  check {}  timeout {}", info.dtype,
+  line(out, fmt::format("# dtype {}  op {}  root {}  memory {}  {}{}  iters {}  warmup {}  check {}  timeout {}", info.dtype,
                         info.op, info.root < 0 ? "-" : fmt::format("{}", info.root), info.memory,
-                        info.in_place ? "in-place" : "out-of-place", info.iters, info.warmup, info.check ? "on" : "off",
+                        info.in_place ? "in-place" : "out-of-place",
+                        info.offset != 0 ? fmt::format(" (buffers {} B past a page boundary)", info.offset) : "",
+                        info.iters, info.warmup, info.check ? "on" : "off",
                         info.timeout_seconds > 0 ? fmt::format("{}s", info.timeout_seconds) : "none"));
   if (!info.devices.empty())
     line(out, fmt::format("# cuda devices by rank: {} (strata's assignment where it makes one, else local rank % "

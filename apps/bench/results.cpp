@@ -86,6 +86,7 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       {"op", info.op},
       {"root", info.root},
       {"in_place", info.in_place},
+      {"offset", info.offset},
       {"memory", info.memory},
       {"devices", info.devices},
       {"simulated", info.simulated()},

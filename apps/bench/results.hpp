@@ -30,6 +30,7 @@ struct RunInfo {
   bool simulated() const { return !simulated_device.empty(); }
   int root = -1;  // -1 when the collective has none
   bool in_place = false;
+  std::size_t offset = 0;  // --offset: host buffers' bytes past a page boundary
   bool check = true;
   int iters = 0, warmup = 0;
   double timeout_seconds = 0;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "host/shm_rounds.hpp"
+#include "util/copy.hpp"
 #include "util/slice.hpp"
 
 namespace strata::exec {
@@ -13,7 +14,7 @@ HostLevel::HostLevel(host::Transport& transport, const host::Algorithm& algorith
 }
 
 void HostLevel::copy(const plan::Job& job) {
-  if (job.out != job.in && job.out) std::memcpy(job.out, job.in, job.bytes());
+  if (job.out != job.in && job.out) util::copy_bytes(job.out, job.in, job.bytes());
 }
 
 void HostLevel::reduce_scatter(const plan::Job& job, int owners) {

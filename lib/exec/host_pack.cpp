@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "host/reduce_kernel.hpp"
+#include "util/copy.hpp"
 
 namespace strata::exec {
 
@@ -15,7 +16,7 @@ void gather_pack(const plan::Pack& pack, const ReplicaBatch& batch, bool combine
   std::byte* cursor = stage;
   for (const plan::PackPiece& piece : pack.pieces) {
     const auto& copies = batch[piece.tensor];
-    std::memcpy(cursor, element_at(copies[0], piece.offset), piece.count * element);
+    util::copy_bytes(cursor, element_at(copies[0], piece.offset), piece.count * element);
     if (combine)
       for (std::size_t r = 1; r < copies.size(); ++r)
         host::reduce_into(cursor, cursor, element_at(copies[r], piece.offset), piece.count, pack.dtype, op);
@@ -27,7 +28,7 @@ void spread_pack(const plan::Pack& pack, const ReplicaBatch& batch, const std::b
   const std::size_t element = dtype_size(pack.dtype);
   const std::byte* cursor = stage;
   for (const plan::PackPiece& piece : pack.pieces) {
-    for (const Tensor& copy : batch[piece.tensor]) std::memcpy(element_at(copy, piece.offset), cursor, piece.count * element);
+    for (const Tensor& copy : batch[piece.tensor]) util::copy_bytes(element_at(copy, piece.offset), cursor, piece.count * element);
     cursor += piece.count * element;
   }
 }

@@ -21,6 +21,7 @@
 #include "host/reduce_kernel.hpp"
 #include "strata/mpi_datatype.hpp"
 #include "util/check.hpp"
+#include "util/copy.hpp"
 
 namespace strata::host {
 namespace {
@@ -85,7 +86,7 @@ void bounded(Transport& t, void* out, int n, DataType dtype, Start start) {
   MPI_Request request;
   STRATA_CHECK_MPI(start(landing, &request));
   t.wait_collective(request);
-  std::memcpy(out, landing, bytes);
+  util::copy_bytes(out, landing, bytes);
 }
 
 void mpi_all_reduce(Transport& t, const Job& job) {

@@ -37,6 +37,7 @@
 #include "host/shm_direct.hpp"
 #include "host/shm_rooted.hpp"
 #include "host/shm_rounds.hpp"
+#include "util/copy.hpp"
 #include "util/slice.hpp"
 
 namespace strata::host {
@@ -90,7 +91,7 @@ class OwnedSlice {
     // In place, `result` is our own input: keep a copy unless ours is the
     // first operand (then the running result overwrites it only after use).
     if (own == result && t_.rank() != 0) {
-      std::memcpy(contribution(t_.rank()), own, bytes_);
+      util::copy_bytes(contribution(t_.rank()), own, bytes_);
       own = contribution(t_.rank());
     }
     auto operand = [&](int j) -> const void* {
@@ -103,7 +104,7 @@ class OwnedSlice {
       reduce_into(result, acc, operand(j), slice_.count, job_.dtype, job_.op);
       acc = result;
     }
-    if (acc != result) std::memcpy(result, acc, bytes_);  // a single rank, out of place
+    if (acc != result) util::copy_bytes(result, acc, bytes_);  // a single rank, out of place
   }
 
  private:

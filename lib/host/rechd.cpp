@@ -35,6 +35,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "util/copy.hpp"
 #include "util/slice.hpp"
 
 namespace strata::host {
@@ -160,7 +161,7 @@ std::vector<Step> reduce_scatter(Transport& t, const Job& job, const Layout& lay
     }
     acc = part.work;
   }
-  if (acc != part.work) std::memcpy(part.work, acc, part.count * eb);  // n = 1 out of place
+  if (acc != part.work) util::copy_bytes(part.work, acc, part.count * eb);  // n = 1 out of place
   return steps;
 }
 
@@ -200,7 +201,7 @@ void all_reduce_by_doubling(Transport& t, const Job& job, const Layout& layout, 
       reduce_into(part.work, lower, higher, part.count, job.dtype, job.op);
       acc = part.work;
     }
-    if (acc != part.work) std::memcpy(part.work, acc, bytes);  // n = 1 out of place
+    if (acc != part.work) util::copy_bytes(part.work, acc, bytes);  // n = 1 out of place
   }
   fold_out(t, job, layout, part);
 }

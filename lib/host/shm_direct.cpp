@@ -12,6 +12,7 @@
 #include "host/cma.hpp"
 #include "host/reduce_kernel.hpp"
 #include "host/shm_steps.hpp"
+#include "util/copy.hpp"
 #include "util/element.hpp"
 #include "util/slice.hpp"
 #include "util/where.hpp"
@@ -197,7 +198,7 @@ void reduce_block(const Operands& o, int first, std::size_t at, std::size_t k, s
     reduce_into(acc, reduced ? acc : a, b, k, o.dtype, o.op);
     reduced = true;
   }
-  if (!reduced && acc != a) std::memcpy(acc, a, bytes);
+  if (!reduced && acc != a) util::copy_bytes(acc, a, bytes);
 }
 
 // reduce_block over `slice`, block by block (kPullBytes), into `acc` (the
@@ -223,7 +224,7 @@ void replicated_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* 
   const auto* mine = static_cast<const std::byte*>(in);
   if (in == out) {
     std::byte* copy = t.scratch(kOwnSlot, count * element);
-    std::memcpy(copy, in, count * element);
+    util::copy_bytes(copy, in, count * element);
     mine = copy;
   }
   std::byte* pull = t.scratch(kPullSlot, kPullBytes);

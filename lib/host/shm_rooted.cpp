@@ -6,6 +6,7 @@
 #include "host/reduce_kernel.hpp"
 #include "host/shm_rounds.hpp"
 #include "host/shm_steps.hpp"
+#include "util/copy.hpp"
 #include "util/element.hpp"
 
 namespace strata::host::shm {
@@ -28,7 +29,7 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
     const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
     if (me != root || check) claim_set(t, seg, round);  // the root writes its set only for the check
     const RoundData data(seg, round, bytes);
-    if (me != root) std::memcpy(data.of(me), src + first * element, bytes);
+    if (me != root) util::copy_bytes(data.of(me), src + first * element, bytes);
     const std::uint64_t digest = check ? plan::digest(*check) : 0;
     if (check) {
       seg.fingerprint(me, round) = *check;  // read only to describe a difference
@@ -49,7 +50,7 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
         reduce_into(acc, first_step ? own : acc, data.of(r), chunk, dtype, op);
         first_step = false;
       }
-      if (first_step && acc != own) std::memcpy(acc, own, bytes);  // a node of one rank
+      if (first_step && acc != own) util::copy_bytes(acc, own, bytes);  // a node of one rank
     }
     publish_consumed(seg, round);
   }
@@ -78,7 +79,7 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
     // Only the root writes its set; the check goes in the control block.
     if (me == root || check) claim_set(t, seg, round);
     const RoundData staged(seg, round, chunk);
-    if (me == root) std::memcpy(staged.of(me), buffer + first, chunk);
+    if (me == root) util::copy_bytes(staged.of(me), buffer + first, chunk);
     if (check) publish_check(seg, round, *check);
     publish_staged(seg, round);
     if (check) {
@@ -87,7 +88,7 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
     }
     if (me != root) {
       wait_staged(t, seg, root, root + 1, round);
-      std::memcpy(buffer + first, staged.of(root), chunk);
+      util::copy_bytes(buffer + first, staged.of(root), chunk);
     }
     publish_consumed(seg, round);
   }

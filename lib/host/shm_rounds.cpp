@@ -7,6 +7,7 @@
 
 #include "host/reduce_kernel.hpp"
 #include "host/shm_steps.hpp"
+#include "util/copy.hpp"
 #include "util/element.hpp"
 #include "util/slice.hpp"
 
@@ -73,7 +74,7 @@ void owner_rounds(Transport& t, ShmSegment& seg, const void* in, void* out, std:
       if (s == me) continue;
       const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::byte* at = mine + static_cast<std::size_t>(s) * block;
-      std::memcpy(at, src + blk.offset * element, blk.count * element);
+      util::copy_bytes(at, src + blk.offset * element, blk.count * element);
       if (check) put_digest(at + digest_offset(blk.count * element), digest);
     }
     if (check) {
@@ -107,7 +108,7 @@ void owner_rounds(Transport& t, ShmSegment& seg, const void* in, void* out, std:
           reduce_into(acc, first ? own : acc, theirs, blk.count, dtype, op);
           first = false;
         }
-        if (first && acc != own) std::memcpy(acc, own, blk.count * element);  // a node of one rank
+        if (first && acc != own) util::copy_bytes(acc, own, blk.count * element);  // a node of one rank
       }
     }
     if (me == root) {
@@ -115,7 +116,7 @@ void owner_rounds(Transport& t, ShmSegment& seg, const void* in, void* out, std:
         const util::Slice blk = block_of(count, owners, s, b, per_block);
         if (s == me || blk.count == 0) continue;
         wait_consumed(t, seg, s, s + 1, round);  // its reduction of this block is done
-        std::memcpy(dst + blk.offset * element, seg.area(s, round) + static_cast<std::size_t>(s) * block,
+        util::copy_bytes(dst + blk.offset * element, seg.area(s, round) + static_cast<std::size_t>(s) * block,
                     blk.count * element);
       }
     }
@@ -145,14 +146,14 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
     claim_set(t, seg, round);
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
-      std::memcpy(seg.area(me, round), data + blk.offset * element, blk.count * element);
+      util::copy_bytes(seg.area(me, round), data + blk.offset * element, blk.count * element);
     }
     publish_staged(seg, round);
     wait_staged(t, seg, 0, owners, round);
     for (int s = 0; s < owners; ++s) {
       if (s == me) continue;
       const util::Slice blk = block_of(count, owners, s, b, per_block);
-      std::memcpy(data + blk.offset * element, seg.area(s, round), blk.count * element);
+      util::copy_bytes(data + blk.offset * element, seg.area(s, round), blk.count * element);
     }
     publish_consumed(seg, round);
   }
@@ -165,7 +166,7 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
   const std::uint64_t round = seg.next_round();
   claim_set(t, seg, round);
   const RoundData data(seg, round, bytes);
-  std::memcpy(data.of(seg.local_rank()), in, bytes);
+  util::copy_bytes(data.of(seg.local_rank()), in, bytes);
   const plan::Fingerprint* check = t.take_check();
   std::uint64_t digest = 0;
   if (check) {
@@ -179,7 +180,7 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
   // Every rank computes the same thing in the same (rank) order from the
   // staged copies, so all get the same bits without a second round.
   if (n == 1) {
-    if (out != in) std::memcpy(out, in, bytes);
+    if (out != in) util::copy_bytes(out, in, bytes);
   } else {
     reduce_into(out, data.of(0), data.of(1), count, dtype, op);
     for (int r = 2; r < n; ++r) reduce_into(out, out, data.of(r), count, dtype, op);

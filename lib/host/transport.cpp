@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "util/check.hpp"
+#include "util/copy.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
 
@@ -69,7 +70,7 @@ bool Transport::test(Requests& requests) {
   STRATA_CHECK_MPI(MPI_Testall(static_cast<int>(requests.requests_.size()), requests.requests_.data(), &done,
                                MPI_STATUSES_IGNORE));
   if (!done) return false;
-  for (const Requests::Landing& landing : requests.landings_) std::memcpy(landing.to, landing.from, landing.bytes);
+  for (const Requests::Landing& landing : requests.landings_) util::copy_bytes(landing.to, landing.from, landing.bytes);
   requests.requests_.clear();
   requests.peers_.clear();
   requests.landings_.clear();

@@ -9,6 +9,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "util/copy.hpp"
 
 namespace strata::host {
 namespace {
@@ -37,7 +38,7 @@ void binomial_reduce(Transport& t, const Job& job, void* result, int root) {
     reduce_into(result, acc, incoming, job.count, job.dtype, job.op);
     acc = result;
   }
-  if (acc != result) std::memcpy(result, acc, bytes);  // size 1, or a leaf that is the root
+  if (acc != result) util::copy_bytes(result, acc, bytes);  // size 1, or a leaf that is the root
 }
 
 // Broadcast `buffer` from `root`: receive from the parent (clear the lowest

@@ -21,6 +21,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/ring_stream.hpp"
+#include "util/copy.hpp"
 #include "util/slice.hpp"
 
 namespace strata::host {
@@ -115,7 +116,7 @@ void add_reduce_scatter(RingStream& stream, const Ring& ring, int n, std::size_t
 void xring_all_reduce(Transport& t, const Job& job) {
   const int n = t.size();
   if (n == 1) {
-    if (job.out != job.in) std::memcpy(job.out, job.in, job.count * job.element_bytes());
+    if (job.out != job.in) util::copy_bytes(job.out, job.in, job.count * job.element_bytes());
     return;
   }
   const std::size_t ce = chunk_elems(job);
@@ -140,7 +141,7 @@ void xring_reduce(Transport& t, const Job& job) {
   // Non-roots have no output buffer: accumulate in scratch.
   void* acc = root ? job.out : t.scratch(kAccumulatorSlot, bytes);
   if (n == 1) {
-    if (acc != job.in) std::memcpy(acc, job.in, bytes);
+    if (acc != job.in) util::copy_bytes(acc, job.in, bytes);
     return;
   }
   const std::size_t ce = chunk_elems(job);
@@ -190,7 +191,7 @@ Ring owner_ring(const Transport& t, const Job& job) {
 void xring_reduce_scatter(Transport& t, const Job& job) {
   const int n = t.size();
   if (n == 1) {
-    if (job.out != job.in) std::memcpy(job.out, job.in, job.bytes());
+    if (job.out != job.in) util::copy_bytes(job.out, job.in, job.bytes());
     return;
   }
   const Ring ring = owner_ring(t, job);

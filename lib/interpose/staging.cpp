@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "mpi_types.hpp"
+#include "util/copy.hpp"
 
 namespace strata::interpose {
 namespace {
@@ -79,7 +80,7 @@ int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, 
   s.out = Tensor{in_place ? static_cast<unsigned char*>(recvbuf) + at : recvbuf, d.count, d.dtype};
   if (in_place && at != 0)
     s.finish = [recvbuf, result = s.out.data, block_bytes] {
-      std::memcpy(recvbuf, result, block_bytes);
+      util::copy_bytes(recvbuf, result, block_bytes);
       return MPI_SUCCESS;
     };
   return MPI_SUCCESS;

@@ -154,6 +154,10 @@ TEST_CASE("combinations that cannot run") {
       {{"--overlap", "--form", "blocking"}, "--overlap needs a started call"},
       {{"--form", "persistent", "--collective", "batch", "--model", "resnet50"},
        "--form persistent with --collective batch"},
+      {{"--offset", "4096"}, "--offset = '4096': expected an integer from 0 to 4095"},
+      {{"--offset", "2"}, "--offset = 2 is not a whole number of f32 elements"},
+      {{"--offset", "4", "-d", "f64"}, "--offset = 4 is not a whole number of f64 elements"},
+      {{"--offset", "16", "-m", "cuda"}, "--offset applies to host memory only"},
   });
 }
 
@@ -193,6 +197,12 @@ TEST_CASE("the edges of every range are accepted") {
   REQUIRE(o);
   CHECK(o->bytes_per_pack == 9223372036854775807LL);
   CHECK(o->num_packs == 2147483647);
+  o = parse({"--offset", "4095", "-d", "u8"});
+  REQUIRE(o);
+  CHECK(o->offset == 4095);
+  o = parse({"--offset", "0"});
+  REQUIRE(o);
+  CHECK(o->offset == 0);
 }
 
 TEST_CASE("a repeated flag takes its last value, also after a bad one") {
