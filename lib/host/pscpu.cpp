@@ -135,6 +135,7 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
       shm::direct::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
     else
       shm::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
+    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kAllReduceBytes);
     return;
   }
   const bool owner = rank < owners, in_place = job.in == job.out;
@@ -166,6 +167,7 @@ void pscpu_reduce(Transport& t, const Job& job) {
       shm::direct::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
     else
       shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
+    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kReduceUpToBytes);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
@@ -196,6 +198,7 @@ void pscpu_broadcast(Transport& t, const Job& job) {
       shm::direct::broadcast(t, *segment, job.out, job.bytes(), job.root);
     else
       shm::broadcast(t, *segment, job.out, job.bytes(), job.root);
+    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kBroadcastBytes);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);

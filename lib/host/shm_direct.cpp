@@ -353,4 +353,10 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
 
 std::uint64_t calls() { return direct_calls.load(std::memory_order_relaxed); }
 
+void recheck_placement(Transport& t, ShmSegment& seg) {
+  const std::uint64_t sequence = t.info().sequence;
+  const auto verdict = shm::recheck_placement(t, seg.local_rank(), seg.recheck_lines(), sequence, seg.placement());
+  seg.rechecked(sequence, verdict ? std::optional<Placement>(verdict->placement) : std::nullopt);
+}
+
 }  // namespace strata::host::shm::direct

@@ -126,6 +126,21 @@ inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, st
   return seg.direct() && bytes >= from && bytes <= up_to;
 }
 
+// Right after a call of `bytes` in the collective's range [from, up_to]
+// returned on this rank, with or without the direct path: when the
+// placement is watched and a recheck is due (ShmSegment::next_recheck),
+// both local ranks measure it again (shm_placement.hpp, recheck_placement)
+// and the next calls follow the verdict. Every local rank calls it after
+// the same call, so they agree without a message; a call that threw
+// never gets here, on any rank, and checks nothing. Inline: every small
+// call passes here and leaves at the first test.
+void recheck_placement(Transport& t, ShmSegment& seg);
+inline void watch_placement(Transport& t, ShmSegment& seg, std::size_t bytes, std::size_t from,
+                            std::size_t up_to = SIZE_MAX) {
+  if (bytes >= from && bytes <= up_to && seg.placement_watched() && t.info().sequence >= seg.next_recheck())
+    recheck_placement(t, seg);
+}
+
 // After it, every local rank's out holds op over every local rank's in
 // (owner s reduced slice s; owners <= local size). in == out is allowed.
 void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,

@@ -1,7 +1,8 @@
 // How near each other the two ranks of a node sit, measured: the round trip
 // of one cache line between them, through the node's shared-memory
-// segment, once when the segment is made (nodes of more ranks take the
-// rounds without measuring: shm_direct.hpp, kMostLocalRanks).
+// segment, when the segment is made and again every kRecheckEveryCalls
+// calls (nodes of more ranks take the rounds without measuring:
+// shm_direct.hpp, kMostLocalRanks).
 //
 // Why it decides a path: the shared-memory rounds (shm_rounds.hpp) move
 // every byte through a peer's cache twice (one copy in, one copy out); the
@@ -23,7 +24,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
+
+namespace strata::host {
+class Transport;
+}
 
 namespace strata::host::shm {
 
@@ -60,5 +66,43 @@ PlacementVerdict measure_placement(MPI_Comm node_comm, int local_rank,
 // The verdict of the last measurement in this process (tests and
 // diagnostics): unmeasured before any.
 PlacementVerdict last_measured_placement();
+
+// The placement is measured again every this many calls of a communicator
+// (the first call that could take the direct path once the call number
+// reaches each multiple). Why: on the AMD EPYC VM the host moved the two
+// vCPUs between near and far within seconds (44 of 72 one-second runs near,
+// the others far, docs/PERFORMANCE.md), and a verdict that no longer holds
+// costs up to 2x (a 1 MiB reduce at 0.45x MPI's speed on a stale "near",
+// 1.77x on a fresh one). A recheck takes about 30 line round trips (10-20
+// us); every 4096 calls of at least 16 KiB (each a few microseconds or
+// more), that is well under 1% of the calls' time.
+constexpr std::uint64_t kRecheckEveryCalls = 4096;
+
+// What a recheck reads and writes: each local rank's probe line (written
+// only by that rank) and local rank 0's verdict word, in memory both map.
+struct RecheckLines {
+  std::atomic<std::uint64_t>* probe[2];
+  std::atomic<std::uint64_t>* verdict;  // written only by local rank 0
+};
+
+// Both local ranks of a node of two call it right after the same
+// successful call number `epoch` (>= 1): local rank 0 times line round
+// trips with local rank 1, decides, and publishes the verdict in its
+// verdict word; local rank 1 echoes and adopts it. Returns the new verdict
+// on both ranks, or nullopt on both: keep the current one (a peer that did
+// not take part within a few milliseconds, as after a call it left by an
+// exception). Local rank 1, once it echoed every exchange, waits for the
+// verdict word as any wait of the call does (`t`'s deadline: a rank that
+// stops there is named by DeadlineExceeded). No MPI; logs a changed
+// verdict (INFO the first time in the process, TRACE after).
+std::optional<PlacementVerdict> recheck_placement(Transport& t, int local_rank, const RecheckLines& lines,
+                                                  std::uint64_t epoch, Placement current);
+
+// Tests only: recheck every `every_calls` calls instead of
+// kRecheckEveryCalls, and, when `rule` is set, let it give local rank 0's
+// verdict from the round trip and the epoch (0 and null: the defaults).
+using PlacementRule = Placement (*)(double round_trip_ns, std::uint64_t epoch);
+void set_recheck_for_testing(std::uint64_t every_calls, PlacementRule rule);
+std::uint64_t recheck_every_calls();
 
 }  // namespace strata::host::shm

@@ -150,7 +150,17 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
   if (placement_ == shm::Placement::unmeasured) {
     std::atomic<std::uint64_t>* const lines[2] = {&control(0).placement_probe, &control(1).placement_probe};
     placement_ = shm::measure_placement(node_comm, local_rank_, lines).placement;
+    watched_ = true;
+    next_recheck_ = shm::recheck_every_calls();
   }
+  direct_ = placement_ != shm::Placement::near;
+}
+
+void ShmSegment::rechecked(std::uint64_t sequence, std::optional<shm::Placement> verdict) {
+  const std::uint64_t every = shm::recheck_every_calls();
+  next_recheck_ = (sequence / every + 1) * every;
+  if (!verdict) return;
+  placement_ = *verdict;
   direct_ = placement_ != shm::Placement::near;
 }
 

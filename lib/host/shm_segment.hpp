@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "host/shm_placement.hpp"
 #include "plan/fingerprint.hpp"
@@ -57,6 +58,21 @@ class ShmSegment {
   // not 1: how near each other they sit (shm_placement.hpp); else
   // unmeasured.
   shm::Placement placement() const { return placement_; }
+  // Whether the placement was measured at creation, and so is measured
+  // again as calls go by (shm_placement.hpp, recheck_placement): not where
+  // STRATA_SHM_PLACEMENT gave it or the direct path cannot run at all.
+  bool placement_watched() const { return watched_; }
+  // The first call number at which the next recheck is due (the same on
+  // every local rank: both count the same successful calls).
+  std::uint64_t next_recheck() const { return next_recheck_; }
+  // What a recheck uses (local ranks 0 and 1 of a node of two).
+  shm::RecheckLines recheck_lines() const {
+    return {{&control(0).placement_probe, &control(1).placement_probe}, &control(0).placement_verdict};
+  }
+  // After the recheck at call `sequence` (whatever it found): the next one
+  // is due at the next multiple of shm::recheck_every_calls(); a verdict it
+  // returned decides direct() from the next call on.
+  void rechecked(std::uint64_t sequence, std::optional<shm::Placement> verdict);
   // More local ranks than the CPUs they may run on together (the union of
   // their affinity masks: mpirun's binding, a Slurm cpuset): they take
   // turns on those CPUs. Found at creation, the same on every local rank.
@@ -141,6 +157,8 @@ class ShmSegment {
     Identity identity;
     // Written only by this rank, while the placement is measured.
     alignas(64) std::atomic<std::uint64_t> placement_probe;
+    // Local rank 0's only: a recheck's verdict (shm_placement.cpp).
+    alignas(64) std::atomic<std::uint64_t> placement_verdict;
   };
   static constexpr std::size_t kControlBytes = 4096;  // a page: the data sets start page-aligned
   static_assert(sizeof(Control) <= kControlBytes);
@@ -155,6 +173,8 @@ class ShmSegment {
   std::uint64_t all_staged_seen_ = 0;
   bool direct_ = false;
   bool crowded_ = false;
+  bool watched_ = false;
+  std::uint64_t next_recheck_ = 0;
   shm::Placement placement_ = shm::Placement::unmeasured;
 };
 

@@ -475,6 +475,106 @@ TEST_CASE("direct calls whose buffers are overwritten as soon as they return sta
   CHECK(wrong == 0);
 }
 
+// Tests' verdicts for rechecks: alternately near and far, whatever the
+// round trip, so that both paths follow each other on one communicator.
+Placement alternate(double /*round_trip_ns*/, std::uint64_t epoch) {
+  return (epoch / 8) % 2 ? Placement::near : Placement::far;
+}
+
+// Rechecks every 8 calls with `rule` while in scope.
+struct RecheckEvery8 {
+  explicit RecheckEvery8(strata::host::shm::PlacementRule rule) { strata::host::shm::set_recheck_for_testing(8, rule); }
+  ~RecheckEvery8() { strata::host::shm::set_recheck_for_testing(0, nullptr); }
+};
+
+// Whether this run's communicators measure their placement (and so
+// measure it again as calls go by).
+bool placement_watched() { return direct_possible() && !cma_set_to("1") && !placement_given() && world_size() == 2; }
+
+TEST_CASE("the placement is measured again as calls go by; both ranks follow every verdict, exactly") {
+  const RecheckEvery8 every8(alternate);
+  const int nranks = world_size(), rank = world_rank();
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  const CommunicationOptions bounded{.timeout_seconds = 60};  // a disagreement fails, never hangs
+  SameBitsLog log;
+  int direct_calls = 0, round_calls = 0;
+  const std::size_t sizes[] = {16 << 10, 64 << 10, 200 << 10, 1 << 20};
+  for (int call = 0; call < 96; ++call) {
+    const std::size_t bytes = sizes[static_cast<std::size_t>(call) % 4], count = bytes / sizeof(float);
+    const int kind = (call / 4) % 3, root = call % nranks;
+    const std::string label = std::string(kind == 0 ? "all_reduce" : kind == 1 ? "reduce" : "broadcast") +
+                              " call " + std::to_string(call) + " count " + std::to_string(count);
+    Buffer in(count, DataType::f32), out(count, DataType::f32), expected(count, DataType::f32);
+    bool direct_taken = false;
+    try {
+      if (kind == 2) {
+        fill_input(expected.data(), count, DataType::f32, ReduceOp::max, root);
+        if (rank == root) in.copy_from(expected);
+        direct_taken = took_direct([&] { comm.broadcast(in.tensor(), root, bounded); });
+        const std::string diff = describe_difference(in.data(), expected.data(), count, DataType::f32);
+        CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+        log.add(label, in.data(), bytes);
+      } else {
+        fill_input(in.data(), count, DataType::f32, ReduceOp::sum, rank);
+        fill_expected(expected.data(), count, DataType::f32, ReduceOp::sum, nranks);
+        direct_taken = took_direct([&] {
+          if (kind == 0) comm.all_reduce(in.tensor(), out.tensor(), ReduceOp::sum, bounded);
+          else comm.reduce(in.tensor(), out.tensor(), ReduceOp::sum, root, bounded);
+        });
+        if (kind == 0 || rank == root) {
+          const std::string diff = describe_difference(out.data(), expected.data(), count, DataType::f32);
+          CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+        }
+        if (kind == 0) log.add(label, out.data(), bytes);
+      }
+    } catch (const Error& e) {
+      FAIL_CHECK(label << ": threw " << e.what());
+      break;
+    }
+    // Every rank took the same path (both follow local rank 0's verdict).
+    const std::size_t took_it = ranks_where(MPI_COMM_WORLD, direct_taken).size();
+    CHECK_MESSAGE((took_it == 0 || took_it == static_cast<std::size_t>(nranks)), label << ": " << took_it << " ranks read directly");
+    (direct_taken ? direct_calls : round_calls) += 1;
+  }
+  log.check_same_on_all_ranks(MPI_COMM_WORLD);
+  if (placement_watched()) {
+    // The verdicts alternated: both paths ran on this one communicator.
+    CHECK(direct_calls > 0);
+    CHECK(round_calls > 0);
+  } else {
+    MESSAGE("placement not watched here (given, forced, off or not two ranks): " << direct_calls << " direct, "
+                                                                                << round_calls << " rounds");
+  }
+}
+
+TEST_CASE("a call that fails where a recheck is due checks nothing: later calls agree and stay exact") {
+  const RecheckEvery8 every8(alternate);
+  const int nranks = world_size(), rank = world_rank();
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  const CommunicationOptions bounded{.timeout_seconds = 60};
+  const std::size_t count = (64 << 10) / sizeof(float);
+  Buffer in(count, DataType::f32), out(count, DataType::f32), expected(count, DataType::f32);
+  fill_input(in.data(), count, DataType::f32, ReduceOp::sum, rank);
+  fill_expected(expected.data(), count, DataType::f32, ReduceOp::sum, nranks);
+  for (int call = 1; call <= 40; ++call) {
+    // Calls 8 and 24 (each the first due for a recheck) do not match when
+    // there are ranks to disagree: rank 0 sends 64 KiB, the others 8 B.
+    const bool mismatched = nranks > 1 && (call == 8 || call == 24);
+    const std::size_t n = mismatched && rank != 0 ? 2 : count;
+    try {
+      comm.all_reduce({in.data(), n, DataType::f32}, {out.data(), n, DataType::f32}, ReduceOp::sum, bounded);
+      CHECK_MESSAGE(!mismatched, "call " << call << " should have raised Mismatch");
+      const std::string diff = describe_difference(out.data(), expected.data(), count, DataType::f32);
+      CHECK_MESSAGE(diff.empty(), "call " << call << ": " << diff);
+    } catch (const Mismatch&) {
+      CHECK_MESSAGE(mismatched, "call " << call << " raised Mismatch");
+    } catch (const Error& e) {
+      FAIL_CHECK("call " << call << ": threw " << e.what());
+      break;
+    }
+  }
+}
+
 TEST_CASE("a rank that never arrives at a direct call is named by DeadlineExceeded") {
   if (world_size() < 2) return;
   const int absent = world_size() - 1;
