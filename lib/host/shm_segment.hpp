@@ -41,7 +41,8 @@ class ShmSegment {
   // direct() is false on every rank and the reason is logged once per
   // process at INFO. When it can and STRATA_CMA is not 1, direct() is
   // true only on a node of two ranks that do not sit near each other
-  // (STRATA_SHM_PLACEMENT, else measured).
+  // (STRATA_SHM_PLACEMENT, else measured, and measured again as calls go
+  // by: placement_watched()).
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
