@@ -77,6 +77,11 @@ PlacementVerdict last_measured_placement();
 // us); every 4096 calls of at least 16 KiB (each a few microseconds or
 // more), that is well under 1% of the calls' time.
 constexpr std::uint64_t kRecheckEveryCalls = 4096;
+// ... or sooner, once the calls that could read directly moved this many
+// bytes since the last recheck: 4096 calls of 4 MiB take seconds, and the
+// large calls are the ones a stale verdict costs most. 64 MiB take 3-10 ms
+// here, so a recheck adds 0.1-0.7% to them.
+constexpr std::uint64_t kRecheckEveryBytes = std::uint64_t{64} << 20;
 
 // What a recheck reads and writes: each local rank's probe line (written
 // only by that rank) and local rank 0's verdict word, in memory both map.

@@ -159,6 +159,7 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
 void ShmSegment::rechecked(std::uint64_t sequence, std::optional<shm::Placement> verdict) {
   const std::uint64_t every = shm::recheck_every_calls();
   next_recheck_ = (sequence / every + 1) * every;
+  bytes_since_recheck_ = 0;
   if (!verdict) return;
   placement_ = *verdict;
   direct_ = placement_ != shm::Placement::near;

@@ -63,9 +63,14 @@ class ShmSegment {
   // again as calls go by (shm_placement.hpp, recheck_placement): not where
   // STRATA_SHM_PLACEMENT gave it or the direct path cannot run at all.
   bool placement_watched() const { return watched_; }
-  // The first call number at which the next recheck is due (the same on
-  // every local rank: both count the same successful calls).
-  std::uint64_t next_recheck() const { return next_recheck_; }
+  // Whether a recheck is due after a successful call of `bytes` that could
+  // read directly (counted here): at the call number next_recheck_ or
+  // once such calls moved shm::kRecheckEveryBytes since the last one. The
+  // same answer on every local rank: all count the same successful calls.
+  bool recheck_due(std::uint64_t sequence, std::size_t bytes) {
+    bytes_since_recheck_ += bytes;
+    return sequence >= next_recheck_ || bytes_since_recheck_ >= shm::kRecheckEveryBytes;
+  }
   // What a recheck uses (local ranks 0 and 1 of a node of two).
   shm::RecheckLines recheck_lines() const {
     return {{&control(0).placement_probe, &control(1).placement_probe}, &control(0).placement_verdict};
@@ -176,6 +181,7 @@ class ShmSegment {
   bool crowded_ = false;
   bool watched_ = false;
   std::uint64_t next_recheck_ = 0;
+  std::uint64_t bytes_since_recheck_ = 0;
   shm::Placement placement_ = shm::Placement::unmeasured;
 };
 
