@@ -63,7 +63,8 @@ void* Buffers::allocate_host(std::size_t bytes) {
   // Page-aligned by default, like an allocator's large tensors (PyTorch's,
   // and what pinned staging copies best from); --offset moves the data into
   // the page, as glibc's malloc does for a large std::vector (16 bytes).
-  void* p = std::aligned_alloc(4096, bytes + 4096);
+  // bytes_for's spare page holds the offset (< 4096).
+  void* p = std::aligned_alloc(4096, bytes);
   if (!p) throw std::bad_alloc();
   host_storage_.push_back(p);
   return static_cast<char*>(p) + host_offset_;

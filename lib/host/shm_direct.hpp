@@ -128,7 +128,7 @@ inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, st
 
 // Right after a call of `bytes` in the collective's range [from, up_to]
 // returned on this rank, with or without the direct path: when the
-// placement is watched and a recheck is due (ShmSegment::recheck_due),
+// placement is watched and a recheck is due (ShmSegment::recheck_due_after),
 // both local ranks measure it again (shm_placement.hpp, recheck_placement)
 // and the next calls follow the verdict. Every local rank calls it after
 // the same call, so they agree without a message; a call that threw
@@ -137,7 +137,7 @@ inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, st
 void recheck_placement(Transport& t, ShmSegment& seg);
 inline void watch_placement(Transport& t, ShmSegment& seg, std::size_t bytes, std::size_t from,
                             std::size_t up_to = SIZE_MAX) {
-  if (bytes >= from && bytes <= up_to && seg.placement_watched() && seg.recheck_due(t.info().sequence, bytes))
+  if (bytes >= from && bytes <= up_to && seg.placement_watched() && seg.recheck_due_after(t.info().sequence, bytes))
     recheck_placement(t, seg);
 }
 

@@ -213,8 +213,7 @@ std::optional<PlacementVerdict> recheck_placement(Transport& t, int local_rank, 
       }
       backoff.pause();
     }
-    const std::uint64_t seen = verdict.load(std::memory_order_acquire);
-    word = word_of(seen);
+    word = word_of(verdict.load(std::memory_order_acquire));
   }
   if (word == Word::keep) return std::nullopt;
   const PlacementVerdict fresh{word == Word::near ? Placement::near : Placement::far, round_trip, 1};

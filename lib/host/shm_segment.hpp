@@ -67,7 +67,7 @@ class ShmSegment {
   // read directly (counted here): at the call number next_recheck_ or
   // once such calls moved shm::kRecheckEveryBytes since the last one. The
   // same answer on every local rank: all count the same successful calls.
-  bool recheck_due(std::uint64_t sequence, std::size_t bytes) {
+  bool recheck_due_after(std::uint64_t sequence, std::size_t bytes) {
     bytes_since_recheck_ += bytes;
     return sequence >= next_recheck_ || bytes_since_recheck_ >= shm::kRecheckEveryBytes;
   }

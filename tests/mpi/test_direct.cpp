@@ -341,6 +341,8 @@ TEST_CASE("reduce and broadcast around the direct thresholds: every root, in pla
   log.check_same_on_all_ranks(MPI_COMM_WORLD);
 }
 
+namespace {
+
 // `count` elements starting `offset` bytes past a page boundary, filled with
 // the garbage pattern: where a std::vector's data sits (16 bytes in), or a
 // tensor carved out of a larger allocation.
@@ -365,6 +367,26 @@ class PageBuffer {
   DataType dtype_;
 };
 
+// Runs `call`; false, after reporting what it threw, when it threw.
+template <typename Call>
+bool ran(const std::string& label, Call&& call) {
+  try {
+    call();
+    return true;
+  } catch (const Error& e) {
+    FAIL_CHECK(label << ": threw " << e.what());
+    return false;
+  }
+}
+
+// Reports where `got` differs from `want`.
+void check_same(const std::string& label, const void* got, const void* want, std::size_t count, DataType dtype) {
+  const std::string diff = describe_difference(got, want, count, dtype);
+  CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+}
+
+}  // namespace
+
 TEST_CASE("buffers at any offset into a page: every path of all_reduce, reduce and broadcast stays exact") {
   // Copies between such a buffer and the page-aligned shared-memory sets do
   // not go through memcpy where the two addresses differ by other than a
@@ -388,30 +410,16 @@ TEST_CASE("buffers at any offset into a page: every path of all_reduce, reduce a
         fill_input(in.data(), count, dtype, op, rank);
         PageBuffer& result = in_place ? in : out;
         const std::string label = std::string("all_reduce") + (in_place ? " in-place" : "") + where;
-        try {
-          comm.all_reduce(in.tensor(), result.tensor(), op);
-        } catch (const Error& e) {
-          FAIL_CHECK(label << ": threw " << e.what());
-          continue;
-        }
-        const std::string diff = describe_difference(result.data(), expected.data(), count, dtype);
-        CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+        if (!ran(label, [&] { comm.all_reduce(in.tensor(), result.tensor(), op); })) continue;
+        check_same(label, result.data(), expected.data(), count, dtype);
         log.add(label, result.data(), bytes);
       }
       for (const int root : {0, nranks - 1}) {
         PageBuffer in(count, dtype, offset[0]), out(count, dtype, offset[1]);
         fill_input(in.data(), count, dtype, op, rank);
         const std::string label = "reduce root=" + std::to_string(root) + where;
-        try {
-          comm.reduce(in.tensor(), out.tensor(), op, root);
-        } catch (const Error& e) {
-          FAIL_CHECK(label << ": threw " << e.what());
-          continue;
-        }
-        if (rank == root) {
-          const std::string diff = describe_difference(out.data(), expected.data(), count, dtype);
-          CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-        }
+        if (ran(label, [&] { comm.reduce(in.tensor(), out.tensor(), op, root); }) && rank == root)
+          check_same(label, out.data(), expected.data(), count, dtype);
       }
       for (const int root : {0, nranks - 1}) {
         Buffer want(count, DataType::f32);
@@ -419,14 +427,8 @@ TEST_CASE("buffers at any offset into a page: every path of all_reduce, reduce a
         PageBuffer buffer(count, dtype, offset[rank == root ? 0 : 1]);
         if (rank == root) std::memcpy(buffer.data(), want.data(), bytes);
         const std::string label = "broadcast root=" + std::to_string(root) + where;
-        try {
-          comm.broadcast(buffer.tensor(), root);
-        } catch (const Error& e) {
-          FAIL_CHECK(label << ": threw " << e.what());
-          continue;
-        }
-        const std::string diff = describe_difference(buffer.data(), want.data(), count, dtype);
-        CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+        if (!ran(label, [&] { comm.broadcast(buffer.tensor(), root); })) continue;
+        check_same(label, buffer.data(), want.data(), count, dtype);
         log.add(label, buffer.data(), bytes);
       }
     }
@@ -475,6 +477,8 @@ TEST_CASE("direct calls whose buffers are overwritten as soon as they return sta
   CHECK(wrong == 0);
 }
 
+namespace {
+
 // Tests' verdicts for rechecks: alternately near and far, whatever the
 // round trip, so that both paths follow each other on one communicator.
 Placement alternate(double /*round_trip_ns*/, std::uint64_t epoch) {
@@ -490,6 +494,8 @@ struct RecheckEvery8 {
 // Whether this run's communicators measure their placement (and so
 // measure it again as calls go by).
 bool placement_watched() { return direct_possible() && !cma_set_to("1") && !placement_given() && world_size() == 2; }
+
+}  // namespace
 
 TEST_CASE("the placement is measured again as calls go by; both ranks follow every verdict, exactly") {
   const RecheckEvery8 every8(alternate);
@@ -511,8 +517,7 @@ TEST_CASE("the placement is measured again as calls go by; both ranks follow eve
         fill_input(expected.data(), count, DataType::f32, ReduceOp::max, root);
         if (rank == root) in.copy_from(expected);
         direct_taken = took_direct([&] { comm.broadcast(in.tensor(), root, bounded); });
-        const std::string diff = describe_difference(in.data(), expected.data(), count, DataType::f32);
-        CHECK_MESSAGE(diff.empty(), label << ": " << diff);
+        check_same(label, in.data(), expected.data(), count, DataType::f32);
         log.add(label, in.data(), bytes);
       } else {
         fill_input(in.data(), count, DataType::f32, ReduceOp::sum, rank);
@@ -521,10 +526,7 @@ TEST_CASE("the placement is measured again as calls go by; both ranks follow eve
           if (kind == 0) comm.all_reduce(in.tensor(), out.tensor(), ReduceOp::sum, bounded);
           else comm.reduce(in.tensor(), out.tensor(), ReduceOp::sum, root, bounded);
         });
-        if (kind == 0 || rank == root) {
-          const std::string diff = describe_difference(out.data(), expected.data(), count, DataType::f32);
-          CHECK_MESSAGE(diff.empty(), label << ": " << diff);
-        }
+        if (kind == 0 || rank == root) check_same(label, out.data(), expected.data(), count, DataType::f32);
         if (kind == 0) log.add(label, out.data(), bytes);
       }
     } catch (const Error& e) {
@@ -564,8 +566,7 @@ TEST_CASE("a call that fails where a recheck is due checks nothing: later calls 
     try {
       comm.all_reduce({in.data(), n, DataType::f32}, {out.data(), n, DataType::f32}, ReduceOp::sum, bounded);
       CHECK_MESSAGE(!mismatched, "call " << call << " should have raised Mismatch");
-      const std::string diff = describe_difference(out.data(), expected.data(), count, DataType::f32);
-      CHECK_MESSAGE(diff.empty(), "call " << call << ": " << diff);
+      check_same("call " + std::to_string(call), out.data(), expected.data(), count, DataType::f32);
     } catch (const Mismatch&) {
       CHECK_MESSAGE(mismatched, "call " << call << " raised Mismatch");
     } catch (const Error& e) {
