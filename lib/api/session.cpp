@@ -17,6 +17,7 @@
 #include "exec/registry.hpp"
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
+#include "host/reduce_simd.hpp"
 #include "topo/discover.hpp"
 #include "topo/placement.hpp"
 #include "util/breaking.hpp"
@@ -116,6 +117,8 @@ Session::Session(MPI_Comm comm, Config config) {
     printed = true;
     util::log(util::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", plans_.spec().to_string(), size_,
               spec_map());
+    util::log(util::LogLevel::info, "host reductions run the {} kernel", host::simd::chosen().name);
+    if (!host::simd::unheeded().empty()) util::log(util::LogLevel::warn, "{}", host::simd::unheeded());
   }
 }
 

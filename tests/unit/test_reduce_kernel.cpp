@@ -2,12 +2,14 @@
 // algorithm, for every dtype x op against a plain scalar reference:
 // integers wrap (two's complement), f16/bf16 are computed in f32 and
 // rounded once, NaN passes through min/max, mean's integer division
-// truncates toward zero.
+// truncates toward zero. And every reduction kernel this machine can run
+// (host/reduce_simd.hpp) gives the baseline kernel's bits.
 #include <doctest/doctest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -16,6 +18,7 @@
 
 #include "half_reference.hpp"
 #include "host/reduce_kernel.hpp"
+#include "host/reduce_simd.hpp"
 
 using strata::DataType;
 using strata::ReduceOp;
@@ -159,6 +162,48 @@ void check_reduce_all_ops() {
   CHECK(same_bits(sentinel, values[1]));
 }
 
+// Every usable kernel against the baseline, bit for bit (NaN payloads
+// included): every pair of sample values, at every length up to a few
+// vectors and beyond (the vector loops' tails), at element offsets 0-3
+// (unaligned), out of place and in place on either operand.
+template <typename T>
+void check_kernels_agree(const host::simd::Kernel& kernel) {
+  constexpr DataType dtype = dtype_of<T>();
+  CAPTURE(strata::to_string(dtype));
+  std::mt19937_64 rng(200 + static_cast<unsigned>(dtype));
+  const std::vector<T> values = sample_values<T>(rng);
+  std::vector<T> a, b;
+  for (const T& x : values)
+    for (const T& y : values) a.push_back(x), b.push_back(y);
+  const host::simd::Kernel& baseline = host::simd::usable().front();
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
+  for (std::size_t n : {127, 128, 129, 255, 257, 1000}) lengths.push_back(n);
+  lengths.push_back(a.size() - 3);
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    CAPTURE(strata::to_string(op));
+    int bad = 0;
+    for (std::size_t offset = 0; offset < 4; ++offset) {
+      for (std::size_t n : lengths) {
+        const T* x = a.data() + offset;
+        const T* y = b.data() + offset;
+        std::vector<T> want(n + 2, values[1]), got(n + 2, values[1]);  // one guard element each side
+        baseline.reduce(want.data() + 1, x, y, n, dtype, op);
+        kernel.reduce(got.data() + 1, x, y, n, dtype, op);
+        std::vector<T> in_a(x, x + n), in_b(y, y + n);
+        kernel.reduce(in_a.data(), in_a.data(), y, n, dtype, op);
+        kernel.reduce(in_b.data(), x, in_b.data(), n, dtype, op);
+        const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0 &&
+                          (n == 0 || (std::memcmp(in_a.data(), want.data() + 1, n * sizeof(T)) == 0 &&
+                                      std::memcmp(in_b.data(), want.data() + 1, n * sizeof(T)) == 0));
+        if (!same && ++bad <= 3) FAIL_CHECK(kernel.name << " differs from the baseline at length " << n << ", offset "
+                                                       << offset);
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
 template <typename T>
 void check_divide() {
   constexpr DataType dtype = dtype_of<T>();
@@ -202,6 +247,40 @@ TEST_CASE("reduce_into: every dtype x op against the scalar reference") {
   check_reduce_all_ops<std::uint32_t>();
   check_reduce_all_ops<std::int64_t>();
   check_reduce_all_ops<std::uint64_t>();
+}
+
+TEST_CASE("every reduction kernel this machine runs gives the baseline's bits") {
+  const auto kernels = host::simd::usable();
+  REQUIRE(!kernels.empty());
+  CHECK(kernels.front().name == "baseline");
+  MESSAGE("kernels usable here: " << kernels.size() << ", chosen: " << host::simd::chosen().name);
+  for (const host::simd::Kernel& kernel : kernels) {
+    CAPTURE(kernel.name);
+    check_kernels_agree<float>(kernel);
+    check_kernels_agree<double>(kernel);
+    check_kernels_agree<F16>(kernel);
+    check_kernels_agree<BF16>(kernel);
+    check_kernels_agree<std::int8_t>(kernel);
+    check_kernels_agree<std::uint8_t>(kernel);
+    check_kernels_agree<std::int32_t>(kernel);
+    check_kernels_agree<std::uint32_t>(kernel);
+    check_kernels_agree<std::int64_t>(kernel);
+    check_kernels_agree<std::uint64_t>(kernel);
+  }
+}
+
+TEST_CASE("reduce_into runs the chosen kernel: the widest usable one unless STRATA_REDUCE_ISA names another") {
+  const auto kernels = host::simd::usable();
+  const char* env = std::getenv("STRATA_REDUCE_ISA");
+  bool named_usable = false;
+  for (const host::simd::Kernel& k : kernels) named_usable = named_usable || (env && k.name == env);
+  if (named_usable) {
+    CHECK(host::simd::chosen().name == env);
+    CHECK(host::simd::unheeded().empty());
+  } else {
+    CHECK(host::simd::chosen().name == kernels.back().name);
+    CHECK(host::simd::unheeded().empty() == !(env && *env));
+  }
 }
 
 TEST_CASE("reduce_into: integer sum and prod wrap around instead of saturating") {

@@ -1,0 +1,120 @@
+// The element-wise loops behind host::reduce_into, written once and
+// inlined into each of reduce_simd.cpp's kernels (one per instruction set,
+// each a function with its own target attribute). Everything here is
+// always_inline so that each kernel's copy is vectorised for its
+// instruction set; the translation unit itself is compiled for the
+// baseline, so whatever the compiler does not inline (util/half.hpp's
+// conversions, say) runs as baseline code on every CPU.
+//
+// Every loop computes each element on its own, with the element type's
+// exactly rounded operations (no reassociation, no fused multiply-add), so
+// every kernel gives the same bits as every other (tests/unit/
+// test_reduce_kernel.cpp checks that against the baseline kernel).
+// Internal to lib/host/reduce_simd.cpp (and reduce_kernel.cpp, for the f16
+// and bf16 codecs of its division).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "strata/types.hpp"
+#include "util/half.hpp"
+
+namespace strata::host::loops {
+
+#define STRATA_ALWAYS_INLINE [[gnu::always_inline]] inline
+
+struct F16Codec {
+  STRATA_ALWAYS_INLINE static float load(std::uint16_t v) { return util::f16_to_f32(v); }
+  STRATA_ALWAYS_INLINE static std::uint16_t store(float v) { return util::f32_to_f16(v); }
+};
+struct BF16Codec {
+  STRATA_ALWAYS_INLINE static float load(std::uint16_t v) { return util::bf16_to_f32(v); }
+  STRATA_ALWAYS_INLINE static std::uint16_t store(float v) { return util::f32_to_bf16(v); }
+};
+
+// The operators, on the type the arithmetic happens in. min/max let a NaN in
+// either operand through, like fmin's opposite: a NaN gradient must not be
+// hidden by a reduction.
+template <typename T>
+STRATA_ALWAYS_INLINE T apply(ReduceOp op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;  // wrap-around arithmetic, defined for signed types too
+    switch (op) {
+      case ReduceOp::sum: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case ReduceOp::prod: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case ReduceOp::min: return b < a ? b : a;
+      case ReduceOp::max: return b > a ? b : a;
+      default: return a;
+    }
+  } else {
+    switch (op) {
+      case ReduceOp::sum: return a + b;
+      case ReduceOp::prod: return a * b;
+      case ReduceOp::min: return (b < a || b != b) ? b : a;
+      case ReduceOp::max: return (b > a || b != b) ? b : a;
+      default: return a;
+    }
+  }
+}
+
+// Hoists the op switch out of the loop so each loop body is branch-free.
+template <typename T, ReduceOp Op>
+STRATA_ALWAYS_INLINE void loop(T* dst, const T* a, const T* b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = apply<T>(Op, a[i], b[i]);
+}
+
+template <typename T>
+STRATA_ALWAYS_INLINE void reduce_native(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
+  auto* d = static_cast<T*>(dst);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: loop<T, ReduceOp::sum>(d, x, y, n); break;
+    case ReduceOp::prod: loop<T, ReduceOp::prod>(d, x, y, n); break;
+    case ReduceOp::min: loop<T, ReduceOp::min>(d, x, y, n); break;
+    case ReduceOp::max: loop<T, ReduceOp::max>(d, x, y, n); break;
+  }
+}
+
+template <typename Codec, ReduceOp Op>
+STRATA_ALWAYS_INLINE void loop16(std::uint16_t* d, const std::uint16_t* x, const std::uint16_t* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = Codec::store(apply<float>(Op, Codec::load(x[i]), Codec::load(y[i])));
+}
+
+template <typename Codec>
+STRATA_ALWAYS_INLINE void reduce_16(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: loop16<Codec, ReduceOp::sum>(d, x, y, n); break;
+    case ReduceOp::prod: loop16<Codec, ReduceOp::prod>(d, x, y, n); break;
+    case ReduceOp::min: loop16<Codec, ReduceOp::min>(d, x, y, n); break;
+    case ReduceOp::max: loop16<Codec, ReduceOp::max>(d, x, y, n); break;
+  }
+}
+
+// host::reduce_into's contract (reduce_kernel.hpp), every dtype.
+STRATA_ALWAYS_INLINE void reduce_any(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
+                                     ReduceOp op) {
+  switch (dtype) {
+    case DataType::f32: return reduce_native<float>(dst, a, b, count, op);
+    case DataType::f64: return reduce_native<double>(dst, a, b, count, op);
+    case DataType::f16: return reduce_16<F16Codec>(dst, a, b, count, op);
+    case DataType::bf16: return reduce_16<BF16Codec>(dst, a, b, count, op);
+    case DataType::i8: return reduce_native<std::int8_t>(dst, a, b, count, op);
+    case DataType::u8: return reduce_native<std::uint8_t>(dst, a, b, count, op);
+    case DataType::i32: return reduce_native<std::int32_t>(dst, a, b, count, op);
+    case DataType::u32: return reduce_native<std::uint32_t>(dst, a, b, count, op);
+    case DataType::i64: return reduce_native<std::int64_t>(dst, a, b, count, op);
+    case DataType::u64: return reduce_native<std::uint64_t>(dst, a, b, count, op);
+  }
+}
+
+#undef STRATA_ALWAYS_INLINE
+
+}  // namespace strata::host::loops

@@ -1,0 +1,81 @@
+#include "host/reduce_simd.hpp"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "host/reduce_loops.hpp"
+
+namespace strata::host::simd {
+namespace {
+
+void reduce_baseline(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op) {
+  loops::reduce_any(dst, a, b, count, dtype, op);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define STRATA_REDUCE_X86 1
+
+// No fma in either target: the loops have no multiply-add to fuse, and a
+// fused one would round differently from the baseline's.
+__attribute__((target("avx2"))) void reduce_avx2(void* dst, const void* a, const void* b, std::size_t count,
+                                                 DataType dtype, ReduceOp op) {
+  loops::reduce_any(dst, a, b, count, dtype, op);
+}
+
+__attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) void reduce_avx512(void* dst, const void* a, const void* b,
+                                                                             std::size_t count, DataType dtype,
+                                                                             ReduceOp op) {
+  loops::reduce_any(dst, a, b, count, dtype, op);
+}
+#endif
+
+std::vector<Kernel> find_usable() {
+  std::vector<Kernel> found{{"baseline", &reduce_baseline}};
+#ifdef STRATA_REDUCE_X86
+  __builtin_cpu_init();  // (may run before the constructors that would call it)
+  // __builtin_cpu_supports also asks whether the OS saves the wider
+  // registers (XCR0), not only whether the CPU has them.
+  if (__builtin_cpu_supports("avx2")) found.push_back({"avx2", &reduce_avx2});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    found.push_back({"avx512", &reduce_avx512});
+#endif
+  return found;
+}
+
+// The kernel for STRATA_REDUCE_ISA, or the widest when it is unset or
+// names none of `kernels` (then `unheeded` says so).
+const Kernel& choose(std::span<const Kernel> kernels, std::string& unheeded) {
+  const char* env = std::getenv("STRATA_REDUCE_ISA");
+  if (env && *env) {
+    for (const Kernel& k : kernels)
+      if (k.name == env) return k;
+    std::string names;
+    for (const Kernel& k : kernels) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    unheeded = "STRATA_REDUCE_ISA='" + std::string(env) + "' is not a kernel this build and CPU can run (" + names +
+               "): " + std::string(kernels.back().name) + " instead";
+  }
+  return kernels.back();
+}
+
+std::string unheeded_request;  // written once, by choose()
+
+}  // namespace
+
+std::span<const Kernel> usable() {
+  static const std::vector<Kernel> kernels = find_usable();
+  return kernels;
+}
+
+const Kernel& chosen() {
+  static const Kernel& kernel = choose(usable(), unheeded_request);
+  return kernel;
+}
+
+const std::string& unheeded() {
+  chosen();  // (the request is read when the kernel is chosen)
+  return unheeded_request;
+}
+
+}  // namespace strata::host::simd
