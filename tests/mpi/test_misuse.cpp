@@ -48,6 +48,25 @@ const std::vector<Misuse>& cases() {
          const std::size_t n = deviant ? kCount / 2 : kCount;
          c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
        }},
+      // Sizes whose shared-memory slots differ (shm_steps.hpp, RoundData):
+      // each side looks for the other's digest in its own slot.
+      {"slot sizes", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(3 * kCount, 1.0f);
+         const std::size_t n = deviant ? 3 * kCount : kCount;
+         c.all_reduce(f32(v, n), f32(v, n), ReduceOp::sum, o);
+       }},
+      {"reduce slot sizes", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(3 * kCount, 1.0f), out(3 * kCount);
+         const std::size_t n = deviant ? 3 * kCount : kCount;
+         c.reduce(f32(v, n), f32(out, n), ReduceOp::sum, 0, o);
+       }},
+      {"broadcast slot sizes", "count",
+       [](Communicator& c, bool deviant, const CommunicationOptions& o) {
+         std::vector<float> v(3 * kCount, 1.0f);
+         c.broadcast(f32(v, deviant ? 3 * kCount : kCount), 0, o);
+       }},
       {"large count+1", "count",  // the shared-memory all-reduce's multi-round path
        [](Communicator& c, bool deviant, const CommunicationOptions& o) {
          std::vector<float> v((1 << 20) + 1, 1.0f);
