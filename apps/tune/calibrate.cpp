@@ -34,9 +34,16 @@ void meet(MPI_Comm comm) {
   }
 }
 
+// Runs of `iters` calls that time_alone takes the median of: on a shared
+// VM one run now and then comes out several times slower (pscpu at 1 MiB:
+// 886 us in one of four calibrations, 176-192 us in the others), and a
+// single run made that the model's parameter.
+constexpr int kRuns = 3;
+
 // Seconds per call of `plan` all-reducing `bytes` on the ranks `members`
-// alone (a communicator of their own, in that order), slowest member,
-// median of `iters`; every rank returns the figure.
+// alone (a communicator of their own, in that order), slowest member: the
+// median of kRuns runs, each the median of `iters` calls; every rank
+// returns the figure.
 double time_alone(MPI_Comm comm, const std::vector<int>& members, const std::string& plan, std::size_t bytes,
                   int iters) {
   int rank = 0;
@@ -49,7 +56,10 @@ double time_alone(MPI_Comm comm, const std::vector<int>& members, const std::str
   if (group != MPI_COMM_NULL) {
     strata::Communicator alone(group, strata::Config{.all_reduce_spec = plan});
     Workload workload(bytes);
-    seconds = bench::time_collective(group, 3, iters, [&] { workload.run(alone, bytes); }).median_us * 1e-6;
+    std::vector<double> runs;
+    for (int run = 0; run < kRuns; ++run)
+      runs.push_back(bench::time_collective(group, 3, iters, [&] { workload.run(alone, bytes); }).median_us * 1e-6);
+    seconds = median(runs);
   }
   meet(comm);
   if (group != MPI_COMM_NULL) MPI_Comm_free(&group);
