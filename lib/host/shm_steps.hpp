@@ -107,9 +107,10 @@ void verify_in_sets(Transport& t, const ShmSegment& seg, std::uint64_t round, st
 // moves round by round through the set (kRoundSlots of them, where they
 // fit): a writer whose lines its peers read two rounds before waits for
 // their copies to be invalidated, and the older the lines the cheaper
-// that is (2-rank reduce and all-reduce of 8-16 KiB: 7-17% less time with
-// eight slots than with one on an Intel Xeon VM, docs/PERFORMANCE.md,
-// "Rotating slots for one-round messages").
+// that is (on an Intel Xeon VM, in two runs, 2-rank all-reduce of 4-16
+// KiB took 6-17% less time and reduce of 16 KiB 10-14% less with eight
+// slots than with one: docs/PERFORMANCE.md, "Rotating slots for one-round
+// messages").
 // Every rank computes the same slot from the round and the size; ranks
 // that disagree on the size look in different places, find a digest that
 // is not theirs and raise Mismatch as before.
