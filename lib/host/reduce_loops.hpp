@@ -1,4 +1,4 @@
-// The element-wise loops behind host::reduce_into, written once and
+// The element-wise loops behind host::reduce_into and divide_by, written once and
 // inlined into each of reduce_simd.cpp's kernels (one per instruction set,
 // each a function with its own target attribute). Everything here is
 // always_inline so that each kernel's copy is vectorised for its
@@ -10,8 +10,7 @@
 // exactly rounded operations (no reassociation, no fused multiply-add), so
 // every kernel gives the same bits as every other (tests/unit/
 // test_reduce_kernel.cpp checks that against the baseline kernel).
-// Internal to lib/host/reduce_simd.cpp (and reduce_kernel.cpp, for the f16
-// and bf16 codecs of its division).
+// Internal to lib/host/reduce_simd.cpp.
 #pragma once
 
 #include <cstddef>
@@ -112,6 +111,56 @@ STRATA_ALWAYS_INLINE void reduce_any(void* dst, const void* a, const void* b, st
     case DataType::u32: return reduce_native<std::uint32_t>(dst, a, b, count, op);
     case DataType::i64: return reduce_native<std::int64_t>(dst, a, b, count, op);
     case DataType::u64: return reduce_native<std::uint64_t>(dst, a, b, count, op);
+  }
+}
+
+// mean's finish, host::divide_by's contract (reduce_kernel.hpp). Floating
+// point: a power-of-two divisor multiplies by its reciprocal instead, which
+// is exact, so both round the same real number x / 2^k once and give the
+// same bits (NaN, infinities, zeros and subnormals included), while a
+// multiply costs a fraction of a divide.
+template <typename T>
+STRATA_ALWAYS_INLINE void divide_native(void* data, std::size_t n, std::size_t divisor) {
+  auto* p = static_cast<T*>(data);
+  if constexpr (std::is_integral_v<T>) {
+    // Integer division in C++ truncates toward zero, as promised. Divide in a
+    // wide type so a divisor larger than T's range is not truncated first.
+    using Wide = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<Wide>(p[i]) / static_cast<Wide>(divisor));
+  } else if ((divisor & (divisor - 1)) == 0) {
+    const T reciprocal = T(1) / static_cast<T>(divisor);
+    for (std::size_t i = 0; i < n; ++i) p[i] = p[i] * reciprocal;
+  } else {
+    const T d = static_cast<T>(divisor);
+    for (std::size_t i = 0; i < n; ++i) p[i] = p[i] / d;
+  }
+}
+
+// f16 and bf16: in f32, rounded once.
+template <typename Codec>
+STRATA_ALWAYS_INLINE void divide_16(void* data, std::size_t n, std::size_t divisor) {
+  auto* p = static_cast<std::uint16_t*>(data);
+  if ((divisor & (divisor - 1)) == 0) {
+    const float reciprocal = 1.0f / static_cast<float>(divisor);
+    for (std::size_t i = 0; i < n; ++i) p[i] = Codec::store(Codec::load(p[i]) * reciprocal);
+  } else {
+    const float d = static_cast<float>(divisor);
+    for (std::size_t i = 0; i < n; ++i) p[i] = Codec::store(Codec::load(p[i]) / d);
+  }
+}
+
+STRATA_ALWAYS_INLINE void divide_any(void* data, std::size_t count, DataType dtype, std::size_t divisor) {
+  switch (dtype) {
+    case DataType::f32: return divide_native<float>(data, count, divisor);
+    case DataType::f64: return divide_native<double>(data, count, divisor);
+    case DataType::f16: return divide_16<F16Codec>(data, count, divisor);
+    case DataType::bf16: return divide_16<BF16Codec>(data, count, divisor);
+    case DataType::i8: return divide_native<std::int8_t>(data, count, divisor);
+    case DataType::u8: return divide_native<std::uint8_t>(data, count, divisor);
+    case DataType::i32: return divide_native<std::int32_t>(data, count, divisor);
+    case DataType::u32: return divide_native<std::uint32_t>(data, count, divisor);
+    case DataType::i64: return divide_native<std::int64_t>(data, count, divisor);
+    case DataType::u64: return divide_native<std::uint64_t>(data, count, divisor);
   }
 }
 

@@ -12,6 +12,9 @@ namespace {
 void reduce_baseline(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op) {
   loops::reduce_any(dst, a, b, count, dtype, op);
 }
+void divide_baseline(void* data, std::size_t count, DataType dtype, std::size_t divisor) {
+  loops::divide_any(data, count, dtype, divisor);
+}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define STRATA_REDUCE_X86 1
@@ -22,24 +25,32 @@ __attribute__((target("avx2"))) void reduce_avx2(void* dst, const void* a, const
                                                  DataType dtype, ReduceOp op) {
   loops::reduce_any(dst, a, b, count, dtype, op);
 }
+__attribute__((target("avx2"))) void divide_avx2(void* data, std::size_t count, DataType dtype,
+                                                 std::size_t divisor) {
+  loops::divide_any(data, count, dtype, divisor);
+}
 
 __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) void reduce_avx512(void* dst, const void* a, const void* b,
                                                                              std::size_t count, DataType dtype,
                                                                              ReduceOp op) {
   loops::reduce_any(dst, a, b, count, dtype, op);
 }
+__attribute__((target("avx2,avx512f,avx512bw,avx512vl"))) void divide_avx512(void* data, std::size_t count,
+                                                                             DataType dtype, std::size_t divisor) {
+  loops::divide_any(data, count, dtype, divisor);
+}
 #endif
 
 std::vector<Kernel> find_usable() {
-  std::vector<Kernel> found{{"baseline", &reduce_baseline}};
+  std::vector<Kernel> found{{"baseline", &reduce_baseline, &divide_baseline}};
 #ifdef STRATA_REDUCE_X86
   __builtin_cpu_init();  // (may run before the constructors that would call it)
   // __builtin_cpu_supports also asks whether the OS saves the wider
   // registers (XCR0), not only whether the CPU has them.
-  if (__builtin_cpu_supports("avx2")) found.push_back({"avx2", &reduce_avx2});
+  if (__builtin_cpu_supports("avx2")) found.push_back({"avx2", &reduce_avx2, &divide_avx2});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
-    found.push_back({"avx512", &reduce_avx512});
+    found.push_back({"avx512", &reduce_avx512, &divide_avx512});
 #endif
   return found;
 }

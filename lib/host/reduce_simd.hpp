@@ -1,6 +1,6 @@
 // The host reduction kernels, one per instruction set this build has
 // (x86-64: baseline SSE2, AVX2, AVX-512; elsewhere the baseline alone), and
-// which one host::reduce_into runs. Each kernel is the same loops
+// which one host::reduce_into (and mean's host::divide_by) runs. Each kernel is the same loops
 // (reduce_loops.hpp) vectorised for its instruction set, and all of them
 // give the same bits for the same inputs, so ranks on different CPUs still
 // agree bit for bit.
@@ -22,10 +22,12 @@
 namespace strata::host::simd {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op);
+using DivideFn = void (*)(void* data, std::size_t count, DataType dtype, std::size_t divisor);
 
 struct Kernel {
   std::string_view name;  // "baseline", "avx2", "avx512": what STRATA_REDUCE_ISA takes
   ReduceFn reduce;        // host::reduce_into's contract (reduce_kernel.hpp)
+  DivideFn divide;        // host::divide_by's contract (mean's finish)
 };
 
 // The kernels this build has that this CPU and its OS can run, the

@@ -118,6 +118,7 @@ std::vector<T> sample_values(std::mt19937_64& rng) {
     using L = std::numeric_limits<T>;
     values = {T(0), T(-0.0), T(1), T(-1), T(0.1), T(-3.5), L::max(), L::lowest(), L::denorm_min(),
               L::infinity(), -L::infinity(), L::quiet_NaN()};
+    for (T tiny : {L::min(), T(3) * L::min(), T(-5) * L::min()}) values.push_back(tiny);  // quotients go subnormal
     std::normal_distribution<T> normal(0, 100);
     for (int i = 0; i < 40; ++i) values.push_back(normal(rng));
   } else {
@@ -202,6 +203,21 @@ void check_kernels_agree(const host::simd::Kernel& kernel) {
     }
     CHECK(bad == 0);
   }
+  // mean's division: powers of two (a multiply by the reciprocal) and not.
+  int bad = 0;
+  for (std::size_t divisor : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8},
+                              std::size_t{1000}, std::size_t{1024}, std::size_t{1} << 40, std::size_t{1} << 63}) {
+    for (std::size_t offset = 0; offset < 4; ++offset) {
+      for (std::size_t n : lengths) {
+        std::vector<T> want(a.begin() + offset, a.begin() + offset + n), got = want;
+        baseline.divide(want.data(), n, dtype, divisor);
+        kernel.divide(got.data(), n, dtype, divisor);
+        if (std::memcmp(got.data(), want.data(), n * sizeof(T)) != 0 && ++bad <= 3)
+          FAIL_CHECK(kernel.name << "'s division by " << divisor << " differs from the baseline at length " << n);
+      }
+    }
+  }
+  CHECK(bad == 0);
 }
 
 template <typename T>
@@ -211,7 +227,7 @@ void check_divide() {
   std::mt19937_64 rng(100 + static_cast<unsigned>(dtype));
   const std::vector<T> values = sample_values<T>(rng);
   for (std::size_t divisor : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8},
-                              std::size_t{1000}, std::size_t{1} << 40}) {
+                              std::size_t{1000}, std::size_t{1024}, std::size_t{1} << 40, std::size_t{1} << 63}) {
     CAPTURE(divisor);
     std::vector<T> data = values;
     host::divide_by(data.data(), data.size(), dtype, divisor);
@@ -229,7 +245,10 @@ void check_divide() {
         if constexpr (std::is_same_v<T, F16>) want = store_f16(q); else want = store_bf16(q);
       }
       CAPTURE(i);
-      CHECK(same_value(data[i], want));
+      // f32 and f64 bit for bit, NaNs included: a power-of-two divisor is
+      // a multiply by the reciprocal, which must round exactly as dividing.
+      if constexpr (std::is_floating_point_v<T>) CHECK(same_bits(data[i], want));
+      else CHECK(same_value(data[i], want));
     }
   }
 }
@@ -249,7 +268,7 @@ TEST_CASE("reduce_into: every dtype x op against the scalar reference") {
   check_reduce_all_ops<std::uint64_t>();
 }
 
-TEST_CASE("every reduction kernel this machine runs gives the baseline's bits") {
+TEST_CASE("every reduction kernel this machine runs gives the baseline's bits, reducing and dividing") {
   const auto kernels = host::simd::usable();
   REQUIRE(!kernels.empty());
   CHECK(kernels.front().name == "baseline");
