@@ -55,22 +55,25 @@ std::vector<Kernel> find_usable() {
   return found;
 }
 
-// The kernel for STRATA_REDUCE_ISA, or the widest when it is unset or
-// names none of `kernels` (then `unheeded` says so).
-const Kernel& choose(std::span<const Kernel> kernels, std::string& unheeded) {
-  const char* env = std::getenv("STRATA_REDUCE_ISA");
-  if (env && *env) {
-    for (const Kernel& k : kernels)
-      if (k.name == env) return k;
-    std::string names;
-    for (const Kernel& k : kernels) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    unheeded = "STRATA_REDUCE_ISA='" + std::string(env) + "' is not a kernel this build and CPU can run (" + names +
-               "): " + std::string(kernels.back().name) + " instead";
-  }
-  return kernels.back();
-}
+// The kernel chosen, and why STRATA_REDUCE_ISA was not followed (empty
+// when it was, or is unset).
+struct Choice {
+  const Kernel* kernel;
+  std::string unheeded;
+};
 
-std::string unheeded_request;  // written once, by choose()
+// The kernel for STRATA_REDUCE_ISA, or the widest when it is unset or
+// names none of `kernels`.
+Choice choose(std::span<const Kernel> kernels) {
+  const char* env = std::getenv("STRATA_REDUCE_ISA");
+  if (!env || !*env) return {&kernels.back(), {}};
+  for (const Kernel& k : kernels)
+    if (k.name == env) return {&k, {}};
+  std::string names;
+  for (const Kernel& k : kernels) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  return {&kernels.back(), "STRATA_REDUCE_ISA='" + std::string(env) + "' is not a kernel this build and CPU can run (" +
+                               names + "): " + std::string(kernels.back().name) + " instead"};
+}
 
 }  // namespace
 
@@ -79,14 +82,17 @@ std::span<const Kernel> usable() {
   return kernels;
 }
 
-const Kernel& chosen() {
-  static const Kernel& kernel = choose(usable(), unheeded_request);
-  return kernel;
+namespace {
+
+const Choice& choice() {
+  static const Choice made = choose(usable());
+  return made;
 }
 
-const std::string& unheeded() {
-  chosen();  // (the request is read when the kernel is chosen)
-  return unheeded_request;
-}
+}  // namespace
+
+const Kernel& chosen() { return *choice().kernel; }
+
+const std::string& unheeded() { return choice().unheeded; }
 
 }  // namespace strata::host::simd

@@ -1,14 +1,14 @@
 // The host reduction kernels, one per instruction set this build has
 // (x86-64: baseline SSE2, AVX2, AVX-512; elsewhere the baseline alone), and
-// which one host::reduce_into (and mean's host::divide_by) runs. Each kernel is the same loops
-// (reduce_loops.hpp) vectorised for its instruction set, and all of them
-// give the same bits for the same inputs, so ranks on different CPUs still
-// agree bit for bit.
+// which one host::reduce_into and mean's host::divide_by run. Each kernel
+// is the same loops (reduce_loops.hpp) vectorised for its instruction set,
+// and all of them give the same bits for the same inputs, so ranks on
+// different CPUs still agree bit for bit.
 //
 // Why wider kernels: a host reduce or all-reduce spends a large share of
 // its time in these loops (2-rank reduce at 256 KiB on an Intel Xeon VM:
 // 44% of the root's samples with the SSE2 loop), and the AVX-512 kernel
-// cut a 2-rank 256 KiB reduce by about a third (docs/PERFORMANCE.md,
+// took 14-16% off a 2-rank reduce at 16-256 KiB (docs/PERFORMANCE.md,
 // "Reduction kernels per instruction set").
 #pragma once
 
