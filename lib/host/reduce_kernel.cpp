@@ -7,13 +7,11 @@
 namespace strata::host {
 
 void reduce_into(void* dst, const void* a, const void* b, std::size_t count, DataType dtype, ReduceOp op) {
-  static const simd::ReduceFn kernel = simd::chosen().reduce;
-  kernel(dst, a, b, count, dtype, op);
+  simd::chosen().reduce(dst, a, b, count, dtype, op);
 }
 
 void divide_by(void* data, std::size_t count, DataType dtype, std::size_t divisor) {
-  static const simd::DivideFn kernel = simd::chosen().divide;
-  kernel(data, count, dtype, divisor);
+  simd::chosen().divide(data, count, dtype, divisor);
 }
 
 }  // namespace strata::host

@@ -17,12 +17,8 @@ import re
 import statistics
 import sys
 
-
-def human(n):
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from bench_verdict import human  # noqa: E402  (sizes as bench.sh's verdicts print them)
 
 
 def main():

@@ -17,25 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "osu_loop.h"
+
 enum { kRuns = 5, kCalls = 3000, kSkip = 200 };
-
-static int ascending(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static void call(int pmpi, int which, float* in, float* out, int count) {
-  if (which == 0) {
-    if (pmpi) PMPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  } else if (which == 1) {
-    if (pmpi) PMPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    else MPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-  } else {
-    if (pmpi) PMPI_Bcast(in, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    else MPI_Bcast(in, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-  }
-}
 
 /* The ranks' average of each rank's mean time per call, in microseconds. */
 static double timed_run(int pmpi, int which, float* in, float* out, int count) {

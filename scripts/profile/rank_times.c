@@ -4,8 +4,8 @@
  *   mpirun -np 2 -x LD_PRELOAD=build/lib/interpose/libstrata_mpi.so /tmp/rank_times WHICH [BYTES]
  *
  * WHICH: 0 MPI_Allreduce, 1 MPI_Reduce (root 0), 2 MPI_Bcast (root 0); f32
- * sum; BYTES (default 8, at most 4096). The loop is barrier_loop.c's (and
- * OSU's): time one call, then wait in MPI_Barrier. It alternates Open MPI
+ * sum; BYTES (default 8; a multiple of 4, at most 1 MiB). The loop is
+ * barrier_loop.c's (and OSU's): time one call, then wait in MPI_Barrier. It alternates Open MPI
  * (PMPI_*, never routed) and the MPI_* the preloaded interposer routes to
  * strata, four rounds of 3000 calls each, and prints per round and side,
  * per rank, the median time inside the call and the median time the rank
@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "osu_loop.h"
+
 enum { kRounds = 4, kCalls = 3000, kSkip = 200, kMaxBytes = 1 << 20 };
 
 static double now_ns(void) {
@@ -28,27 +30,9 @@ static double now_ns(void) {
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-static int ascending(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 static double median(double* values, int n) {
   qsort(values, (size_t)n, sizeof(double), ascending);
   return values[n / 2];
-}
-
-static void call(int pmpi, int which, float* in, float* out, int count) {
-  if (which == 0) {
-    if (pmpi) PMPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  } else if (which == 1) {
-    if (pmpi) PMPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    else MPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-  } else {
-    if (pmpi) PMPI_Bcast(in, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    else MPI_Bcast(in, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-  }
 }
 
 int main(int argc, char** argv) {
