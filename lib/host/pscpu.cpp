@@ -131,11 +131,11 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
   // One node: the same owners, over shared memory instead of messages.
   if (ShmSegment* segment = t.shared_memory()) {
-    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kAllReduceBytes))
+    if (shm::direct::takes(*segment, job.bytes(), segment->direct_sizes().all_reduce))
       shm::direct::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
     else
       shm::all_reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, owners);
-    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kAllReduceBytes);
+    shm::direct::watch_placement(t, *segment, job.bytes(), segment->direct_sizes().all_reduce);
     return;
   }
   const bool owner = rank < owners, in_place = job.in == job.out;
@@ -163,11 +163,11 @@ void pscpu_all_reduce(Transport& t, const Job& job) {
 
 void pscpu_reduce(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kReduceUpToBytes))
+    if (shm::direct::takes(*segment, job.bytes(), segment->direct_sizes().reduce))
       shm::direct::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
     else
       shm::reduce(t, *segment, job.in, job.out, job.count, job.dtype, job.op, job.root);
-    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kReduceBytes, shm::direct::kReduceUpToBytes);
+    shm::direct::watch_placement(t, *segment, job.bytes(), segment->direct_sizes().reduce);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);
@@ -194,11 +194,11 @@ void pscpu_reduce(Transport& t, const Job& job) {
 
 void pscpu_broadcast(Transport& t, const Job& job) {
   if (ShmSegment* segment = t.shared_memory()) {
-    if (shm::direct::takes(*segment, job.bytes(), shm::direct::kBroadcastBytes))
+    if (shm::direct::takes(*segment, job.bytes(), segment->direct_sizes().broadcast))
       shm::direct::broadcast(t, *segment, job.out, job.bytes(), job.root);
     else
       shm::broadcast(t, *segment, job.out, job.bytes(), job.root);
-    shm::direct::watch_placement(t, *segment, job.bytes(), shm::direct::kBroadcastBytes);
+    shm::direct::watch_placement(t, *segment, job.bytes(), segment->direct_sizes().broadcast);
     return;
   }
   const int n = t.size(), rank = t.rank(), owners = owner_count(job, n);

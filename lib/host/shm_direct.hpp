@@ -52,33 +52,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "host/shm_direct_sizes.hpp"
 #include "host/shm_segment.hpp"
 #include "host/transport.hpp"
 #include "strata/types.hpp"
 
 namespace strata::host::shm::direct {
 
-// Which message sizes (bytes, inclusive) each collective reads directly
-// when it can: where the segment says so (ShmSegment::direct(): the kernel
-// allows the reads, and the ranks do not sit near each other, see
-// shm_placement.hpp). First measured on an Intel Xeon VM (2 MiB L2), 2
-// ranks, f32 sum, medians of 3 alternating runs of both paths (STRATA_CMA=0
-// against the default) with
-//   mpirun -np 2 build/apps/bench/strata-bench -b 4K -e 4M -f 2 -n 200
-//     -w 20 -a pscpu --collective C
-// (docs/PERFORMANCE.md, "Reduce and broadcast on one node"): all_reduce
-// wins from 64 KiB (1.4-2.3x at 64-256 KiB); from 1 MiB on, a reduce's
-// large reads run at about 7 GB/s while the rounds' cache-sized blocks
-// pipeline, and the rounds win, so reduce goes back to them there. Below 16
-// KiB (broadcast) and 32 KiB (reduce) the rounds win on the AMD EPYC VM of
-// 2026-11-27 (1 MiB L2), whichever way the host placed the two vCPUs
-// (docs/PERFORMANCE.md, "Where the direct path starts"): a read costs a
-// system call and a page walk, 2.5-4 us at 4 KiB, where the rounds take
-// 0.6-1.1 us with the vCPUs close and 1.9-2.6 us far apart. A broadcast
-// reads directly at every size from 16 KiB: with the ranks far apart (the
-// only placement in which it reads directly at all) the direct reads ran
-// 0.80-1.01x MPI's speed at 1-4 MiB and the rounds 0.58-0.83x (same VM,
-// 2026-11-28, "Near and far ranks").
+// Which message sizes each collective reads directly, where the segment
+// says it may (ShmSegment::direct(): the kernel allows the reads, and the
+// ranks do not sit near each other, see shm_placement.hpp), is the
+// segment's too: ShmSegment::direct_sizes(), chosen from what a read costs
+// on the node (shm_direct_sizes.hpp).
+
 // The most local ranks for which the direct path runs unless STRATA_CMA=1:
 // with more, every rank reads every peer (broadcast: every non-root reads
 // the root at once; a replicated all-reduce: n (n - 1) reads of the whole
@@ -89,10 +75,6 @@ namespace strata::host::shm::direct {
 // ranks went the other way (1.64-2.09x against 1.42-1.61x;
 // docs/PERFORMANCE.md, "Near and far ranks").
 constexpr int kMostLocalRanks = 2;
-constexpr std::size_t kAllReduceBytes = 64 * 1024;
-constexpr std::size_t kReduceBytes = 32 * 1024;
-constexpr std::size_t kBroadcastBytes = 16 * 1024;
-constexpr std::size_t kReduceUpToBytes = 512 * 1024;
 // From which size all_reduce runs as owners (reduce-scatter + all-gather)
 // rather than replicated, and reduce (on three or more ranks) as owners
 // rather than gathered. Where the local ranks outnumber the CPUs they may
@@ -120,13 +102,11 @@ constexpr std::size_t kPullSlot = 2;
 constexpr std::size_t kOwnSlot = 3;
 
 // Whether a message of `bytes` bytes takes the direct path, given the
-// collective's range [from, up_to] (the constants above). The same on
-// every local rank for the same call.
-inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, std::size_t up_to = SIZE_MAX) {
-  return seg.direct() && bytes >= from && bytes <= up_to;
-}
+// collective's range (one of seg.direct_sizes()). The same on every local
+// rank for the same call.
+inline bool takes(const ShmSegment& seg, std::size_t bytes, Range range) { return seg.direct() && range.holds(bytes); }
 
-// Right after a call of `bytes` in the collective's range [from, up_to]
+// Right after a call of `bytes` in the collective's range
 // returned on this rank, with or without the direct path: when the
 // placement is watched and a recheck is due (ShmSegment::recheck_due_after),
 // both local ranks measure it again (shm_placement.hpp, recheck_placement)
@@ -135,9 +115,8 @@ inline bool takes(const ShmSegment& seg, std::size_t bytes, std::size_t from, st
 // never gets here, on any rank, and checks nothing. Inline: every small
 // call passes here and leaves at the first test.
 void recheck_placement(Transport& t, ShmSegment& seg);
-inline void watch_placement(Transport& t, ShmSegment& seg, std::size_t bytes, std::size_t from,
-                            std::size_t up_to = SIZE_MAX) {
-  if (bytes >= from && bytes <= up_to && seg.placement_watched() && seg.recheck_due_after(t.info().sequence, bytes))
+inline void watch_placement(Transport& t, ShmSegment& seg, std::size_t bytes, Range range) {
+  if (range.holds(bytes) && seg.placement_watched() && seg.recheck_due_after(t.info().sequence, bytes))
     recheck_placement(t, seg);
 }
 

@@ -134,8 +134,8 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     if (error != 0) failed_peer = r;
   }
   direct_ = cma::agree(node_comm, error, failed_peer);
-  if (!direct_ || mode == cma::Mode::forced || local_size_ < 2) return;
-  if (local_size_ > shm::direct::kMostLocalRanks) {
+  if (!direct_ || local_size_ < 2) return;
+  if (mode != cma::Mode::forced && local_size_ > shm::direct::kMostLocalRanks) {
     direct_ = false;
     static std::once_flag logged;
     std::call_once(logged, [&] {
@@ -146,6 +146,8 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     });
     return;
   }
+  choose_direct_sizes(node_comm);
+  if (mode == cma::Mode::forced) return;
   placement_ = shm::placement_from_environment();
   if (placement_ == shm::Placement::unmeasured) {
     std::atomic<std::uint64_t>* const lines[2] = {&control(0).placement_probe, &control(1).placement_probe};
@@ -154,6 +156,17 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     next_recheck_ = shm::recheck_every_calls();
   }
   direct_ = placement_ != shm::Placement::near;
+}
+
+void ShmSegment::choose_direct_sizes(MPI_Comm node_comm) {
+  // Local rank 1's control page at its own address: its identity line's
+  // address there, less the line's offset in the page (the same in every
+  // mapping).
+  const Identity& peer = control(1).identity;
+  const std::ptrdiff_t offset = reinterpret_cast<const std::byte*>(&peer) - reinterpret_cast<const std::byte*>(&control(1));
+  const auto* remote = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(peer.self)) - offset;
+  direct_sizes_ = shm::direct::sizes_for(
+      shm::direct::measure_read_cost(node_comm, local_rank_, static_cast<pid_t>(peer.pid), remote).cost);
 }
 
 void ShmSegment::rechecked(std::uint64_t sequence, std::optional<shm::Placement> verdict) {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "host/shm_direct_sizes.hpp"
 #include "host/shm_placement.hpp"
 #include "plan/fingerprint.hpp"
 
@@ -42,7 +43,8 @@ class ShmSegment {
   // process at INFO. When it can and STRATA_CMA is not 1, direct() is
   // true only on a node of two ranks that do not sit near each other
   // (STRATA_SHM_PLACEMENT, else measured, and measured again as calls go
-  // by: placement_watched()).
+  // by: placement_watched()). Wherever the reads work on a node of two
+  // ranks (or STRATA_CMA=1), it also times one to choose direct_sizes().
   ShmSegment(MPI_Comm node_comm, std::size_t set_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -55,6 +57,11 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
+  // The sizes of each collective that read directly when direct() says
+  // they may: chosen at creation from what a cross-memory read costs here
+  // (shm_direct_sizes.hpp; the dear sizes where nothing was measured). The
+  // same on every local rank.
+  const shm::direct::Sizes& direct_sizes() const { return direct_sizes_; }
   // On a node of two ranks where the direct path may run and STRATA_CMA is
   // not 1: how near each other they sit (shm_placement.hpp); else
   // unmeasured.
@@ -132,6 +139,9 @@ class ShmSegment {
 
  private:
   void detect_direct(MPI_Comm node_comm);
+  // Collective: times a read of local rank 1's control page (mapped in its
+  // process as long as the segment lives) and sets direct_sizes_.
+  void choose_direct_sizes(MPI_Comm node_comm);
 
   // Per set (round parity), one cache line: `staged`, the call's digest and
   // a small message's data, so that a peer polling `staged` brings all
@@ -168,6 +178,7 @@ class ShmSegment {
   };
   static constexpr std::size_t kControlBytes = 4096;  // a page: the data sets start page-aligned
   static_assert(sizeof(Control) <= kControlBytes);
+  static_assert(shm::direct::kProbeBytes <= kControlBytes);
   Control& control(int rank) const {
     return *reinterpret_cast<Control*>(base_ + stride_ * static_cast<std::size_t>(rank));
   }
@@ -183,6 +194,7 @@ class ShmSegment {
   std::uint64_t next_recheck_ = 0;
   std::uint64_t bytes_since_recheck_ = 0;
   shm::Placement placement_ = shm::Placement::unmeasured;
+  shm::direct::Sizes direct_sizes_ = shm::direct::kDearReads;
 };
 
 }  // namespace strata::host

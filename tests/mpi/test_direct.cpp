@@ -110,10 +110,20 @@ bool direct_possible() {
   return possible;
 }
 
+// The sizes that read directly on the communicator made last:
+// STRATA_CMA_READS when it names them, else what strata measured then (the
+// last measurement of this process; the dear sizes where none ran).
+const direct::Sizes& sizes() {
+  const char* env = std::getenv("STRATA_CMA_READS");
+  if (env && std::strcmp(env, "cheap") == 0) return direct::kCheapReads;
+  if (env && std::strcmp(env, "dear") == 0) return direct::kDearReads;
+  return direct::sizes_for(direct::last_read_verdict().cost);
+}
+
 // Whether a collective of `bytes` bytes should take the direct path here,
-// on the communicator made last.
-bool expect_direct(std::size_t bytes, std::size_t threshold, std::size_t up_to = SIZE_MAX) {
-  return direct_possible() && placement_allows_direct() && bytes >= threshold && bytes <= up_to;
+// on the communicator made last, given the collective's range.
+bool expect_direct(std::size_t bytes, direct::Range range) {
+  return direct_possible() && placement_allows_direct() && range.holds(bytes);
 }
 
 // Runs `call` and reports whether it took the direct path (the process's
@@ -138,35 +148,36 @@ constexpr DataType kDtypes[] = {DataType::f32, DataType::f64, DataType::bf16, Da
 
 TEST_CASE("the direct path runs in each collective's range, where cross-memory reads work, and never with STRATA_CMA=0, without STRATA_CMA=1 on a crowded node or one of more than two ranks, or between near ranks") {
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
-  const bool possible = expect_direct(SIZE_MAX, 0);
-  MESSAGE("cross-memory reads " << (direct_possible() ? "possible" : "not possible (or STRATA_CMA=0, or one rank, or more ranks than processors)")
-                                << ", ranks " << (placement_allows_direct() ? "not near" : "near")
-                                << " here: direct path expected " << (possible ? "from the thresholds" : "never"));
+  const bool possible = expect_direct(SIZE_MAX, {0});
+  const direct::Sizes& range = sizes();
+  // (std::string: doctest prints a bare const char* chosen by ?: as a pointer.)
+  MESSAGE("cross-memory reads "
+          << std::string(direct_possible() ? "possible" : "not possible (or STRATA_CMA=0, or one rank, or more ranks than processors)")
+          << ", ranks " << std::string(placement_allows_direct() ? "not near" : "near")
+          << " here: direct path expected " << std::string(possible ? "from the thresholds" : "never")
+                                << "; thresholds all-reduce " << range.all_reduce.from << ", reduce " << range.reduce.from
+                                << ", broadcast " << range.broadcast.from << " bytes");
   if (turned_off()) CHECK_FALSE(possible);
-  for (const std::size_t threshold : {direct::kAllReduceBytes, direct::kReduceBytes, direct::kBroadcastBytes}) {
-    for (const std::size_t bytes : {threshold - 4, threshold}) {
-      const std::size_t count = bytes / 4;
-      std::vector<float> in(count, 1.0f), out(count, 0.0f);
-      const Tensor i{in.data(), count, DataType::f32}, o{out.data(), count, DataType::f32};
-      CAPTURE(bytes);
-      if (threshold == direct::kAllReduceBytes)
-        CHECK(took_direct([&] { comm.all_reduce(i, o, ReduceOp::sum); }) == expect_direct(bytes, threshold));
-      if (threshold == direct::kReduceBytes)
-        CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) == expect_direct(bytes, threshold));
-      if (threshold == direct::kBroadcastBytes)
-        CHECK(took_direct([&] { comm.broadcast(o, world_size() - 1); }) == expect_direct(bytes, threshold));
-    }
-  }
-  // Reduce goes back to the rounds above kReduceUpToBytes; broadcast does
-  // not.
-  for (const std::size_t bytes : {direct::kReduceUpToBytes, direct::kReduceUpToBytes + 4, 4 * direct::kReduceUpToBytes}) {
-    const std::size_t count = bytes / 4;
-    std::vector<float> in(count, 1.0f), out(count, 0.0f);
-    const Tensor i{in.data(), count, DataType::f32}, o{out.data(), count, DataType::f32};
+  for (const std::size_t bytes : {range.all_reduce.from - 4, range.all_reduce.from}) {
+    std::vector<float> in(bytes / 4, 1.0f), out(bytes / 4, 0.0f);
     CAPTURE(bytes);
-    CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) ==
-          expect_direct(bytes, direct::kReduceBytes, direct::kReduceUpToBytes));
-    CHECK(took_direct([&] { comm.broadcast(o, 0); }) == expect_direct(bytes, direct::kBroadcastBytes));
+    CHECK(took_direct([&] {
+            comm.all_reduce({in.data(), bytes / 4, DataType::f32}, {out.data(), bytes / 4, DataType::f32}, ReduceOp::sum);
+          }) == expect_direct(bytes, range.all_reduce));
+  }
+  // Reduce goes back to the rounds above its range; broadcast does not.
+  for (const std::size_t bytes : {range.reduce.from - 4, range.reduce.from, range.reduce.up_to,
+                                  range.reduce.up_to + 4, 4 * range.reduce.up_to}) {
+    std::vector<float> in(bytes / 4, 1.0f), out(bytes / 4, 0.0f);
+    const Tensor i{in.data(), bytes / 4, DataType::f32}, o{out.data(), bytes / 4, DataType::f32};
+    CAPTURE(bytes);
+    CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) == expect_direct(bytes, range.reduce));
+  }
+  for (const std::size_t bytes : {range.broadcast.from - 4, range.broadcast.from, 4 * range.reduce.up_to}) {
+    std::vector<float> data(bytes / 4, 1.0f);
+    CAPTURE(bytes);
+    CHECK(took_direct([&] { comm.broadcast({data.data(), bytes / 4, DataType::f32}, world_size() - 1); }) ==
+          expect_direct(bytes, range.broadcast));
   }
 }
 
@@ -200,13 +211,57 @@ TEST_CASE("the placement verdict is the same on every rank and agrees with the r
       CHECK((v.round_trip_ns > strata::host::shm::kNearRoundTripNs || v.round_trip_ns == 0));
     }
     // The collectives follow the verdict on every rank.
-    const std::size_t count = 2 * direct::kAllReduceBytes / sizeof(float);
+    const std::size_t count = 2 * sizes().all_reduce.from / sizeof(float);
     std::vector<float> in(count, 1.0f), out(count, 0.0f);
     const bool took = took_direct([&] {
       comm.all_reduce({in.data(), count, DataType::f32}, {out.data(), count, DataType::f32}, ReduceOp::sum);
     });
     CHECK(took == (v.placement == Placement::far));
     CHECK(out[count - 1] == static_cast<float>(world_size()));
+  }
+}
+
+TEST_CASE("the read-cost verdict is the same on every rank, agrees with the read timed, and sets the sizes") {
+  if (!direct_possible()) {
+    MESSAGE("not run: needs the direct path possible");
+    return;
+  }
+  const char* env = std::getenv("STRATA_CMA_READS");
+  const bool given = env && (std::strcmp(env, "cheap") == 0 || std::strcmp(env, "dear") == 0);
+  for (int communicator = 0; communicator < 3; ++communicator) {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+    const direct::ReadVerdict v = direct::last_read_verdict();
+    MESSAGE("reads " << std::string(v.cost == direct::ReadCost::cheap ? "cheap" : v.cost == direct::ReadCost::dear ? "dear" : "unmeasured")
+                     << ", a " << direct::kProbeBytes << "-byte read in " << v.read_ns << " ns");
+    REQUIRE(v.cost != direct::ReadCost::unmeasured);
+    const double mine[2] = {static_cast<double>(v.cost), v.read_ns};
+    double lowest[2], highest[2];
+    MPI_Allreduce(mine, lowest, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, highest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int k = 0; k < 2; ++k) CHECK(lowest[k] == highest[k]);
+    if (given) {
+      // Taken as given, without reading.
+      CHECK(v.read_ns == 0);
+      CHECK(v.cost == (std::strcmp(env, "cheap") == 0 ? direct::ReadCost::cheap : direct::ReadCost::dear));
+    } else {
+      // A read of 4 KiB takes at least a system call: never 0 ns, never
+      // a failure where the detection's own read worked.
+      CHECK(v.read_ns > 0);
+      CHECK(v.cost == (v.read_ns <= direct::kCheapReadNs ? direct::ReadCost::cheap : direct::ReadCost::dear));
+    }
+    // The cheap sizes start lower than the dear ones, and every collective
+    // follows the verdict: a size between the two starts reads directly
+    // only where reads are cheap (and the placement lets any size read).
+    const direct::Sizes& chosen = direct::sizes_for(v.cost);
+    CHECK(direct::kCheapReads.reduce.from < direct::kDearReads.reduce.from);
+    const std::size_t between = direct::kCheapReads.reduce.from;
+    std::vector<float> in(between / 4, 1.0f), out(between / 4, 0.0f);
+    const Tensor i{in.data(), between / 4, DataType::f32}, o{out.data(), between / 4, DataType::f32};
+    CHECK(took_direct([&] { comm.reduce(i, o, ReduceOp::sum, 0); }) ==
+          (placement_allows_direct() && chosen.reduce.holds(between)));
+    CHECK(took_direct([&] { comm.all_reduce(i, o, ReduceOp::sum); }) ==
+          (placement_allows_direct() && chosen.all_reduce.holds(between)));
+    CHECK(out[between / 4 - 1] == static_cast<float>(world_size()));
   }
 }
 
@@ -233,7 +288,7 @@ TEST_CASE("with STRATA_CMA unset, ranks that may run on one CPU only take the ro
   CPU_ZERO(&one);
   CPU_SET(shared_cpu, &one);
   REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
-  const std::size_t count = 2 * direct::kReduceBytes / sizeof(float) + 3;  // in the direct range
+  const std::size_t count = 2 * sizes().reduce.from / sizeof(float) + 3;  // in the direct range
   std::vector<float> in(count, static_cast<float>(world_rank() + 1)), out(count, -1.0f);
   bool direct = true;
   {
@@ -257,7 +312,7 @@ TEST_CASE("all_reduce around the direct threshold: exact, in place and out of pl
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
     for (const ReduceOp op : kAllOps)
       for (const DataType dtype : kDtypes)
-        for (const std::size_t count : counts_around(direct::kAllReduceBytes, dtype))
+        for (const std::size_t count : counts_around(sizes().all_reduce.from, dtype))
           for (const bool in_place : {false, true}) {
             Buffer input(count, dtype), expected(count, dtype), in(count, dtype), out(count, dtype);
             fill_input(input.data(), count, dtype, op, rank);
@@ -275,7 +330,7 @@ TEST_CASE("all_reduce around the direct threshold: exact, in place and out of pl
               continue;
             }
             // pscpu#2 and auto run pscpu on one node too.
-            CHECK_MESSAGE(direct_taken == expect_direct(count * dtype_size(dtype), direct::kAllReduceBytes), label);
+            CHECK_MESSAGE(direct_taken == expect_direct(count * dtype_size(dtype), sizes().all_reduce), label);
             const std::string diff = describe_difference(result.data(), expected.data(), count, dtype);
             CHECK_MESSAGE(diff.empty(), label << ": " << diff);
             if (!in_place)
@@ -293,7 +348,7 @@ TEST_CASE("reduce and broadcast around the direct thresholds: every root, in pla
   for (int root = 0; root < nranks; ++root)
     for (const ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::prod})
       for (const DataType dtype : kDtypes)
-        for (const std::size_t count : counts_around(direct::kReduceBytes, dtype))
+        for (const std::size_t count : counts_around(sizes().reduce.from, dtype))
           for (const bool in_place : {false, true}) {
             const std::string label = "reduce root=" + std::to_string(root) + " op=" + std::string(to_string(op)) +
                                       " dtype=" + std::string(to_string(dtype)) + " count=" + std::to_string(count) +
@@ -323,7 +378,7 @@ TEST_CASE("reduce and broadcast around the direct thresholds: every root, in pla
           }
   SameBitsLog log;
   for (int root = 0; root < nranks; ++root)
-    for (const std::size_t count : counts_around(direct::kBroadcastBytes, DataType::u8)) {
+    for (const std::size_t count : counts_around(sizes().broadcast.from, DataType::u8)) {
       Buffer want(count, DataType::u8), buffer(count, DataType::u8);
       fill_input(want.data(), count, DataType::u8, ReduceOp::max, root);
       if (rank == root) buffer.copy_from(want);
@@ -441,7 +496,7 @@ TEST_CASE("direct calls whose buffers are overwritten as soon as they return sta
   // the scribbles.
   const int nranks = world_size(), rank = world_rank();
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
-  const std::size_t count = 4 * std::max(direct::kAllReduceBytes, direct::kBroadcastBytes) / sizeof(float) + 5;
+  const std::size_t count = 4 * std::max(sizes().all_reduce.from, sizes().broadcast.from) / sizeof(float) + 5;
   std::vector<float> in(count), out(count);
   const Tensor in_tensor{in.data(), count, DataType::f32}, out_tensor{out.data(), count, DataType::f32};
   int wrong = 0;
@@ -579,7 +634,7 @@ TEST_CASE("a call that fails where a recheck is due checks nothing: later calls 
 TEST_CASE("a rank that never arrives at a direct call is named by DeadlineExceeded") {
   if (world_size() < 2) return;
   const int absent = world_size() - 1;
-  const std::size_t count = 4 * direct::kAllReduceBytes / sizeof(float);
+  const std::size_t count = 4 * sizes().all_reduce.from / sizeof(float);
   {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
     std::vector<float> data(count, 1.0f);
