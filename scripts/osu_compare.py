@@ -14,9 +14,10 @@
       latency of each and the speedup (plain / preloaded: above 1 strata is
       faster). With --validate every run adds OSU's -c and fails unless every
       size says Pass. Preloaded runs get STRATA_DEBUG=INFO, and where strata
-      measured how near a node's two ranks sit (docs/ALGORITHMS.md), the
-      verdict of each preloaded run follows the table: on a VM it is a draw
-      from one run to the next, and it decides the path of large messages.
+      measured how near a node's two ranks sit and what a cross-memory read
+      costs there (docs/ALGORITHMS.md), the verdicts of each preloaded run
+      follow the table: on a VM the placement is a draw from one run to the
+      next, and both decide where the direct path starts.
 
   scripts/osu_compare.py run DIR --bench iallreduce [--progress-thread]
       osu_iallreduce: per size, for each side, the median of OSU's "Pure
@@ -111,16 +112,22 @@ def parse(output: str, validate: bool) -> dict[int, list[float]]:
     return rows
 
 
-# strata's INFO line on where a node's two ranks sit (host/shm_placement.cpp),
-# printed once per process by each rank.
+# strata's INFO lines on where a node's two ranks sit (host/shm_placement.cpp)
+# and on what a cross-memory read costs there (host/shm_direct_sizes.cpp),
+# each printed once per process by each rank.
 PLACEMENT = re.compile(r"local ranks sit (near|far) ")
+READS = re.compile(r"cross-memory reads are (cheap|dear) here")
 
 
 def placements(output: str) -> list[str]:
-    """The placement verdict strata logged in one run (rank 0's line only:
-    every rank logs the same verdict)."""
-    return [m.group(1) for line in output.splitlines() if "[" in line and ":0] " in line
-            for m in [PLACEMENT.search(line)] if m]
+    """The verdicts strata logged in one run, "far" or "far, reads cheap"
+    (rank 0's lines only: every rank logs the same verdicts)."""
+    rank0 = [line for line in output.splitlines() if "[" in line and ":0] " in line]
+    where = [m.group(1) for line in rank0 for m in [PLACEMENT.search(line)] if m]
+    reads = [m.group(1) for line in rank0 for m in [READS.search(line)] if m]
+    if not where:
+        return []
+    return [where[0] + (f", reads {reads[0]}" if reads else "")]
 
 
 def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None,
@@ -221,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
             widths = (14, 12, 12, 8)
         print_table(header, rows, args.markdown, widths)
         if verdicts:
-            print(f"\nstrata's placement verdicts, preloaded runs in order: {' '.join(verdicts)}")
+            print(f"\nstrata's verdicts, preloaded runs in order: {'; '.join(verdicts)}")
     return status
 
 

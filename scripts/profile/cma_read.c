@@ -1,0 +1,90 @@
+/* What a cross-memory read costs: process_vm_readv of another rank's memory.
+ *
+ *   mpicc -O2 scripts/profile/cma_read.c -o /tmp/cma_read
+ *   mpirun -np 2 /tmp/cma_read
+ *
+ * Rank 0 reads 64 B, 4 KiB, 16 KiB and 64 KiB of rank 1's buffer, 200
+ * times each, and prints the median and the fastest read in ns; then the
+ * median of 200 getppid() calls, the bare cost of a system call. strata
+ * times the 4 KiB read the same way when a node's shared-memory segment is
+ * made (lib/host/shm_direct_sizes.hpp) and starts its direct path lower
+ * where reads are cheap. Exits 1 where the kernel refuses the read (Yama's
+ * ptrace_scope, a container). */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { kReads = 200 };
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static int ascending(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0) fprintf(stderr, "cma_read: run it with 2 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
+#ifdef PR_SET_PTRACER
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* under ptrace_scope 1, let the peer read us */
+#endif
+  const size_t most = 64 * 1024;
+  char* mine = aligned_alloc(4096, most);
+  char* into = aligned_alloc(4096, most);
+  memset(mine, rank + 1, most);
+  memset(into, 0, most);
+  long long me[2] = {getpid(), (long long)(size_t)mine}, peer[2];
+  MPI_Sendrecv(me, 2, MPI_LONG_LONG, 1 - rank, 0, peer, 2, MPI_LONG_LONG, 1 - rank, 0, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  int failed = 0;
+  if (rank == 0) {
+    const size_t sizes[] = {64, 4096, 16384, 65536};
+    double t[kReads];
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes && !failed; ++s) {
+      for (int i = 0; i < kReads; ++i) {
+        struct iovec local = {into, sizes[s]}, remote = {(void*)(size_t)peer[1], sizes[s]};
+        const double start = now_ns();
+        const ssize_t got = process_vm_readv((pid_t)peer[0], &local, 1, &remote, 1, 0);
+        t[i] = now_ns() - start;
+        if (got != (ssize_t)sizes[s]) {
+          perror("cma_read: process_vm_readv");
+          failed = 1;
+          break;
+        }
+      }
+      if (failed) break;
+      qsort(t, kReads, sizeof *t, ascending);
+      printf("read of %6zu B: median %5.0f ns, fastest %5.0f ns\n", sizes[s], t[kReads / 2], t[0]);
+    }
+    for (int i = 0; i < kReads; ++i) {
+      const double start = now_ns();
+      (void)getppid();
+      t[i] = now_ns() - start;
+    }
+    qsort(t, kReads, sizeof *t, ascending);
+    printf("getppid(): median %.0f ns\n", t[kReads / 2]);
+  }
+  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD); /* rank 1's buffer stays until rank 0 is done */
+  free(mine);
+  free(into);
+  MPI_Finalize();
+  return failed;
+}
