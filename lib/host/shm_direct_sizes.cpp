@@ -40,9 +40,13 @@ double time_reads(pid_t peer_pid, const void* remote) {
   return best;
 }
 
+std::string describe(const Range& r) {
+  return r.up_to == SIZE_MAX ? fmt::format("from {} KiB", r.from / 1024)
+                             : fmt::format("from {} KiB to {} KiB", r.from / 1024, r.up_to / 1024);
+}
 std::string describe(const Sizes& s) {
-  return fmt::format("broadcast from {} KiB, reduce from {} KiB to {} KiB, all-reduce from {} KiB",
-                     s.broadcast.from / 1024, s.reduce.from / 1024, s.reduce.up_to / 1024, s.all_reduce.from / 1024);
+  return fmt::format("broadcast {}, reduce {}, all-reduce {}", describe(s.broadcast), describe(s.reduce),
+                     describe(s.all_reduce));
 }
 
 void log_verdict(const ReadVerdict& v, bool given) {

@@ -15,11 +15,15 @@
 //    (scripts/profile/cma_read.c). The direct reads won from 16 KiB
 //    (reduce), 8 KiB (broadcast) and 32 KiB (all-reduce; 64 KiB when first
 //    measured there, with one run per path).
-// Both: from 1 MiB on, a reduce's large reads ran at about 7 GB/s while
-// the rounds' cache-sized blocks pipeline, so reduce goes back to the
-// rounds above 512 KiB; broadcast reads directly at every size from its
-// start (far apart, 1-4 MiB: 0.80-1.01x MPI's speed against 0.58-0.83x
-// for the rounds on the AMD VM, "Near and far ranks").
+// Large messages: from 1 MiB on, a reduce's large reads ran at about 7
+// GB/s while the rounds' cache-sized blocks pipeline, so reduce goes back
+// to the rounds above 512 KiB on both. Broadcast does so above 1 MiB where
+// reads are cheap (the Intel VM, 2026-11-29: 2-4 MiB in 0.74-0.89x the
+// direct reads' time in strata-bench and OSU, "The direct path starts
+// where a read is cheap"), and never where they are dear (the AMD VM, far
+// apart, 1-4 MiB: the direct reads 0.80-1.01x MPI's speed, the rounds
+// 0.58-0.83x, "Near and far ranks"). One machine of each kind was
+// measured; a third may differ, and STRATA_CMA_READS picks either set.
 #pragma once
 
 #include <mpi.h>
@@ -42,7 +46,7 @@ struct Sizes {
   Range all_reduce, reduce, broadcast;
 };
 inline constexpr Sizes kDearReads{{64 * 1024}, {32 * 1024, 512 * 1024}, {16 * 1024}};
-inline constexpr Sizes kCheapReads{{32 * 1024}, {16 * 1024, 512 * 1024}, {8 * 1024}};
+inline constexpr Sizes kCheapReads{{32 * 1024}, {16 * 1024, 512 * 1024}, {8 * 1024, 1024 * 1024}};
 
 // What a cross-memory read costs on a node.
 enum class ReadCost {
