@@ -1,15 +1,22 @@
 /* What a cross-memory read costs: process_vm_readv of another rank's memory.
  *
  *   mpicc -O2 scripts/profile/cma_read.c -o /tmp/cma_read
- *   mpirun -np 2 /tmp/cma_read
+ *   mpirun -np 2 /tmp/cma_read            # small reads
+ *   mpirun -np 2 /tmp/cma_read large      # 64 KiB-1 MiB, lines the peer left alone
+ *   mpirun -np 2 /tmp/cma_read fresh      # the same, the peer rewrites its buffer first
  *
- * Rank 0 reads 64 B, 4 KiB, 16 KiB and 64 KiB of rank 1's buffer, 200
- * times each, and prints the median and the fastest read in ns; then the
- * median of 200 getppid() calls, the bare cost of a system call. strata
+ * Small: rank 0 reads 64 B, 4 KiB, 16 KiB and 64 KiB of rank 1's buffer,
+ * 200 times each, and prints the median and the fastest read in ns; then
+ * the median of 200 getppid() calls, the bare cost of a system call. strata
  * times the 4 KiB read the same way when a node's shared-memory segment is
  * made (lib/host/shm_direct_sizes.hpp) and starts its direct path lower
- * where reads are cheap. Exits 1 where the kernel refuses the read (Yama's
- * ptrace_scope, a container). */
+ * where reads are cheap.
+ * large / fresh: 64 KiB to 1 MiB, 50 reads each between barriers, the
+ * median in us and GB/s; with fresh, rank 1 writes its whole buffer before
+ * each read (as a program does that computes what it sends, and as OSU's
+ * -c does), so the read finds the lines modified in the other core's cache.
+ * Exits 1 where the kernel refuses the read (Yama's ptrace_scope, a
+ * container), 2 on a wrong rank count or argument. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
@@ -20,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kReads = 200 };
+enum { kReads = 200, kLargeReads = 50 };
 
 static double now_ns(void) {
   struct timespec t;
@@ -46,7 +53,14 @@ int main(int argc, char** argv) {
 #ifdef PR_SET_PTRACER
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* under ptrace_scope 1, let the peer read us */
 #endif
-  const size_t most = 64 * 1024;
+  const int large = argc > 1 && (strcmp(argv[1], "large") == 0 || strcmp(argv[1], "fresh") == 0);
+  const int fresh = argc > 1 && strcmp(argv[1], "fresh") == 0;
+  if (argc > 1 && !large) {
+    if (rank == 0) fprintf(stderr, "cma_read: the argument is large or fresh, not %s\n", argv[1]);
+    MPI_Finalize();
+    return 2;
+  }
+  const size_t most = large ? 1024 * 1024 : 64 * 1024;
   char* mine = aligned_alloc(4096, most);
   char* into = aligned_alloc(4096, most);
   memset(mine, rank + 1, most);
@@ -55,7 +69,34 @@ int main(int argc, char** argv) {
   MPI_Sendrecv(me, 2, MPI_LONG_LONG, 1 - rank, 0, peer, 2, MPI_LONG_LONG, 1 - rank, 0, MPI_COMM_WORLD,
                MPI_STATUS_IGNORE);
   int failed = 0;
-  if (rank == 0) {
+  if (large) {
+    const size_t sizes[] = {64 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes && !failed; ++s) {
+      double t[kLargeReads];
+      for (int i = 0; i < kLargeReads; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 1 && fresh) memset(mine, i + 2, sizes[s]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+          struct iovec local = {into, sizes[s]}, remote = {(void*)(size_t)peer[1], sizes[s]};
+          const double start = now_ns();
+          const ssize_t got = process_vm_readv((pid_t)peer[0], &local, 1, &remote, 1, 0);
+          t[i] = now_ns() - start;
+          if (got != (ssize_t)sizes[s]) {
+            perror("cma_read: process_vm_readv");
+            failed = 1;
+          }
+        }
+        MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (failed) break;
+      }
+      if (rank == 0 && !failed) {
+        qsort(t, kLargeReads, sizeof *t, ascending);
+        printf("read of %7zu B (%s): median %6.1f us, %5.1f GB/s\n", sizes[s], fresh ? "fresh" : "untouched",
+               t[kLargeReads / 2] / 1e3, sizes[s] / t[kLargeReads / 2]);
+      }
+    }
+  } else if (rank == 0) {
     const size_t sizes[] = {64, 4096, 16384, 65536};
     double t[kReads];
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes && !failed; ++s) {
