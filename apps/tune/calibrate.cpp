@@ -162,6 +162,25 @@ double fit_boundary(MPI_Comm comm, const std::vector<int>& members, const std::s
   return boundary;
 }
 
+// The MPI library's own all-reduce (plan `mpi`) on `pair` alone against the
+// model's guess at it (cost_model.cpp, `mpi`), at the caches' size and the
+// large one: Machine::mpi_scale and mpi_scale_memory. `m` holds every
+// other parameter already; its intra link is the pair's.
+void fit_mpi_scales(MPI_Comm comm, const std::vector<int>& pair, const Sizes& sizes, model::Machine& m,
+                    std::string& notes) {
+  model::Machine guess = m;
+  guess.mpi_scale = guess.mpi_scale_memory = 1;
+  const model::Shape shape{static_cast<int>(pair.size()), 1, 1};
+  const double t_cached = time_alone(comm, pair, "mpi", sizes.cached, 40);
+  const double t_large = time_alone(comm, pair, "mpi", sizes.large, 10);
+  m.mpi_scale = t_cached / *model::predict_all_reduce(guess, "mpi", double(sizes.cached), shape);
+  m.mpi_scale_memory = t_large / *model::predict_all_reduce(guess, "mpi", double(sizes.large), shape);
+  notes += fmt::format("mpi (the MPI library's all-reduce): ranks {} alone: {} {:.1f} us ({:.2f} x the guess); {} {:.0f} us "
+                       "({:.2f} x)\n",
+                       fmt::join(pair, ","), human_bytes(double(sizes.cached)), t_cached * 1e6, m.mpi_scale,
+                       human_bytes(double(sizes.large)), t_large * 1e6, m.mpi_scale_memory);
+}
+
 // The regimes' first guess: the per-core L2 cache (a rank's buffers of a call
 // up to that size stay in its caches), 1 MiB when the system does not say.
 double cache_boundary() {
@@ -208,6 +227,7 @@ Calibration calibrate(MPI_Comm comm) {
     m.inter = m.intra;
     c.notes += "inter: not measured (one node); copied from intra\n";
   }
+  fit_mpi_scales(comm, pair, sizes, m, c.notes);
   // Shared memory: pscpu on the first node with two ranks, its ranks alone.
   if (pair_node != nodes.end()) {
     m.shm = fit_link(comm, pair_node->ranks, "pscpu", "pscpu", m, &model::Machine::shm, sizes,

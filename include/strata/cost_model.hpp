@@ -39,6 +39,12 @@ struct Machine {
   double gamma = 0;         // seconds per byte reduced (f32 sum) on one core, in the caches
   double gamma_memory = 0;  // the same beyond the caches
   double cache_bytes = 0;   // the regimes' boundary (0: always the memory regime)
+  // The MPI library's own all-reduce (plan `mpi`) against the model's guess
+  // at it, as the calibration timed them on a pair of ranks: the guess's
+  // time is multiplied by mpi_scale in the caches' regime and by
+  // mpi_scale_memory beyond (1: the guess as it stands).
+  double mpi_scale = 1;
+  double mpi_scale_memory = 1;
 };
 
 // Where the ranks are: `nodes` nodes of `ranks_per_node` consecutive ranks.
@@ -72,8 +78,9 @@ Shape shape_of(const Topology& topology);
 // Candidates, in registry order: every host algorithm the model has a
 // formula for but `mpi`, flat, and on several nodes each shared-memory
 // algorithm over each of them ("pscpu/rechd"). `mpi` is the MPI library's
-// own choice, which the model only guesses (docs/SCALING.md measured it 15
-// to 59% too fast); shards are not candidates: the model gives them only
+// own choice, which the model only guesses (docs/SCALING.md measured the
+// bare guess 15 to 59% too fast; its calibrated scale is a pair's, and the
+// library picks by rank count); shards are not candidates: the model gives them only
 // extra messages. `incumbent` (not auto): at each size its plan stays
 // unless the winner is predicted more than `margin` faster (0.1: its time
 // below incumbent / 1.1); a plan the model has no formula for never stays,
@@ -93,19 +100,23 @@ class ModelFileError : public InvalidArgument {
 // `key = value` a line, alpha in microseconds, beta and gamma in
 // nanoseconds per byte, for each link (shm, intra, inter) alpha_us,
 // beta_ns_per_byte and beta_memory_ns_per_byte, then gamma_ns_per_byte,
-// gamma_memory_ns_per_byte and cache_bytes (the regimes' boundary):
+// gamma_memory_ns_per_byte and cache_bytes (the regimes' boundary), and
+// mpi_scale and mpi_scale_memory (optional: 1 where a file has none):
 //
 //   shm.alpha_us = 0.43
 //   shm.beta_ns_per_byte = 0.2
 //   ...
 //   cache_bytes = 2097152
+//   mpi_scale = 1.3
+//   mpi_scale_memory = 2.1
 
 // The file's text: `comments` first (each line prefixed "# "), then the
-// twelve parameters.
+// fourteen parameters.
 std::string model_text(const Machine& machine, const std::string& comments);
 
 // Parses a .model file's text (`name` for messages). Every parameter must be
-// present exactly once, finite and >= 0; unknown keys are errors.
+// present exactly once, finite and >= 0 (the mpi scales > 0, and they may
+// be absent: files written before them); unknown keys are errors.
 // Throws ModelFileError.
 Machine parse_model(const std::string& text, const std::string& name);
 

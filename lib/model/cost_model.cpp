@@ -126,9 +126,12 @@ double tree(const Group& g, double m, int /*shards*/) {
   return t;
 }
 
-// mpi: whatever the MPI library picks; modelled as the better of recursive
+// mpi: whatever the MPI library picks; guessed as the better of recursive
 // doubling (log2 p exchanges of the whole message) and a ring without
-// chunking, the two Open MPI's tuned module uses for small and large sizes.
+// chunking, the two Open MPI's tuned module uses for small and large sizes,
+// times the factor the calibration measured between MPI_Allreduce and that
+// guess on a pair of ranks (Machine::mpi_scale): how much slower the
+// library's own implementation runs than the algorithm it is guessed to be.
 constexpr std::string_view kGuessedAlgorithm = "mpi";
 
 double mpi(const Group& g, double m, int /*shards*/) {
@@ -142,7 +145,7 @@ double mpi(const Group& g, double m, int /*shards*/) {
   const double segment = m / g.n;
   const Link link = ring_link(g);
   const double ring = 2.0 * (g.n - 1) * (link.alpha + segment * link.beta) + (g.n - 1) * segment * g.machine->gamma;
-  return std::min(doubling, ring);
+  return g.machine->mpi_scale * std::min(doubling, ring);
 }
 
 // pscpu over the node's shared memory (lib/host/shm_*.cpp, docs/ALGORITHMS.md
@@ -233,6 +236,7 @@ Machine in_regime(const Machine& m, double bytes) {
   Machine r = m;
   for (Link* link : {&r.shm, &r.intra, &r.inter}) link->beta = link->beta_memory;
   r.gamma = m.gamma_memory;
+  r.mpi_scale = m.mpi_scale_memory;
   return r;
 }
 

@@ -30,8 +30,14 @@ std::map<std::string, Slot> slots(Machine& m) {
           {"inter.beta_memory_ns_per_byte", {&m.inter.beta_memory, 1e-9}},
           {"gamma_ns_per_byte", {&m.gamma, 1e-9}},
           {"gamma_memory_ns_per_byte", {&m.gamma_memory, 1e-9}},
-          {"cache_bytes", {&m.cache_bytes, 1}}};
+          {"cache_bytes", {&m.cache_bytes, 1}},
+          {"mpi_scale", {&m.mpi_scale, 1}},
+          {"mpi_scale_memory", {&m.mpi_scale_memory, 1}}};
 }
+
+// Keys a file may leave out (their Machine default stands), and that must be
+// above 0: factors, not costs.
+bool optional_factor(const std::string& key) { return key == "mpi_scale" || key == "mpi_scale_memory"; }
 
 std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r");
@@ -50,7 +56,7 @@ std::string model_text(const Machine& machine, const std::string& comments) {
   for (const char* key : {"shm.alpha_us", "shm.beta_ns_per_byte", "shm.beta_memory_ns_per_byte", "intra.alpha_us",
                           "intra.beta_ns_per_byte", "intra.beta_memory_ns_per_byte", "inter.alpha_us",
                           "inter.beta_ns_per_byte", "inter.beta_memory_ns_per_byte", "gamma_ns_per_byte",
-                          "gamma_memory_ns_per_byte", "cache_bytes"}) {
+                          "gamma_memory_ns_per_byte", "cache_bytes", "mpi_scale", "mpi_scale_memory"}) {
     const Slot slot = slots(copy).at(key);
     text += fmt::format("{} = {:.10g}\n", key, *slot.value / slot.to_seconds);
   }
@@ -84,10 +90,12 @@ Machine parse_model(const std::string& text, const std::string& name) {
     }
     if (used == 0 || used != value_text.size() || !std::isfinite(value) || value < 0)
       throw ModelFileError(fmt::format("{}: {} = '{}': expected a finite number >= 0", where, key, value_text));
+    if (optional_factor(key) && value == 0)
+      throw ModelFileError(fmt::format("{}: {} = '{}': expected a factor > 0", where, key, value_text));
     *slot->second.value = value * slot->second.to_seconds;
   }
   for (const auto& [key, slot] : table)
-    if (!seen.count(key)) throw ModelFileError(fmt::format("{}: '{}' is missing", name, key));
+    if (!seen.count(key) && !optional_factor(key)) throw ModelFileError(fmt::format("{}: '{}' is missing", name, key));
   return machine;
 }
 

@@ -102,6 +102,22 @@ TEST_CASE("hierarchical: shared-memory reduce-scatter, b on the slice, all-gathe
   CHECK(us("pscpu/xring", 8 << 20, {2, 1}) == doctest::Approx(12583.912));
 }
 
+TEST_CASE("mpi: the better of recursive doubling and a ring, times the calibrated scale of its regime") {
+  // 2 ranks on one node, 1 MiB: doubling one exchange 1 + 1048.576 + 2097.152
+  // = 3146.728 us; ring 2 x (1 + 524.288) + 524288 x 2 ns = 2099.152 us: the ring.
+  CHECK(us("mpi", 1 << 20, {2, 1}) == doctest::Approx(2099.152));
+  model::Machine m = round_machine();
+  m.mpi_scale = 1.5;
+  m.mpi_scale_memory = 3;
+  CHECK(*model::predict_all_reduce(m, "mpi", 1 << 20, {2, 1}) * 1e6 == doctest::Approx(1.5 * 2099.152));
+  // 16 MiB is beyond cache_bytes: the memory regime's scale, beta and gamma:
+  // ring 2 x (1 + 8388608 x 3 ns) + 8388608 x 4 ns = 50333.648 + 33554.432 us.
+  CHECK(*model::predict_all_reduce(m, "mpi", 16 << 20, {2, 1}) * 1e6 ==
+        doctest::Approx(3 * (50333.648 + 33554.432)));
+  // Only the guess scales: the other plans stay as they were.
+  CHECK(*model::predict_all_reduce(m, "xring", 1 << 20, {2, 1}) * 1e6 == doctest::Approx(us("xring", 1 << 20, {2, 1})));
+}
+
 TEST_CASE("beyond cache_bytes the memory regime's beta and gamma apply") {
   // 16 MiB, 2 ranks, pscpu owners: 2 x 0.5 + 0.5 x 16777216 x (1.5 + 4) ns + 0.5 x 16777216 x 1.5 ns
   // = 1 + 46137.344 + 12582.912.
@@ -261,6 +277,30 @@ TEST_CASE(".model file round trip and errors") {
   CHECK_THROWS_AS(model::parse_model("gamma_ns_per_byte = 1\n", "x"), model::ModelFileError);          // missing keys
   CHECK_THROWS_AS(model::parse_model(model::model_text(m, "") + "bogus = 1\n", "x"), model::ModelFileError);  // unknown key
   CHECK_THROWS_AS(model::parse_model(model::model_text(m, "") + "gamma_ns_per_byte = 1\n", "x"), model::ModelFileError);  // twice
+}
+
+TEST_CASE(".model file: the mpi scales round trip, may be absent (1), and must be above 0") {
+  model::Machine m = round_machine();
+  m.mpi_scale = 1.25;
+  m.mpi_scale_memory = 2.5;
+  const std::string text = model::model_text(m, "");
+  const model::Machine back = model::parse_model(text, "test.model");
+  CHECK(back.mpi_scale == doctest::Approx(1.25));
+  CHECK(back.mpi_scale_memory == doctest::Approx(2.5));
+  // A file written before the scales: every other key, none of them.
+  std::string older;
+  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at);
+    if (line.rfind("mpi_scale", 0) != 0) older += line + "\n";
+  }
+  const model::Machine old = model::parse_model(older, "older.model");
+  CHECK(old.mpi_scale == 1);
+  CHECK(old.mpi_scale_memory == 1);
+  CHECK(old.gamma == doctest::Approx(m.gamma));
+  CHECK_THROWS_AS(model::parse_model(older + "mpi_scale = 0\n", "x"), model::ModelFileError);
+  CHECK_THROWS_AS(model::parse_model(older + "mpi_scale_memory = -1\n", "x"), model::ModelFileError);
+  CHECK_THROWS_AS(model::parse_model(text + "mpi_scale = 2\n", "x"), model::ModelFileError);  // twice
 }
 
 TEST_CASE("--network text") {
