@@ -11,7 +11,7 @@
 //  - AMD EPYC VM (1 MiB L2), 2026-11-27: a direct 4 KiB reduce took
 //    3.65-4.41 us, of which the read 2.5-4 us; the rounds 1.0-1.9 us. They
 //    won below 32 KiB (reduce) and 16 KiB (broadcast), close or far.
-//  - Intel Xeon VM (2 MiB L2), 2026-11-29: a 4 KiB read 0.66-1.0 us
+//  - Intel Xeon VM (2 MiB L2), 2026-11-29: a 4 KiB read 0.5-1.1 us
 //    (scripts/profile/cma_read.c). The direct reads won from 16 KiB
 //    (reduce), 8 KiB (broadcast) and 32 KiB (all-reduce; 64 KiB when first
 //    measured there, with one run per path).
@@ -57,7 +57,7 @@ enum class ReadCost {
 
 // The probe: the fastest of kProbeReads reads of kProbeBytes (after
 // kProbeWarmup), so that an interruption only ever makes it slower. Cheap
-// means at most kCheapReadNs: between the two VMs above (0.66-1.0 us and
+// means at most kCheapReadNs: between the two VMs above (0.5-1.1 us and
 // 2.5-4 us).
 constexpr std::size_t kProbeBytes = 4096;
 constexpr int kProbeWarmup = 4, kProbeReads = 16;
