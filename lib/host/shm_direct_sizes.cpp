@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "host/cma.hpp"
 #include "util/check.hpp"
+#include "util/env_word.hpp"
 #include "util/log.hpp"
 
 namespace strata::host::shm::direct {
@@ -73,12 +72,9 @@ ReadCost read_cost_for(double read_ns) {
 
 ReadCost read_cost_from_environment() {
   static const ReadCost cost = [] {
-    const char* env = std::getenv("STRATA_CMA_READS");
-    if (env && std::strcmp(env, "cheap") == 0) return ReadCost::cheap;
-    if (env && std::strcmp(env, "dear") == 0) return ReadCost::dear;
-    if (env && *env && std::strcmp(env, "auto") != 0)
-      util::log(util::LogLevel::warn, "STRATA_CMA_READS='{}' is not cheap, dear or auto: measured instead", env);
-    return ReadCost::unmeasured;
+    constexpr ReadCost given[] = {ReadCost::cheap, ReadCost::dear};
+    const int word = util::env_word("STRATA_CMA_READS", {"cheap", "dear"});
+    return word < 0 ? ReadCost::unmeasured : given[word];
   }();
   return cost;
 }

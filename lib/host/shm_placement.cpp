@@ -6,12 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include "host/transport.hpp"
 #include "util/check.hpp"
+#include "util/env_word.hpp"
 #include "util/log.hpp"
 
 namespace strata::host::shm {
@@ -159,12 +158,9 @@ void log_verdict(const PlacementVerdict& v) {
 
 Placement placement_from_environment() {
   static const Placement placement = [] {
-    const char* env = std::getenv("STRATA_SHM_PLACEMENT");
-    if (env && std::strcmp(env, "near") == 0) return Placement::near;
-    if (env && std::strcmp(env, "far") == 0) return Placement::far;
-    if (env && *env && std::strcmp(env, "auto") != 0)
-      util::log(util::LogLevel::warn, "STRATA_SHM_PLACEMENT='{}' is not near, far or auto: measured instead", env);
-    return Placement::unmeasured;
+    constexpr Placement given[] = {Placement::near, Placement::far};
+    const int word = util::env_word("STRATA_SHM_PLACEMENT", {"near", "far"});
+    return word < 0 ? Placement::unmeasured : given[word];
   }();
   return placement;
 }

@@ -27,19 +27,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sample.h"
+
 enum { kReads = 200, kLargeReads = 50 };
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
+/* One read of `bytes` at `remote` in process `pid` into `local`: its time in
+ * ns, or -1 (after perror) when the kernel refused it or read short. */
+static double timed_read(pid_t pid, const void* remote, void* local, size_t bytes) {
+  struct iovec to = {local, bytes}, from = {(void*)remote, bytes};
+  const double start = now_ns();
+  const ssize_t got = process_vm_readv(pid, &to, 1, &from, 1, 0);
+  const double took = now_ns() - start;
+  if (got == (ssize_t)bytes) return took;
+  perror("cma_read: process_vm_readv");
+  return -1;
 }
-
-static int ascending(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
@@ -77,16 +79,7 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 1 && fresh) memset(mine, i + 2, sizes[s]);
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) {
-          struct iovec local = {into, sizes[s]}, remote = {(void*)(size_t)peer[1], sizes[s]};
-          const double start = now_ns();
-          const ssize_t got = process_vm_readv((pid_t)peer[0], &local, 1, &remote, 1, 0);
-          t[i] = now_ns() - start;
-          if (got != (ssize_t)sizes[s]) {
-            perror("cma_read: process_vm_readv");
-            failed = 1;
-          }
-        }
+        if (rank == 0) failed = (t[i] = timed_read((pid_t)peer[0], (void*)(size_t)peer[1], into, sizes[s])) < 0;
         MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (failed) break;
       }
@@ -100,17 +93,8 @@ int main(int argc, char** argv) {
     const size_t sizes[] = {64, 4096, 16384, 65536};
     double t[kReads];
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes && !failed; ++s) {
-      for (int i = 0; i < kReads; ++i) {
-        struct iovec local = {into, sizes[s]}, remote = {(void*)(size_t)peer[1], sizes[s]};
-        const double start = now_ns();
-        const ssize_t got = process_vm_readv((pid_t)peer[0], &local, 1, &remote, 1, 0);
-        t[i] = now_ns() - start;
-        if (got != (ssize_t)sizes[s]) {
-          perror("cma_read: process_vm_readv");
-          failed = 1;
-          break;
-        }
-      }
+      for (int i = 0; i < kReads && !failed; ++i)
+        failed = (t[i] = timed_read((pid_t)peer[0], (void*)(size_t)peer[1], into, sizes[s])) < 0;
       if (failed) break;
       qsort(t, kReads, sizeof *t, ascending);
       printf("read of %6zu B: median %5.0f ns, fastest %5.0f ns\n", sizes[s], t[kReads / 2], t[0]);

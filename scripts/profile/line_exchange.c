@@ -15,12 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { kRuns = 5, kRounds = 200000, kLineWords = 8 };
+#include "sample.h"
 
-static int ascending(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
+enum { kRuns = 5, kRounds = 200000, kLineWords = 8 };
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

@@ -14,11 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
+#include "sample.h"
+
 
 int main(void) {
   const size_t largest = 4u << 20;

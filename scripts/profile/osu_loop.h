@@ -1,16 +1,13 @@
 /* What barrier_loop.c and rank_times.c share: the one collective their
  * OSU-style loop times, through strata (MPI_*, routed by a preloaded
- * interposer) or Open MPI itself (PMPI_*, never routed), and a comparator
- * for qsort. Included by those two programs only. */
+ * interposer) or Open MPI itself (PMPI_*, never routed), and (sample.h) the
+ * clock and comparator. Included by those two programs only. */
 #ifndef STRATA_PROFILE_OSU_LOOP_H
 #define STRATA_PROFILE_OSU_LOOP_H
 
 #include <mpi.h>
 
-static int ascending(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
+#include "sample.h"
 
 /* WHICH: 0 MPI_Allreduce, 1 MPI_Reduce (root 0), 2 MPI_Bcast (root 0); f32
  * sum on MPI_COMM_WORLD. pmpi: Open MPI's own call instead of the routed one. */

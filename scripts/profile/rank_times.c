@@ -24,12 +24,6 @@
 
 enum { kRounds = 4, kCalls = 3000, kSkip = 200, kMaxBytes = 1 << 20 };
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static double median(double* values, int n) {
   qsort(values, (size_t)n, sizeof(double), ascending);
   return values[n / 2];
