@@ -4,7 +4,9 @@
 // it is still writing (Output writes them under temporary names and
 // renames them when complete, so nothing half-written is left under the
 // names asked for) and says so in one line on stderr; every rank exits 130
-// (128 + SIGINT: the shell's status for an interrupted command). mpirun
+// (128 + SIGINT: the shell's status for an interrupted command), the others
+// half a second after the signal so that mpirun does not kill rank 0 before
+// it said so. mpirun
 // itself may exit with a status of its own (Open MPI 4.1: 1).
 #pragma once
 
