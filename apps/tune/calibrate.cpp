@@ -181,6 +181,22 @@ void fit_mpi_scales(MPI_Comm comm, const std::vector<int>& pair, const Sizes& si
                        human_bytes(double(sizes.large)), t_large * 1e6, m.mpi_scale_memory);
 }
 
+// pscpu's replicated path (cost_model.cpp: 64 KiB to 512 KiB on one node)
+// on `members` alone at kDirectProbeBytes, against its formula with every
+// other parameter as calibrated: Machine::shm_direct_scale.
+constexpr std::size_t kDirectProbeBytes = 256 * 1024;
+
+void fit_direct_scale(MPI_Comm comm, const std::vector<int>& members, model::Machine& m, std::string& notes) {
+  model::Machine formula = m;
+  formula.shm_direct_scale = 1;
+  const model::Shape shape{static_cast<int>(members.size()), 1, 1};
+  const double t = time_alone(comm, members, "pscpu", kDirectProbeBytes, 40);
+  const double predicted = *model::predict_all_reduce(formula, "pscpu", double(kDirectProbeBytes), shape);
+  if (t > 0 && predicted > 0) m.shm_direct_scale = t / predicted;
+  notes += fmt::format("shm_direct_scale: ranks {} alone: pscpu {} {:.1f} us ({:.2f} x the formula)\n",
+                       fmt::join(members, ","), human_bytes(double(kDirectProbeBytes)), t * 1e6, m.shm_direct_scale);
+}
+
 // The regimes' first guess: the per-core L2 cache (a rank's buffers of a call
 // up to that size stay in its caches), 1 MiB when the system does not say.
 double cache_boundary() {
@@ -232,6 +248,7 @@ Calibration calibrate(MPI_Comm comm) {
   if (pair_node != nodes.end()) {
     m.shm = fit_link(comm, pair_node->ranks, "pscpu", "pscpu", m, &model::Machine::shm, sizes,
                      "shm (pscpu inside a node)", c.notes);
+    fit_direct_scale(comm, pair_node->ranks, m, c.notes);
   } else {
     m.shm = m.intra;
     c.notes += "shm: not measured (no node has two ranks); copied from intra\n";

@@ -16,7 +16,9 @@
 //     ranks, alone;
 //   inter: the same on the first ranks of nodes 0 and 1 (one node: copied
 //     from intra, and the notes say it was not measured);
-//   shm: pscpu at the same three sizes on that node's ranks alone.
+//   shm: pscpu at the same three sizes on that node's ranks alone;
+//   shm_direct_scale: pscpu at 256 KiB there, divided by the formula's
+//     time (the replicated path, which the other sizes do not run).
 #pragma once
 
 #include <mpi.h>

@@ -45,6 +45,12 @@ struct Machine {
   // mpi_scale_memory beyond (1: the guess as it stands).
   double mpi_scale = 1;
   double mpi_scale_memory = 1;
+  // pscpu on one node between 64 KiB and 512 KiB, where each rank reads
+  // its peers' whole inputs directly and reduces them all (the replicated
+  // path), against its formula with the shm link's beta, which the
+  // calibration fits on the owners path: the formula's time is multiplied
+  // by it (1: the formula as it stands).
+  double shm_direct_scale = 1;
 };
 
 // Where the ranks are: `nodes` nodes of `ranks_per_node` consecutive ranks.
@@ -101,7 +107,8 @@ class ModelFileError : public InvalidArgument {
 // nanoseconds per byte, for each link (shm, intra, inter) alpha_us,
 // beta_ns_per_byte and beta_memory_ns_per_byte, then gamma_ns_per_byte,
 // gamma_memory_ns_per_byte and cache_bytes (the regimes' boundary), and
-// mpi_scale and mpi_scale_memory (optional: 1 where a file has none):
+// mpi_scale, mpi_scale_memory and shm_direct_scale (optional: 1 where a
+// file has none):
 //
 //   shm.alpha_us = 0.43
 //   shm.beta_ns_per_byte = 0.2
@@ -109,14 +116,15 @@ class ModelFileError : public InvalidArgument {
 //   cache_bytes = 2097152
 //   mpi_scale = 1.3
 //   mpi_scale_memory = 2.1
+//   shm_direct_scale = 0.6
 
 // The file's text: `comments` first (each line prefixed "# "), then the
-// fourteen parameters.
+// fifteen parameters.
 std::string model_text(const Machine& machine, const std::string& comments);
 
 // Parses a .model file's text (`name` for messages). Every parameter must be
-// present exactly once, finite and >= 0 (the mpi scales > 0, and they may
-// be absent: files written before them); unknown keys are errors.
+// present exactly once, finite and >= 0 (the three scales > 0, and they
+// may be absent: files written before them); unknown keys are errors.
 // Throws ModelFileError.
 Machine parse_model(const std::string& text, const std::string& name);
 

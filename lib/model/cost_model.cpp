@@ -155,6 +155,10 @@ double mpi(const Group& g, double m, int /*shards*/) {
 // synchronisations per 256 KiB block); from 64 KiB single-copy reads of the
 // peers' buffers, replicated (each rank reduces the whole message) below
 // 512 KiB, owners (reduce-scatter then read the others' slices) from there.
+// The replicated path's time is scaled by Machine::shm_direct_scale, which
+// the calibration measures: shm's beta is fitted at cache_bytes/2, on the
+// owners path, and a 2-rank replicated call moved 128 KiB at about 0.10 ns
+// per byte where the owners moved 1 MiB at 0.17 (docs/SCALING.md).
 // The reads start at 32 KiB where they are cheap (host/shm_direct_sizes.hpp),
 // which the model does not know: it keeps 64 KiB, and its error table
 // starts there (docs/SCALING.md). That is the shape where the ranks sit far apart; near each other
@@ -173,7 +177,7 @@ double pscpu_shared_memory(const Machine& mc, int n, double m) {
     const double rounds = std::max(1.0, std::ceil(m / n / kBlockBytes));
     return 3 * rounds * shm.alpha + m * shm.beta + slice_share * m * (shm.beta + mc.gamma);
   }
-  if (m < kOwnersBytes) return shm.alpha + others * m * (shm.beta + mc.gamma);
+  if (m < kOwnersBytes) return mc.shm_direct_scale * (shm.alpha + others * m * (shm.beta + mc.gamma));
   return 2 * shm.alpha + slice_share * m * (shm.beta + mc.gamma) + slice_share * m * shm.beta;
 }
 

@@ -32,12 +32,15 @@ std::map<std::string, Slot> slots(Machine& m) {
           {"gamma_memory_ns_per_byte", {&m.gamma_memory, 1e-9}},
           {"cache_bytes", {&m.cache_bytes, 1}},
           {"mpi_scale", {&m.mpi_scale, 1}},
-          {"mpi_scale_memory", {&m.mpi_scale_memory, 1}}};
+          {"mpi_scale_memory", {&m.mpi_scale_memory, 1}},
+          {"shm_direct_scale", {&m.shm_direct_scale, 1}}};
 }
 
 // Keys a file may leave out (their Machine default stands), and that must be
 // above 0: factors, not costs.
-bool optional_factor(const std::string& key) { return key == "mpi_scale" || key == "mpi_scale_memory"; }
+bool optional_factor(const std::string& key) {
+  return key == "mpi_scale" || key == "mpi_scale_memory" || key == "shm_direct_scale";
+}
 
 std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r");
@@ -56,7 +59,8 @@ std::string model_text(const Machine& machine, const std::string& comments) {
   for (const char* key : {"shm.alpha_us", "shm.beta_ns_per_byte", "shm.beta_memory_ns_per_byte", "intra.alpha_us",
                           "intra.beta_ns_per_byte", "intra.beta_memory_ns_per_byte", "inter.alpha_us",
                           "inter.beta_ns_per_byte", "inter.beta_memory_ns_per_byte", "gamma_ns_per_byte",
-                          "gamma_memory_ns_per_byte", "cache_bytes", "mpi_scale", "mpi_scale_memory"}) {
+                          "gamma_memory_ns_per_byte", "cache_bytes", "mpi_scale", "mpi_scale_memory",
+                          "shm_direct_scale"}) {
     const Slot slot = slots(copy).at(key);
     text += fmt::format("{} = {:.10g}\n", key, *slot.value / slot.to_seconds);
   }

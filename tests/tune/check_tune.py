@@ -14,6 +14,10 @@ sigterm-ranks: SIGTERM to every rank (what mpirun does when it is stopped)
 sigint-mpirun: SIGINT to mpirun (Ctrl-C): mpirun kills the ranks a second
   after its SIGTERM, so the status is mpirun's own (non-zero); the file
   left holds whole sizes and is still a spec strata-bench accepts.
+calibrate: strata-tune --calibrate writes a .model file with every key once
+  (the three scales above 0, every value a finite number >= 0) and a
+  comment line per measurement; strata-tune --model reads it back and
+  prints a prediction beside each measured time.
 """
 import json
 import os
@@ -88,6 +92,40 @@ def bench_runs(mpirun, bench, spec_path, spec, sizes_flags, workdir):
         if row["wrong"]:
             fail(f"at {row['bytes']} B {row['wrong']} wrong values")
     print(f"check_tune: strata-bench ran the tuned spec {spec!r} at {len(doc['rows'])} sizes")
+
+
+MODEL_KEYS = [f"{link}.{part}" for link in ("shm", "intra", "inter")
+              for part in ("alpha_us", "beta_ns_per_byte", "beta_memory_ns_per_byte")] + [
+    "gamma_ns_per_byte", "gamma_memory_ns_per_byte", "cache_bytes", "mpi_scale", "mpi_scale_memory",
+    "shm_direct_scale"]
+MODEL_NOTES = ("# gamma: rank 0 alone", "# intra (MPI inside a node): ranks 0,1 alone", "# cache_bytes: ",
+               "# mpi (the MPI library's all-reduce): ranks 0,1 alone", "# shm (pscpu inside a node): ranks 0,1 alone",
+               "# shm_direct_scale: ranks 0,1 alone: pscpu 256 KiB")
+
+
+def check_model_file(path):
+    if not os.path.exists(path):
+        fail(f"{path} was not written")
+    text = open(path).read()
+    for note in MODEL_NOTES:
+        if note not in text:
+            fail(f"{path} lacks the note {note!r}:\n{text}")
+    values = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, _, value = (part.strip() for part in line.partition("="))
+        if key in values:
+            fail(f"{path}: {key} twice")
+        try:
+            values[key] = float(value)
+        except ValueError:
+            fail(f"{path}: {key} = {value!r} is not a number")
+    if sorted(values) != sorted(MODEL_KEYS):
+        fail(f"{path}: keys {sorted(values)}, expected {sorted(MODEL_KEYS)}")
+    for key, value in values.items():
+        if not (value >= 0 and value != float("inf")) or (key.endswith("scale") or key.endswith("scale_memory")) and value <= 0:
+            fail(f"{path}: {key} = {value}")
 
 
 def rank_pids(marker):
@@ -166,6 +204,21 @@ def main():
                 fail("mpirun exited 0 after SIGINT")
             spec = check_file(spec_path, expect_incomplete=True)
             bench_runs(mpirun, bench, spec_path, spec, ["-b", "8", "-e", "64", "-f", "2"], workdir)
+        elif case == "calibrate":
+            model_path = os.path.join(workdir, "np2.model")
+            p = subprocess.run([mpirun, "-np", "2", tune, "--calibrate", "--model-output", model_path],
+                               capture_output=True, text=True, timeout=120)
+            if p.returncode != 0:
+                fail(f"strata-tune --calibrate exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+            check_model_file(model_path)
+            p = subprocess.run([mpirun, "-np", "2", tune, "--model", model_path, "-b", "64k", "-e", "256k", "-f", "4",
+                                "-n", "3", "-w", "1", "--no-progress", "--no-verify"],
+                               capture_output=True, text=True, timeout=60)
+            if p.returncode != 0:
+                fail(f"strata-tune --model exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+            rows = re.findall(r"^\s+256 KiB\s+pscpu\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[-+]\d+%", p.stdout, re.M)
+            if len(rows) != 1:
+                fail(f"no pscpu row with a prediction at 256 KiB:\n{p.stdout}")
         else:
             fail(f"unknown case {case}")
     print(f"check_tune: {case}: ok")

@@ -87,6 +87,23 @@ TEST_CASE("pscpu over shared memory: the path by size") {
   CHECK(us("pscpu", 128 << 10, {2, 1}) == doctest::Approx(328.18));
 }
 
+TEST_CASE("pscpu's replicated path, and it alone, scales by shm_direct_scale") {
+  model::Machine m = round_machine();
+  m.shm_direct_scale = 0.5;
+  auto scaled = [&](double bytes) { return *model::predict_all_reduce(m, "pscpu", bytes, {2, 1}) * 1e6; };
+  // 64 KiB and just under 512 KiB are replicated: half of 0.5 + m x 2.5 ns.
+  CHECK(scaled(64 << 10) == doctest::Approx(0.5 * (0.5 + 65536 * 2.5e-3)));
+  CHECK(scaled((512 << 10) - 4) == doctest::Approx(0.5 * (0.5 + 524284 * 2.5e-3)));
+  // The one round, the rounds and the owners keep their times.
+  CHECK(scaled(8) == doctest::Approx(0.52));
+  CHECK(scaled(32 << 10) == doctest::Approx(us("pscpu", 32 << 10, {2, 1})));
+  CHECK(scaled(512 << 10) == doctest::Approx(us("pscpu", 512 << 10, {2, 1})));
+  CHECK(scaled(8 << 20) == doctest::Approx(12583.912));
+  // So do the other plans, and pscpu across nodes (point-to-point owners).
+  CHECK(*model::predict_all_reduce(m, "xring", 128 << 10, {2, 1}) * 1e6 == doctest::Approx(us("xring", 128 << 10, {2, 1})));
+  CHECK(*model::predict_all_reduce(m, "pscpu", 128 << 10, {1, 2}) * 1e6 == doctest::Approx(us("pscpu", 128 << 10, {1, 2})));
+}
+
 TEST_CASE("hierarchical: shared-memory reduce-scatter, b on the slice, all-gather") {
   // 2 nodes x 2 ranks, pscpu/xring, m = 4 MiB:
   // scatter 0.5 + 2097152 x 2.5 ns = 5243.38; gather 0.5 + 2097152 x 0.5 ns = 1049.076;
@@ -279,28 +296,33 @@ TEST_CASE(".model file round trip and errors") {
   CHECK_THROWS_AS(model::parse_model(model::model_text(m, "") + "gamma_ns_per_byte = 1\n", "x"), model::ModelFileError);  // twice
 }
 
-TEST_CASE(".model file: the mpi scales round trip, may be absent (1), and must be above 0") {
+TEST_CASE(".model file: the three scales round trip, may be absent (1), and must be above 0") {
   model::Machine m = round_machine();
   m.mpi_scale = 1.25;
   m.mpi_scale_memory = 2.5;
+  m.shm_direct_scale = 0.625;
   const std::string text = model::model_text(m, "");
   const model::Machine back = model::parse_model(text, "test.model");
   CHECK(back.mpi_scale == doctest::Approx(1.25));
   CHECK(back.mpi_scale_memory == doctest::Approx(2.5));
+  CHECK(back.shm_direct_scale == doctest::Approx(0.625));
   // A file written before the scales: every other key, none of them.
   std::string older;
   for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
     end = text.find('\n', at);
     const std::string line = text.substr(at, end - at);
-    if (line.rfind("mpi_scale", 0) != 0) older += line + "\n";
+    if (line.rfind("mpi_scale", 0) != 0 && line.rfind("shm_direct_scale", 0) != 0) older += line + "\n";
   }
   const model::Machine old = model::parse_model(older, "older.model");
   CHECK(old.mpi_scale == 1);
   CHECK(old.mpi_scale_memory == 1);
+  CHECK(old.shm_direct_scale == 1);
   CHECK(old.gamma == doctest::Approx(m.gamma));
   CHECK_THROWS_AS(model::parse_model(older + "mpi_scale = 0\n", "x"), model::ModelFileError);
   CHECK_THROWS_AS(model::parse_model(older + "mpi_scale_memory = -1\n", "x"), model::ModelFileError);
+  CHECK_THROWS_AS(model::parse_model(older + "shm_direct_scale = 0\n", "x"), model::ModelFileError);
   CHECK_THROWS_AS(model::parse_model(text + "mpi_scale = 2\n", "x"), model::ModelFileError);  // twice
+  CHECK_THROWS_AS(model::parse_model(text + "shm_direct_scale = 2\n", "x"), model::ModelFileError);
 }
 
 TEST_CASE("--network text") {
