@@ -4,6 +4,7 @@
 
 #include "errors.hpp"
 #include "repeat.hpp"
+#include "requests.hpp"
 #include "route.hpp"
 #include "staging.hpp"
 
@@ -40,6 +41,7 @@ CommEntry* decided(const char* call, const CallKey& key, const CallTerms& terms,
 }  // namespace
 
 int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  advance_all_routed();
   constexpr const char* kCall = "MPI_Allreduce";
   Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
@@ -55,6 +57,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 }
 
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  advance_all_routed();
   constexpr const char* kCall = "MPI_Reduce";
   Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
@@ -69,6 +72,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
 }
 
 int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  advance_all_routed();
   constexpr const char* kCall = "MPI_Bcast";
   Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
@@ -83,6 +87,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
 }
 
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  advance_all_routed();
   constexpr const char* kCall = "MPI_Reduce_scatter_block";
   Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
@@ -96,6 +101,7 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Data
 
 int all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                MPI_Datatype recvtype, MPI_Comm comm) {
+  advance_all_routed();
   constexpr const char* kCall = "MPI_Allgather";
   Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;

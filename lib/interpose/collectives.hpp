@@ -3,6 +3,9 @@
 // PMPI_*. Each has exactly the contract of the MPI function it replaces:
 // same arguments, same buffers written, MPI_SUCCESS or an MPI error code
 // passed through the communicator's error handler (errors.hpp).
+// Each first runs every active routed request (requests.hpp,
+// advance_all_routed): routed or not, the call may wait for a peer that is
+// running one of them and waits for this rank there.
 #pragma once
 
 #include <mpi.h>

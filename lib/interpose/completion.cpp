@@ -106,11 +106,46 @@ int start_routed(const char* call, Routed* r) {
   return MPI_SUCCESS;
 }
 
+// Waiting for MPI's own requests while routed ones are alive: `test`
+// first (what is complete needs nothing else); when it finds nothing
+// complete, every active routed request runs before MPI waits (`wait`):
+// a peer may be running one of them, waiting for this rank, and reach
+// what this rank waits for only after it.
+template <typename Test, typename Wait>
+int wait_for_mpi(Test test, Wait wait) {
+  if (!any_routed()) return wait();
+  bool done = false;
+  if (const int rc = test(done); rc != MPI_SUCCESS || done) return rc;
+  advance_all_routed();
+  return wait();
+}
+
+// Testing MPI's own requests while routed ones are alive: when `test`
+// finds nothing complete, every active routed request runs, and MPI's are
+// tested once more, so that a program polling them completes them once
+// the peers they wait for could finish the routed collectives.
+template <typename Test>
+int test_mpi(Test test) {
+  bool done = false;
+  const int rc = test(done);
+  if (rc != MPI_SUCCESS || done || !any_routed()) return rc;
+  advance_all_routed();
+  return test(done);
+}
+
 }  // namespace
 
 int wait(MPI_Request* request, MPI_Status* status) {
   Routed* r = find_routed(*request);
-  if (!r) return PMPI_Wait(request, status);
+  if (!r)
+    return wait_for_mpi(
+        [&](bool& done) {
+          int flag = 0;
+          const int rc = PMPI_Test(request, &flag, status);
+          done = flag;
+          return rc;
+        },
+        [&] { return PMPI_Wait(request, status); });
   if (!r->active) {  // an inactive persistent request: done at once
     empty_status(status);
     return MPI_SUCCESS;
@@ -121,7 +156,12 @@ int wait(MPI_Request* request, MPI_Status* status) {
 
 int test(MPI_Request* request, int* flag, MPI_Status* status) {
   Routed* r = find_routed(*request);
-  if (!r) return PMPI_Test(request, flag, status);
+  if (!r)
+    return test_mpi([&](bool& done) {
+      const int rc = PMPI_Test(request, flag, status);
+      done = *flag;
+      return rc;
+    });
   *flag = 1;
   if (!r->active) {
     empty_status(status);
@@ -133,15 +173,32 @@ int test(MPI_Request* request, int* flag, MPI_Status* status) {
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// PMPI_Waitall through wait_for_mpi.
+int wait_all_mpi(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  return wait_for_mpi(
+      [&](bool& done) {
+        int flag = 0;
+        const int rc = PMPI_Testall(count, requests, &flag, statuses);
+        done = flag;
+        return rc;
+      },
+      [&] { return PMPI_Waitall(count, requests, statuses); });
+}
+
+}  // namespace
+
 int wait_all(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!any_routed() || count <= 0) return PMPI_Waitall(count, requests, statuses);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Waitall(count, requests, statuses);
+  if (!split.any_routed()) return wait_all_mpi(count, requests, statuses);
   // strata's side first: MPI's own requests complete whatever order this
   // rank waits in, strata's only while this rank runs them.
   const std::vector<int> active = split.active_in_order();
   for (const int i : active) complete(*split.routed(i));
-  const int rc = PMPI_Waitall(count, split.mpi(), statuses);
+  const int rc = split.any_mpi() ? wait_all_mpi(count, split.mpi(), statuses)
+                                 : PMPI_Waitall(count, split.mpi(), statuses);
   split.copy_back(requests);
   clear_errors(rc, statuses, count);
   bool failed = false;
@@ -152,18 +209,26 @@ int wait_all(int count, MPI_Request requests[], MPI_Status statuses[]) {
 int test_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
   if (!any_routed() || count <= 0) return PMPI_Testall(count, requests, flag, statuses);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Testall(count, requests, flag, statuses);
+  const auto test_all_mpi = [&](MPI_Request* theirs) {
+    return test_mpi([&](bool& done) {
+      const int rc = PMPI_Testall(count, theirs, flag, statuses);
+      done = *flag;
+      return rc;
+    });
+  };
+  if (!split.any_routed()) return test_all_mpi(requests);
   const std::vector<int> active = split.active_in_order();
   bool over = true;
   for (const int i : active) over = poll(*split.routed(i)) && over;
   if (!over) {
     // MPI_Testall changes nothing unless all are complete: the routed
     // requests that are over stay active until a later call reports them.
+    advance_all_routed();
     not_done_yet();
     *flag = 0;
     return MPI_SUCCESS;
   }
-  const int rc = PMPI_Testall(count, split.mpi(), flag, statuses);
+  const int rc = test_all_mpi(split.mpi());
   if (!*flag) return rc;
   split.copy_back(requests);
   clear_errors(rc, statuses, count);
@@ -175,10 +240,20 @@ int test_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]
 int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!any_routed() || count <= 0) return PMPI_Waitany(count, requests, index, status);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Waitany(count, requests, index, status);
+  const auto wait_any_mpi = [&](MPI_Request* theirs) {
+    return wait_for_mpi(
+        [&](bool& done) {
+          int flag = 0;
+          const int rc = PMPI_Testany(count, theirs, index, &flag, status);
+          done = flag;
+          return rc;
+        },
+        [&] { return PMPI_Waitany(count, theirs, index, status); });
+  };
+  if (!split.any_routed()) return wait_any_mpi(requests);
   const std::vector<int> active = split.active_in_order();
   if (active.empty()) {  // only MPI's requests can complete
-    const int rc = PMPI_Waitany(count, split.mpi(), index, status);
+    const int rc = wait_any_mpi(split.mpi());
     split.copy_back(requests);
     return rc;
   }
@@ -209,6 +284,7 @@ int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) 
     // Without a progress thread the first poll runs that request to its end.
     for (const int i : active)
       if (poll(*split.routed(i))) return answer(i);
+    advance_all_routed();
     not_done_yet();
   }
 }
@@ -216,10 +292,17 @@ int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) 
 int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   if (!any_routed() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Testany(count, requests, index, flag, status);
+  const auto test_any_mpi = [&](MPI_Request* theirs) {
+    return test_mpi([&](bool& done) {
+      const int rc = PMPI_Testany(count, theirs, index, flag, status);
+      done = *flag;
+      return rc;
+    });
+  };
+  if (!split.any_routed()) return test_any_mpi(requests);
   const std::vector<int> active = split.active_in_order();
   if (active.empty()) {  // only MPI's requests can complete
-    const int rc = PMPI_Testany(count, split.mpi(), index, flag, status);
+    const int rc = test_any_mpi(split.mpi());
     split.copy_back(requests);
     return rc;
   }
@@ -242,6 +325,7 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
   }
   for (const int i : active)
     if (poll(*split.routed(i))) return answer(i);
+  advance_all_routed();
   not_done_yet();
   *index = MPI_UNDEFINED;
   *flag = 0;
@@ -251,10 +335,19 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
 int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   if (!any_routed() || count <= 0) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+  const auto wait_some_mpi = [&](MPI_Request* theirs) {
+    return wait_for_mpi(
+        [&](bool& done) {
+          const int rc = PMPI_Testsome(count, theirs, outcount, indices, statuses);
+          done = *outcount != 0;  // some completed, or none active (MPI_UNDEFINED)
+          return rc;
+        },
+        [&] { return PMPI_Waitsome(count, theirs, outcount, indices, statuses); });
+  };
+  if (!split.any_routed()) return wait_some_mpi(requests);
   const std::vector<int> active = split.active_in_order();
   if (active.empty()) {  // only MPI's requests can complete
-    const int rc = PMPI_Waitsome(count, split.mpi(), outcount, indices, statuses);
+    const int rc = wait_some_mpi(split.mpi());
     split.copy_back(requests);
     return rc;
   }
@@ -288,6 +381,7 @@ int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], M
       *outcount = n;
       return completed_many(rc, failed);
     }
+    advance_all_routed();
     not_done_yet();
   }
 }
@@ -295,10 +389,17 @@ int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], M
 int test_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   if (!any_routed() || count <= 0) return PMPI_Testsome(count, requests, outcount, indices, statuses);
   Split split(count, requests);
-  if (!split.any_routed()) return PMPI_Testsome(count, requests, outcount, indices, statuses);
+  const auto test_some_mpi = [&](MPI_Request* theirs) {
+    return test_mpi([&](bool& done) {
+      const int rc = PMPI_Testsome(count, theirs, outcount, indices, statuses);
+      done = *outcount != 0;  // some completed, or none active (MPI_UNDEFINED)
+      return rc;
+    });
+  };
+  if (!split.any_routed()) return test_some_mpi(requests);
   const std::vector<int> active = split.active_in_order();
   if (active.empty()) {  // only MPI's requests can complete
-    const int rc = PMPI_Testsome(count, split.mpi(), outcount, indices, statuses);
+    const int rc = test_some_mpi(split.mpi());
     split.copy_back(requests);
     return rc;
   }
@@ -322,14 +423,22 @@ int test_some(int count, MPI_Request requests[], int* outcount, int indices[], M
     failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
     ++n;
   }
-  if (n == 0) not_done_yet();
+  if (n == 0) {
+    advance_all_routed();
+    not_done_yet();
+  }
   *outcount = n;
   return completed_many(rc, failed);
 }
 
 int request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
   Routed* r = find_routed(request);
-  if (!r) return PMPI_Request_get_status(request, flag, status);
+  if (!r)
+    return test_mpi([&](bool& done) {
+      const int rc = PMPI_Request_get_status(request, flag, status);
+      done = *flag;
+      return rc;
+    });
   // Reports nothing and frees nothing: a run that is over stays active
   // (`finished`) until a completion call reports it, error included.
   *flag = !r->active || poll(*r);

@@ -12,7 +12,12 @@
 // Order: routed requests are completed in the order they were started, not
 // in array order, so that ranks listing the same requests differently
 // still run strata's collectives in the same order (strata runs one
-// communicator's requests in start order anyway).
+// communicator's requests in start order anyway). Across communicators
+// too: a routed request runs after every one started before it
+// (requests.hpp, poll), and a call that would wait for MPI's own requests,
+// or return from a test with nothing done, first runs every active routed
+// request (advance_all_routed): a peer may be running one of them, waiting
+// for this rank, before it can complete what this rank waits for.
 #pragma once
 
 #include <mpi.h>

@@ -2,8 +2,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <new>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "guard.hpp"
@@ -70,7 +74,9 @@ void mark_started(Routed& r) noexcept {
   r.order = ++last_started;
 }
 
-bool poll(Routed& r) noexcept {
+namespace {
+
+bool poll_one(Routed& r) noexcept {
   if (r.finished) return true;
   bool over = false;
   std::exception_ptr error = run_in_strata([&] { over = r.request.test(); });
@@ -81,6 +87,30 @@ bool poll(Routed& r) noexcept {
   // here, on the program's thread, never on strata's progress thread.
   if (!error && r.staged.finish) r.finish_rc = r.staged.finish();
   return true;
+}
+
+}  // namespace
+
+void advance_started_before(std::uint64_t order) noexcept {
+  if (live == 0) return;
+  std::vector<Routed*> earlier;
+  try {
+    for (const auto& [handle, routed] : table())
+      if (routed->active && !routed->finished && routed->order < order) earlier.push_back(routed.get());
+  } catch (const std::bad_alloc&) {
+    return;  // nothing advanced here: the request's own completion call still runs it
+  }
+  if (earlier.empty()) return;
+  std::sort(earlier.begin(), earlier.end(), [](const Routed* a, const Routed* b) { return a->order < b->order; });
+  for (Routed* r : earlier) poll_one(*r);
+}
+
+void advance_all_routed() noexcept { advance_started_before(UINT64_MAX); }
+
+bool poll(Routed& r) noexcept {
+  if (r.finished) return true;
+  advance_started_before(r.order);
+  return poll_one(r);
 }
 
 void complete(Routed& r) noexcept {

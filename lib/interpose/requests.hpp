@@ -72,8 +72,26 @@ void mark_started(Routed& r) noexcept;
 // finish step's `finish_rc`, are set). Without a progress thread, or where
 // it does not take the request, test() runs the request here to its end,
 // waiting for the other ranks; with one, it returns false while the thread
-// runs it. Never throws.
+// runs it. Every active routed request started before `r`, on any
+// communicator, is advanced first (advance_started_before). Never throws.
 bool poll(Routed& r) noexcept;
+
+// Advances, in the order they were started, every active routed request
+// started before `order` whose run is not over: each runs here to its end
+// unless strata's progress thread runs it (then it is left to the thread).
+// So every rank runs the routed collectives in the one order they all
+// started them, whichever request each waits for first: a rank waiting for
+// a request on one communicator while a peer waits for an earlier one on
+// another would otherwise wait for each other (MPICH's coll/nonblocking3
+// hung so). Errors stay in each request until a completion call reports it.
+// Never throws.
+void advance_started_before(std::uint64_t order) noexcept;
+
+// advance_started_before every active routed request: what a call does
+// before it waits in MPI (for MPI's own requests, or in a collective that
+// falls through), where a peer may be running one of them, waiting for
+// this rank. Nothing when no routed request exists. Never throws.
+void advance_all_routed() noexcept;
 
 // Returns once the run is over: poll until true, with not_done_yet()
 // between polls that find it still running on the progress thread.

@@ -528,6 +528,81 @@ void two_communicators() {
   MPI_Comm_free(&other);
 }
 
+// Ranks waiting in different orders with separate calls, which MPI allows:
+// every collective is started in the same order everywhere, and MPI keeps
+// them all moving whatever a rank waits for first. (Through strata, a rank
+// runs a routed collective only inside its own MPI calls; these hung
+// before every such call ran the routed requests started before it, MPICH's
+// coll/nonblocking3 among them.)
+//  - requests on two communicators: odd ranks wait for the second first;
+//  - a point-to-point message that odd ranks send only after their routed
+//    request completed: even ranks wait (MPI_Wait, MPI_Waitany, MPI_Waitsome)
+//    or poll (MPI_Test, MPI_Testany, MPI_Testsome, MPI_Testall) for it first;
+//  - a blocking all-reduce on another communicator, served by strata and
+//    not (MPI_LAND), between an even rank's start and wait.
+void different_orders() {
+  MPI_Comm other;
+  MPI_Comm_dup(MPI_COMM_WORLD, &other);
+  {
+    Ops ops;
+    ops.push_back(iallreduce<int>(MPI_INT, MPI_SUM, false, 100, 1000, false));
+    ops.push_back(iallreduce<int>(MPI_INT, MPI_SUM, false, 100, 1001, false, other));
+    start_all(ops);
+    const int first = rank % 2 ? 1 : 0;
+    check(MPI_Wait(&ops[first]->request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "different orders: first MPI_Wait");
+    check(MPI_Wait(&ops[1 - first]->request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "different orders: second MPI_Wait");
+    for (auto& op : ops) op->verify();
+  }
+  const int partner = rank ^ 1;  // even rank r waits for a message from r + 1
+  const char* const waits[] = {"MPI_Wait", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testany",
+                               "MPI_Testsome", "MPI_Testall"};
+  for (int kind = 0; kind < 7; ++kind) {
+    Ops ops;
+    ops.push_back(iallreduce<int>(MPI_INT, MPI_SUM, false, 100, 1010 + kind, false));
+    start_all(ops);
+    int message = -1;
+    if (partner >= size) {  // the last of an odd number of ranks: no partner
+    } else if (rank % 2 == 0) {
+      MPI_Request receive;
+      MPI_Irecv(&message, 1, MPI_INT, partner, 77, MPI_COMM_WORLD, &receive);
+      int flag = 0, index = -5, out = -5;
+      switch (kind) {
+        case 0: MPI_Wait(&receive, MPI_STATUS_IGNORE); break;
+        case 1: MPI_Waitany(1, &receive, &index, MPI_STATUS_IGNORE); break;
+        case 2: MPI_Waitsome(1, &receive, &out, &index, MPI_STATUSES_IGNORE); break;
+        default:
+          for (const double since = MPI_Wtime(); !flag && !late(since);) {
+            if (kind == 3) MPI_Test(&receive, &flag, MPI_STATUS_IGNORE);
+            if (kind == 4) MPI_Testany(1, &receive, &index, &flag, MPI_STATUS_IGNORE);
+            if (kind == 5) MPI_Testsome(1, &receive, &out, &index, MPI_STATUSES_IGNORE), flag = out > 0;
+            if (kind == 6) MPI_Testall(1, &receive, &flag, MPI_STATUSES_IGNORE);
+          }
+      }
+      check(receive == MPI_REQUEST_NULL && message == 1000 + partner, "%s for a message first: got %d", waits[kind],
+            message);
+      MPI_Wait(&receive, MPI_STATUS_IGNORE);  // (complete already where the check passed)
+    }
+    check(MPI_Wait(&ops[0]->request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "%s: the all-reduce", waits[kind]);
+    ops[0]->verify();
+    if (partner < size && rank % 2 == 1) {
+      message = 1000 + rank;
+      MPI_Send(&message, 1, MPI_INT, partner, 77, MPI_COMM_WORLD);
+    }
+  }
+  for (const MPI_Op blocking_op : {MPI_SUM, MPI_LAND}) {  // routed, then MPI's own
+    Ops ops;
+    ops.push_back(iallreduce<int>(MPI_INT, MPI_SUM, false, 100, 1020, false));
+    start_all(ops);
+    int one = 1, all = 0;
+    if (rank % 2 == 0) MPI_Allreduce(&one, &all, 1, MPI_INT, blocking_op, other);
+    check(MPI_Wait(&ops[0]->request, MPI_STATUS_IGNORE) == MPI_SUCCESS, "blocking call between: MPI_Wait");
+    if (rank % 2 == 1) MPI_Allreduce(&one, &all, 1, MPI_INT, blocking_op, other);
+    check(all == (blocking_op == MPI_SUM ? size : 1), "blocking call between: %d", all);
+    ops[0]->verify();
+  }
+  MPI_Comm_free(&other);
+}
+
 // Persistent all-reduce (routed: doubles, ints in place; MPI: MPI_LAND)
 // beside persistent point-to-point, started 12 times with MPI_Start and
 // MPI_Startall, completed in turn with each completion call, then freed.
@@ -719,6 +794,7 @@ int main(int argc, char** argv) {
   testsome();
   single();
   two_communicators();
+  different_orders();
   persistent();
   if (strata) {
     freed_while_active();
