@@ -26,6 +26,7 @@ std::unordered_map<MPI_Request, std::unique_ptr<Routed>>& table() {
 
 std::size_t live = 0;             // table().size(), read on every intercepted completion call
 std::uint64_t last_started = 0;   // Routed::order of the request started last
+std::size_t unfinished = 0;       // active routed requests whose run is not over: what advancing looks for
 MPI_Comm poke_comm = MPI_COMM_NULL;
 
 }  // namespace
@@ -72,6 +73,7 @@ void mark_started(Routed& r) noexcept {
   r.active = true;
   r.finished = false;
   r.order = ++last_started;
+  ++unfinished;
 }
 
 namespace {
@@ -82,6 +84,7 @@ bool poll_one(Routed& r) noexcept {
   std::exception_ptr error = run_in_strata([&] { over = r.request.test(); });
   if (!error && !over) return false;
   r.finished = true;
+  --unfinished;
   r.error = error;
   // The staging's last step (unpack, move an in-place result) calls MPI:
   // here, on the program's thread, never on strata's progress thread.
@@ -92,7 +95,7 @@ bool poll_one(Routed& r) noexcept {
 }  // namespace
 
 void advance_started_before(std::uint64_t order) noexcept {
-  if (live == 0) return;
+  if (unfinished == 0) return;
   std::vector<Routed*> earlier;
   try {
     for (const auto& [handle, routed] : table())
