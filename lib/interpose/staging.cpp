@@ -68,21 +68,24 @@ int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& 
 
 int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, const CommEntry& entry, Staged& s) {
   // MPI_IN_PLACE: recvbuf holds every block of the input and receives the
-  // result in its first block. strata's in-place form leaves the result in
-  // this rank's block instead, so a rank other than 0 copies it to the front
-  // afterwards: one block's copy and no scratch buffer (MPI does not define
-  // what the rest of recvbuf holds then).
+  // result in its first block. MPI leaves the other blocks undefined; Open
+  // MPI keeps them as they were, and programs check that (mpi4py's tests
+  // do). strata's in-place form leaves the result in this rank's block, so
+  // rank 0 (whose block is the front) runs in place, and another rank
+  // reduces into staging bytes, copied to the front afterwards: recvbuf is
+  // then only read until that copy.
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::size_t ranks = static_cast<std::size_t>(entry.strata->size());
   const std::size_t block_bytes = d.count * dtype_size(d.dtype);
-  const std::size_t at = static_cast<std::size_t>(entry.strata->rank()) * block_bytes;
   s.in = Tensor{in_place ? recvbuf : const_cast<void*>(sendbuf), ranks * d.count, d.dtype};
-  s.out = Tensor{in_place ? static_cast<unsigned char*>(recvbuf) + at : recvbuf, d.count, d.dtype};
-  if (in_place && at != 0)
-    s.finish = [recvbuf, result = s.out.data, block_bytes] {
-      util::copy_bytes(recvbuf, result, block_bytes);
-      return MPI_SUCCESS;
-    };
+  s.out = Tensor{recvbuf, d.count, d.dtype};
+  if (!in_place || entry.strata->rank() == 0) return MPI_SUCCESS;
+  s.bytes.resize(block_bytes);
+  s.out = Tensor{s.bytes.data(), d.count, d.dtype};
+  s.finish = [recvbuf, result = s.bytes.data(), block_bytes] {
+    util::copy_bytes(recvbuf, result, block_bytes);
+    return MPI_SUCCESS;
+  };
   return MPI_SUCCESS;
 }
 
