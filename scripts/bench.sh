@@ -115,8 +115,11 @@ for algorithm in "${ALGORITHMS[@]}"; do
   exec {table_fd}>&- {err_fd}>&-
   wait "$table_pid" "$err_pid" || true
   # mpirun stopped from outside (SIGINT or SIGTERM to mpirun): the ranks
-  # said so, and mpirun's own status does not.
-  grep -q '^strata-bench: interrupted' "$WORK/.stderr" && on_interrupt
+  # said so, and mpirun's own status does not. Status 2 is a rank that
+  # refused the command line: mpirun then stops the others, which may say
+  # "interrupted" too (a rank still starting when the first one refused),
+  # but the run ended on the command line's error.
+  [ "$rc" -ne 2 ] && grep -q '^strata-bench: interrupted' "$WORK/.stderr" && on_interrupt
   [ "$rc" -ne 0 ] && status=$rc
   [ -f "$WORK/strata-bench-$tag.json" ] && jsons+=("$OUT/strata-bench-$tag.json")
 done
