@@ -162,6 +162,17 @@ double fit_boundary(MPI_Comm comm, const std::vector<int>& members, const std::s
   return boundary;
 }
 
+// `plan` at `bytes` on `members` alone, divided by `formula`'s prediction
+// for it (0 where that predicts nothing): how far the machine is from the
+// formula where no parameter of its own is fitted.
+double ratio_to_formula(MPI_Comm comm, const std::vector<int>& members, const std::string& plan, std::size_t bytes,
+                        int iters, const model::Machine& formula, double& seconds) {
+  seconds = time_alone(comm, members, plan, bytes, iters);
+  const model::Shape shape{static_cast<int>(members.size()), 1, 1};
+  const double predicted = *model::predict_all_reduce(formula, plan, double(bytes), shape);
+  return predicted > 0 ? seconds / predicted : 0;
+}
+
 // The MPI library's own all-reduce (plan `mpi`) on `pair` alone against the
 // model's guess at it (cost_model.cpp, `mpi`), at the caches' size and the
 // large one: Machine::mpi_scale and mpi_scale_memory. `m` holds every
@@ -170,11 +181,11 @@ void fit_mpi_scales(MPI_Comm comm, const std::vector<int>& pair, const Sizes& si
                     std::string& notes) {
   model::Machine guess = m;
   guess.mpi_scale = guess.mpi_scale_memory = 1;
-  const model::Shape shape{static_cast<int>(pair.size()), 1, 1};
-  const double t_cached = time_alone(comm, pair, "mpi", sizes.cached, 40);
-  const double t_large = time_alone(comm, pair, "mpi", sizes.large, 10);
-  m.mpi_scale = t_cached / *model::predict_all_reduce(guess, "mpi", double(sizes.cached), shape);
-  m.mpi_scale_memory = t_large / *model::predict_all_reduce(guess, "mpi", double(sizes.large), shape);
+  double t_cached = 0, t_large = 0;
+  if (const double scale = ratio_to_formula(comm, pair, "mpi", sizes.cached, 40, guess, t_cached); scale > 0)
+    m.mpi_scale = scale;
+  if (const double scale = ratio_to_formula(comm, pair, "mpi", sizes.large, 10, guess, t_large); scale > 0)
+    m.mpi_scale_memory = scale;
   notes += fmt::format("mpi (the MPI library's all-reduce): ranks {} alone: {} {:.1f} us ({:.2f} x the guess); {} {:.0f} us "
                        "({:.2f} x)\n",
                        fmt::join(pair, ","), human_bytes(double(sizes.cached)), t_cached * 1e6, m.mpi_scale,
@@ -189,10 +200,9 @@ constexpr std::size_t kDirectProbeBytes = 256 * 1024;
 void fit_direct_scale(MPI_Comm comm, const std::vector<int>& members, model::Machine& m, std::string& notes) {
   model::Machine formula = m;
   formula.shm_direct_scale = 1;
-  const model::Shape shape{static_cast<int>(members.size()), 1, 1};
-  const double t = time_alone(comm, members, "pscpu", kDirectProbeBytes, 40);
-  const double predicted = *model::predict_all_reduce(formula, "pscpu", double(kDirectProbeBytes), shape);
-  if (t > 0 && predicted > 0) m.shm_direct_scale = t / predicted;
+  double t = 0;
+  if (const double scale = ratio_to_formula(comm, members, "pscpu", kDirectProbeBytes, 40, formula, t); scale > 0)
+    m.shm_direct_scale = scale;
   notes += fmt::format("shm_direct_scale: ranks {} alone: pscpu {} {:.1f} us ({:.2f} x the formula)\n",
                        fmt::join(members, ","), human_bytes(double(kDirectProbeBytes)), t * 1e6, m.shm_direct_scale);
 }
