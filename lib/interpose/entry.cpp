@@ -10,6 +10,8 @@
 //     MPI_Testany, MPI_Testsome, MPI_Request_free, MPI_Request_get_status,
 //     MPI_Start, MPI_Startall (completion.hpp), since a routed request's
 //     handle may reach any of them.
+// Fortran programs reach the blocking collectives through the Fortran
+// bindings' own entry points, defined in fortran.cpp.
 // Preloaded (LD_PRELOAD) or linked before libmpi, these definitions win
 // over libmpi's; everything else, and every call they do not route to
 // strata, goes to libmpi's PMPI_* entry points. Not replaced:

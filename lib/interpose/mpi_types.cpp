@@ -22,6 +22,40 @@ constexpr bool kOpenMpiReducesChar = false;
 constexpr DataType kLong = sizeof(long) == 8 ? DataType::i64 : DataType::i32;
 constexpr DataType kUnsignedLong = sizeof(long) == 8 ? DataType::u64 : DataType::u32;
 
+// MPI's size of a predefined type, 0 where MPI does not give one.
+int size_of(MPI_Datatype type) noexcept {
+  int bytes = 0;
+  return PMPI_Type_size(type, &bytes) == MPI_SUCCESS ? bytes : 0;
+}
+
+// Fortran's types (MPI's "Fortran integer" and "Floating point" groups).
+// REAL, DOUBLE PRECISION and INTEGER have the widths of the Fortran
+// compiler MPI was built with, so they map by MPI's size of them; a sized
+// one (REAL4, INTEGER8, ...) maps only where MPI gives it its nominal size
+// (Open MPI keeps the handle, at size 0, where its compiler lacks the
+// kind). Checked after the C types, which C programs use: Fortran programs
+// reach these through fortran.cpp.
+std::optional<DataType> fortran_reduction_dtype(MPI_Datatype type) noexcept {
+  const bool real = type == MPI_REAL || type == MPI_DOUBLE_PRECISION || type == MPI_REAL4 || type == MPI_REAL8;
+  const bool integer = type == MPI_INTEGER || type == MPI_INTEGER1 || type == MPI_INTEGER4 || type == MPI_INTEGER8;
+  if (!real && !integer) return std::nullopt;
+  const int bytes = size_of(type);
+  const int nominal = type == MPI_REAL4 || type == MPI_INTEGER4 ? 4
+                      : type == MPI_REAL8 || type == MPI_INTEGER8 ? 8
+                      : type == MPI_INTEGER1                      ? 1
+                                                                  : bytes;
+  if (bytes != nominal) return std::nullopt;
+  if (real) {
+    if (bytes == 4) return DataType::f32;
+    if (bytes == 8) return DataType::f64;
+    return std::nullopt;
+  }
+  if (bytes == 1) return DataType::i8;
+  if (bytes == 4) return DataType::i32;
+  if (bytes == 8) return DataType::i64;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<DataType> reduction_dtype(MPI_Datatype type) noexcept {
@@ -42,7 +76,7 @@ std::optional<DataType> reduction_dtype(MPI_Datatype type) noexcept {
   if (type == MPI_UINT64_T || type == MPI_UNSIGNED_LONG_LONG) return DataType::u64;
   if (type == MPI_LONG) return kLong;
   if (type == MPI_UNSIGNED_LONG) return kUnsignedLong;
-  return std::nullopt;
+  return fortran_reduction_dtype(type);
 }
 
 std::optional<ReduceOp> reduction_op(MPI_Op op) noexcept {

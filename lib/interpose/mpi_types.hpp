@@ -1,9 +1,10 @@
 // Which MPI datatypes and operators strata serves exactly, and their names
 // for log lines. Only predefined handles are mapped, each to the strata type
 // of the same size and signedness (MPI_CHAR: as the MPI underneath reduces
-// it, under Open MPI only); everything else (16-bit and wider-than-64-bit
-// integers, long double, complex, bool, MPI_BYTE, pair types, Fortran
-// types, derived types) and every operator other than MPI_SUM / MPI_PROD /
+// it, under Open MPI only; Fortran's REAL, DOUBLE PRECISION and INTEGER by
+// MPI's size of them); everything else (16-bit and wider-than-64-bit
+// integers, long double, complex, bool, LOGICAL, MPI_BYTE, pair types,
+// derived types) and every operator other than MPI_SUM / MPI_PROD /
 // MPI_MIN / MPI_MAX falls through to MPI.
 #pragma once
 

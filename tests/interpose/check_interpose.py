@@ -35,6 +35,12 @@ friends, or strata's own apps, which do not know about the interposer):
                     MPI calls must not be routed back into strata
   linked PROGRAM    a program linked with -lstrata_mpi before libmpi, run
                     without LD_PRELOAD: its MPI_Allreduce is routed too
+  fortran PROGRAM   fortran_collectives.f90 (the five collectives through
+                    mpif.h, `use mpi` and `use mpi_f08`, in place and not),
+                    run without the interposer (its references agree with
+                    MPI's), then with it: every result right, and the log
+                    shows every call of each binding's communicator going
+                    to strata with its Fortran datatype
   quiet PROGRAM     many_comms.cpp (world, a dup, splits, MPI_COMM_SELF,
                     one-rank splits, a dup made three times): at the default
                     log level, without binding, strata prints at most one
@@ -396,6 +402,36 @@ def check_linked(mpirun, np, program):
     c.done()
 
 
+# What each binding's communicator must log on every rank, preloaded.
+FORTRAN_ROUTED = [
+    r"MPI_Allreduce on comm {comm} \({np} ranks\) MPI_DOUBLE_PRECISION MPI_SUM -> strata \(f64 sum, ",
+    r"MPI_Allreduce on comm {comm} \({np} ranks\) MPI_INTEGER MPI_MAX -> strata \(i32 max, ",
+    r"MPI_Reduce on comm {comm} \({np} ranks\) MPI_DOUBLE_PRECISION MPI_SUM -> strata \(f64 sum, ",
+    r"MPI_Bcast on comm {comm} \({np} ranks\) MPI_INTEGER -> strata \(",
+    r"MPI_Allgather on comm {comm} \({np} ranks\) MPI_INTEGER -> strata \(",
+    r"MPI_Reduce_scatter_block on comm {comm} \({np} ranks\) MPI_REAL MPI_SUM -> strata \(f32 sum, ",
+]
+
+
+def check_fortran(mpirun, preload, np, program):
+    bindings = {"mpif.h": "fortran-mpif-h", "use mpi": "fortran-use-mpi", "use mpi_f08": "fortran-use-mpi-f08"}
+    for env in ({}, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}):
+        status, out = run(mpirun, np, env, [program])
+        c = Checks(out, np)
+        c.require(status == 0, f"the Fortran program exited {status} ({'preloaded' if env else 'plain'})")
+        reports = re.findall(r"^fortran: rank (\d+): (.+), (\d+) elements: (\d+) of (\d+) checks passed$", out, re.M)
+        c.require(len(reports) == np * len(bindings) * 3, f"{len(reports)} reports, expected {np * len(bindings) * 3}")
+        c.require(all(a == b and int(b) == 9 for *_, a, b in reports), f"not every check passed: {reports}")
+        if env:
+            for comm in bindings.values():
+                for pattern in FORTRAN_ROUTED:
+                    c.every_rank_logs("^" + pattern.format(comm=comm, np=np))
+            c.no_line(r"-> PMPI")
+        else:
+            c.no_line(r"^strata ")
+        c.done()
+
+
 def check_quiet(mpirun, preload, np, program):
     status, out = run(mpirun, np, {"LD_PRELOAD": preload}, [program])  # default STRATA_DEBUG
     c = Checks(out, np)
@@ -458,6 +494,8 @@ def main():
         check_linked(mpirun, np, rest[0])
     elif mode == "quiet":
         check_quiet(mpirun, preload, np, rest[0])
+    elif mode == "fortran":
+        check_fortran(mpirun, preload, np, rest[0])
     else:
         fail([f"unknown mode {mode}"])
 
