@@ -9,13 +9,15 @@ pmodels/mpich; from a bare mirror, `git -C MIRROR archive HEAD test/mpi |
 tar -x -C DIR` gives DIR/test/mpi). Nothing of MPICH is kept in this
 repository.
 
-build copies coll/, util/, include/ and dtpools/ into WORK, writes the
-configuration headers MPICH's configure would (for Open MPI 4.1 on
-Linux: MPI-4 persistent collectives as Open MPI's MPIX_*_init; the MPI-1
-MPI_Errhandler_set two tests still call), and compiles with mpicc the
-harness and every test below that calls a collective the interposer
-replaces or one beside them. Tests that need MPI-4 large counts
-(coll_large, uoplong_large) or GPUs are left out.
+build copies coll/, util/, include/, dtpools/, f77/coll/ and f08/coll/
+into WORK, writes the configuration headers MPICH's configure would (for
+Open MPI 4.1 on Linux: MPI-4 persistent collectives as Open MPI's
+MPIX_*_init; the MPI-1 MPI_Errhandler_set two tests still call), and
+compiles with mpicc the harness and every test below that calls a
+collective the interposer replaces or one beside them, and with mpif77
+and mpif90 (where found) MPICH's Fortran collective tests, all of
+f77/coll (mpif.h) and f08/coll (use mpi_f08). Tests that need MPI-4 large
+counts (coll_large, uoplong_large) or GPUs are left out.
 
 run runs each test at the rank counts testlist.in gives (lines that set
 MPICH's own environment variables, or more than 16 ranks, left out) and at
@@ -90,8 +92,44 @@ HEADERS = {
 MPI1_NAMES = {"opprod", "opsum"}
 
 
+# MPICH's Fortran collective tests: (directory, harness, compiler, flags).
+# mpif.h's routines have no interfaces; gfortran 10 and later need
+# -fallow-argument-mismatch to pass them arrays of several types.
+FORTRAN = [("f77/coll", "mtest_f77.f", "mpif77", ["-fallow-argument-mismatch"]),
+           ("f08/coll", "mtest_f08.f90", "mpif90", [])]
+
+
 def sh(cmd, cwd):
     subprocess.run(cmd, cwd=cwd, check=True)
+
+
+def fortran_tests(work, part):
+    """The tests testlist names in WORK/part, in their order."""
+    names = []
+    for line in (pathlib.Path(work) / part / "testlist").read_text().splitlines():
+        fields = line.split()
+        if fields and not fields[0].startswith("#") and fields[0] not in names:
+            names.append(fields[0])
+    return names
+
+
+def build_fortran(src, work, out):
+    """Builds MPICH's Fortran collective tests into OUT; the number built."""
+    built = 0
+    for part, harness, compiler, extra in FORTRAN:
+        if shutil.which(compiler) is None:
+            print(f"mpich_coll: no {compiler}: {part} not built")
+            continue
+        shutil.rmtree(work / part, ignore_errors=True)
+        shutil.copytree(src / part, work / part)
+        flags = ["-O2", "-g", "-w", *extra, f"-J{out}"]
+        harness_object = out / (pathlib.Path(harness).stem + ".o")
+        sh([compiler, *flags, "-c", str(src / "util" / harness), "-o", str(harness_object)], out)
+        for name in fortran_tests(work, part):
+            source = next((work / part).glob(f"{name}.f*"))
+            sh([compiler, *flags, str(source), str(harness_object), "-o", name], out)
+            built += 1
+    return built
 
 
 def build(src, work):
@@ -119,6 +157,7 @@ def build(src, work):
         extra = ["-include", "mpi1_errhandler.h"] if name in MPI1_NAMES else []
         sh(["mpicc", *flags, *extra, str(work / "coll" / f"{name}.c"), "-o", name, "libharness.a", "-lm"], out)
         built += 1
+    built += build_fortran(src, work, out)
     print(f"mpich_coll: built {built} tests in {out}")
 
 
@@ -133,6 +172,12 @@ def runs(work, extra_np, only):
         args = [f[4:] for f in fields[2:] if f.startswith("arg=")]
         cases.append((fields[0], int(fields[1]), args))
     cases.append(BCAST)
+    for part, *_ in FORTRAN:
+        testlist = pathlib.Path(work) / part / "testlist"
+        for line in testlist.read_text().splitlines() if testlist.exists() else []:
+            fields = line.split()
+            if fields and not fields[0].startswith("#") and (pathlib.Path(work) / "bin" / fields[0]).exists():
+                cases.append((fields[0], int(fields[1]), []))
     for name in sorted({c[0] for c in cases}):
         given = {c[1] for c in cases if c[0] == name and not c[2]}
         cases += [(name, np, []) for np in extra_np if np not in given]
