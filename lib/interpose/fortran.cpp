@@ -61,28 +61,44 @@ void set_ierr(MPI_Fint* ierr, int rc) {
 // The caller's address: a call from libstrata itself goes straight to MPI.
 #define STRATA_FORTRAN_CALLER __builtin_extract_return_addr(__builtin_return_address(0))
 
+// A Fortran reduction's arguments as C's: buffers (MPI_IN_PLACE allowed
+// for the input), datatype, op and communicator.
+struct Reduction {
+  void* in;
+  void* out;
+  MPI_Datatype type;
+  MPI_Op op;
+  MPI_Comm comm;
+};
+
+Reduction c_reduction(void* sendbuf, void* recvbuf, const MPI_Fint* datatype, const MPI_Fint* op,
+                      const MPI_Fint* comm) {
+  return {c_buffer(sendbuf, true), c_buffer(recvbuf, false), PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
+          PMPI_Comm_f2c(*comm)};
+}
+
 void all_reduce_f(const void* caller, void* sendbuf, void* recvbuf, const MPI_Fint* count, const MPI_Fint* datatype,
                   const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
-  void* in = c_buffer(sendbuf, true);
-  void* out = c_buffer(recvbuf, false);
-  const MPI_Datatype type = PMPI_Type_f2c(*datatype);
-  const MPI_Op c_op = PMPI_Op_f2c(*op);
-  const MPI_Comm c_comm = PMPI_Comm_f2c(*comm);
+  const Reduction r = c_reduction(sendbuf, recvbuf, datatype, op, comm);
   set_ierr(ierr, strata::interpose::called_by_strata(caller)
-                     ? PMPI_Allreduce(in, out, *count, type, c_op, c_comm)
-                     : strata::interpose::all_reduce(in, out, *count, type, c_op, c_comm));
+                     ? PMPI_Allreduce(r.in, r.out, *count, r.type, r.op, r.comm)
+                     : strata::interpose::all_reduce(r.in, r.out, *count, r.type, r.op, r.comm));
 }
 
 void reduce_f(const void* caller, void* sendbuf, void* recvbuf, const MPI_Fint* count, const MPI_Fint* datatype,
               const MPI_Fint* op, const MPI_Fint* root, const MPI_Fint* comm, MPI_Fint* ierr) {
-  void* in = c_buffer(sendbuf, true);
-  void* out = c_buffer(recvbuf, false);
-  const MPI_Datatype type = PMPI_Type_f2c(*datatype);
-  const MPI_Op c_op = PMPI_Op_f2c(*op);
-  const MPI_Comm c_comm = PMPI_Comm_f2c(*comm);
+  const Reduction r = c_reduction(sendbuf, recvbuf, datatype, op, comm);
   set_ierr(ierr, strata::interpose::called_by_strata(caller)
-                     ? PMPI_Reduce(in, out, *count, type, c_op, *root, c_comm)
-                     : strata::interpose::reduce(in, out, *count, type, c_op, *root, c_comm));
+                     ? PMPI_Reduce(r.in, r.out, *count, r.type, r.op, *root, r.comm)
+                     : strata::interpose::reduce(r.in, r.out, *count, r.type, r.op, *root, r.comm));
+}
+
+void reduce_scatter_block_f(const void* caller, void* sendbuf, void* recvbuf, const MPI_Fint* recvcount,
+                            const MPI_Fint* datatype, const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
+  const Reduction r = c_reduction(sendbuf, recvbuf, datatype, op, comm);
+  set_ierr(ierr, strata::interpose::called_by_strata(caller)
+                     ? PMPI_Reduce_scatter_block(r.in, r.out, *recvcount, r.type, r.op, r.comm)
+                     : strata::interpose::reduce_scatter_block(r.in, r.out, *recvcount, r.type, r.op, r.comm));
 }
 
 void bcast_f(const void* caller, void* buffer, const MPI_Fint* count, const MPI_Fint* datatype, const MPI_Fint* root,
@@ -93,18 +109,6 @@ void bcast_f(const void* caller, void* buffer, const MPI_Fint* count, const MPI_
   set_ierr(ierr, strata::interpose::called_by_strata(caller)
                      ? PMPI_Bcast(data, *count, type, *root, c_comm)
                      : strata::interpose::broadcast(data, *count, type, *root, c_comm));
-}
-
-void reduce_scatter_block_f(const void* caller, void* sendbuf, void* recvbuf, const MPI_Fint* recvcount,
-                            const MPI_Fint* datatype, const MPI_Fint* op, const MPI_Fint* comm, MPI_Fint* ierr) {
-  void* in = c_buffer(sendbuf, true);
-  void* out = c_buffer(recvbuf, false);
-  const MPI_Datatype type = PMPI_Type_f2c(*datatype);
-  const MPI_Op c_op = PMPI_Op_f2c(*op);
-  const MPI_Comm c_comm = PMPI_Comm_f2c(*comm);
-  set_ierr(ierr, strata::interpose::called_by_strata(caller)
-                     ? PMPI_Reduce_scatter_block(in, out, *recvcount, type, c_op, c_comm)
-                     : strata::interpose::reduce_scatter_block(in, out, *recvcount, type, c_op, c_comm));
 }
 
 void allgather_f(const void* caller, void* sendbuf, const MPI_Fint* sendcount, const MPI_Fint* sendtype,
