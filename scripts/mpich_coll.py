@@ -132,26 +132,41 @@ def build_fortran(src, work, out):
     return built
 
 
-def build(src, work):
+def c_flags(work):
+    """mpicc's flags for a test against WORK's harness."""
+    return ["-O2", "-g", "-w", f"-I{work}/include", f"-I{work}/dtpools/include"]
+
+
+def build_harness(src, work):
+    """Copies MPICH's harness (util/, include/, dtpools/) into WORK, writes
+    the configuration headers and builds WORK/bin/libharness.a; WORK/bin."""
     src, work = pathlib.Path(src), pathlib.Path(work)
     if not (src / "coll" / "testlist.in").exists():
-        sys.exit(f"mpich_coll: {src} is not MPICH's test/mpi (no coll/testlist.in)")
-    for part in ("coll", "util", "include", "dtpools"):
+        sys.exit(f"mpich: {src} is not MPICH's test/mpi (no coll/testlist.in)")
+    for part in ("util", "include", "dtpools"):
         shutil.rmtree(work / part, ignore_errors=True)
         shutil.copytree(src / part, work / part)
     for name, text in HEADERS.items():
         (work / name).write_text(text)
     out = work / "bin"
-    out.mkdir(exist_ok=True)
-    flags = ["-O2", "-g", "-w", f"-I{work}/include", f"-I{work}/dtpools/include"]
+    out.mkdir(parents=True, exist_ok=True)
     harness = [work / "util" / f"{n}.c" for n in ("mtest", "mtest_common", "mtest_single", "dtypes",
                                                    "run_mpitests")] + sorted((work / "dtpools" / "src").glob("*.c"))
     objects = []
     for c in harness:
         o = out / (c.stem + ".o")
-        sh(["mpicc", *flags, "-c", str(c), "-o", str(o)], work)
+        sh(["mpicc", *c_flags(work), "-c", str(c), "-o", str(o)], work)
         objects.append(str(o))
     sh(["ar", "rcs", "libharness.a", *objects], out)
+    return out
+
+
+def build(src, work):
+    src, work = pathlib.Path(src), pathlib.Path(work)
+    out = build_harness(src, work)
+    shutil.rmtree(work / "coll", ignore_errors=True)
+    shutil.copytree(src / "coll", work / "coll")
+    flags = c_flags(work)
     built = 0
     for name in TESTS + [BCAST[0]]:
         extra = ["-include", "mpi1_errhandler.h"] if name in MPI1_NAMES else []
@@ -202,13 +217,14 @@ def run_one(work, case, preload, timeout):
     return rc, re.search(r"^\s*No Errors\s*$", out, re.M) is not None, time.time() - start, out
 
 
-def run(work, preload, extra_np, timeout, only):
+def compare(placed, preload, timeout, who):
+    """Runs each (work, case) of PLACED plain and preloaded; prints the runs
+    whose results differ and a summary line; 1 if any differs, else 0."""
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     preload = str(pathlib.Path(preload).resolve())
-    cases = runs(work, extra_np, only)
     differ, totals = [], [0.0, 0.0]
-    for case in cases:
+    for work, case in placed:
         plain = run_one(work, case, None, timeout)
         pre = run_one(work, case, preload, timeout)
         totals[0] += plain[2]
@@ -220,8 +236,12 @@ def run(work, preload, extra_np, timeout, only):
     print("|---|---|---|---|---|---|")
     for (name, np, args), plain, pre, tail in differ:
         print(f"| {name} | {np} | {' '.join(args)} | {plain[0]}, {plain[1]} | {pre[0]}, {pre[1]} | {tail[:200]} |")
-    print(f"mpich_coll: {len(cases)} runs, {len(differ)} differ; plain {totals[0]:.0f} s, preloaded {totals[1]:.0f} s")
+    print(f"{who}: {len(placed)} runs, {len(differ)} differ; plain {totals[0]:.0f} s, preloaded {totals[1]:.0f} s")
     return 1 if differ else 0
+
+
+def run(work, preload, extra_np, timeout, only):
+    return compare([(work, case) for case in runs(work, extra_np, only)], preload, timeout, "mpich_coll")
 
 
 def main():
