@@ -244,8 +244,10 @@ def run(work, preload, extra_np, timeout, only):
     return compare([(work, case) for case in runs(work, extra_np, only)], preload, timeout, "mpich_coll")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command_line(description, timeout):
+    """The build and run sub-commands of this script and mpich_suite.py, with
+    the arguments they share: (parser, build's parser, run's parser)."""
+    parser = argparse.ArgumentParser(description=description)
     sub = parser.add_subparsers(dest="what", required=True)
     b = sub.add_parser("build")
     b.add_argument("src")
@@ -254,14 +256,24 @@ def main():
     r.add_argument("work")
     r.add_argument("--preload", required=True)
     r.add_argument("--np-extra", default="2,3")
-    r.add_argument("--timeout", type=float, default=120)
+    r.add_argument("--timeout", type=float, default=timeout)
     r.add_argument("--only", default="")
+    return parser, b, r
+
+
+def run_choices(a):
+    """run's --np-extra and --only, parsed: (extra rank counts, test names)."""
+    return [int(x) for x in a.np_extra.split(",") if x], set(filter(None, a.only.split(",")))
+
+
+def main():
+    parser, _, _ = command_line(__doc__.splitlines()[0], 120)
     a = parser.parse_args()
     if a.what == "build":
         build(a.src, a.work)
         return 0
-    extra = [int(x) for x in a.np_extra.split(",") if x]
-    return run(a.work, a.preload, extra, a.timeout, set(filter(None, a.only.split(","))))
+    extra, only = run_choices(a)
+    return run(a.work, a.preload, extra, a.timeout, only)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,13 @@ lines that set MPICH's own environment variables, more than 8 ranks,
 more than 5 GB of memory or a time limit above 300 s, and `timeout` (it
 tests MPICH's launcher) and `sessioncall` (MPI-4 sessions).
 """
-import argparse
 import pathlib
 import re
 import shutil
 import subprocess
 import sys
 
-from mpich_coll import build_harness, c_flags, compare
+from mpich_coll import build_harness, c_flags, command_line, compare, run_choices
 
 DIRS = "comm attr errhan init group topo info pt2pt datatype rma".split()
 NOT_HERE = {"timeout", "sessioncall"}
@@ -101,25 +100,15 @@ def run(work, preload, parts, extra_np, timeout, only):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="what", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("src")
-    b.add_argument("work")
+    parser, b, r = command_line(__doc__.splitlines()[0], 60)
     b.add_argument("dirs", nargs="*", default=DIRS)
-    r = sub.add_parser("run")
-    r.add_argument("work")
     r.add_argument("dirs", nargs="*", default=DIRS)
-    r.add_argument("--preload", required=True)
-    r.add_argument("--np-extra", default="2,3")
-    r.add_argument("--timeout", type=float, default=60)
-    r.add_argument("--only", default="")
     a = parser.parse_args()
     if a.what == "build":
         build(a.src, a.work, a.dirs)
         return 0
-    extra = [int(x) for x in a.np_extra.split(",") if x]
-    return run(a.work, a.preload, a.dirs, extra, a.timeout, set(filter(None, a.only.split(","))))
+    extra, only = run_choices(a)
+    return run(a.work, a.preload, a.dirs, extra, a.timeout, only)
 
 
 if __name__ == "__main__":

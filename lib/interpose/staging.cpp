@@ -77,11 +77,11 @@ int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, 
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::size_t ranks = static_cast<std::size_t>(entry.strata->size());
   const std::size_t block_bytes = d.count * dtype_size(d.dtype);
+  const bool staged = in_place && entry.strata->rank() != 0;
+  if (staged) s.bytes.resize(block_bytes);
   s.in = Tensor{in_place ? recvbuf : const_cast<void*>(sendbuf), ranks * d.count, d.dtype};
-  s.out = Tensor{recvbuf, d.count, d.dtype};
-  if (!in_place || entry.strata->rank() == 0) return MPI_SUCCESS;
-  s.bytes.resize(block_bytes);
-  s.out = Tensor{s.bytes.data(), d.count, d.dtype};
+  s.out = Tensor{staged ? static_cast<void*>(s.bytes.data()) : recvbuf, d.count, d.dtype};
+  if (!staged) return MPI_SUCCESS;
   s.finish = [recvbuf, result = s.bytes.data(), block_bytes] {
     util::copy_bytes(recvbuf, result, block_bytes);
     return MPI_SUCCESS;
