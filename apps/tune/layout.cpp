@@ -19,6 +19,7 @@ Layout layout_of(const strata::Topology& topology) {
   l.virtual_nodes = topology.virtual_nodes;
   l.min_ranks_per_node = shape.ranks_per_node;
   l.oversubscription = shape.oversubscription;
+  l.one_host = shape.one_host;
   for (const auto& node : topology.nodes)
     l.max_ranks_per_node = std::max(l.max_ranks_per_node, static_cast<int>(node.ranks.size()));
   return l;

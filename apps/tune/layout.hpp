@@ -17,11 +17,12 @@ struct Layout {
   int nodes = 0;
   int min_ranks_per_node = 0, max_ranks_per_node = 0;
   bool virtual_nodes = false;
-  // Ranks per core on the busiest host (virtual nodes of one host count
-  // together), at least 1.
+  // Ranks per core on the busiest machine (virtual nodes, and hosts
+  // emulated on one machine, count together), at least 1.
   double oversubscription = 1;
+  bool one_host = false;  // several nodes, all on one machine (model::Shape::one_host)
   std::string ranks_per_node_text() const;  // "2", or "1..3"
-  model::Shape shape() const { return {min_ranks_per_node, nodes, oversubscription}; }
+  model::Shape shape() const { return {min_ranks_per_node, nodes, oversubscription, one_host}; }
 };
 
 Layout layout_of(const strata::Topology& topology);

@@ -54,12 +54,19 @@ struct Machine {
 };
 
 // Where the ranks are: `nodes` nodes of `ranks_per_node` consecutive ranks.
-// `oversubscription`: ranks per core on the busiest host (>= 1); ranks that
-// take turns on a core take turns on every cost, so all of them scale by it.
+// `oversubscription`: ranks per core on the busiest machine (>= 1); ranks
+// that share a core take turns at their work, so each phase of a plan lasts
+// at least the time its average rank works in it times this factor (a rank
+// that waits for a peer yields its core).
 struct Shape {
   int ranks_per_node = 1;
   int nodes = 1;
   double oversubscription = 1;
+  // Every node is a virtual node of one host (STRATA_RANKS_PER_NODE, or
+  // hosts emulated in network namespaces): bytes between nodes move through
+  // the same cores and memory as inside a node, over no network interface
+  // that a node's senders share.
+  bool one_host = false;
 };
 
 // Predicted seconds of one all-reduce of `bytes` bytes per rank with `plan`

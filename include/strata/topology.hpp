@@ -30,6 +30,9 @@ struct NodeInfo {
   int numa_domains = 0;
   int cores = 0;
   std::vector<GpuInfo> gpus;  // in PCI order
+  // The boot id of its kernel ("" when unknown): virtual nodes, and hosts
+  // emulated in network namespaces of one machine, share it and its cores.
+  std::string machine;
 };
 
 // The CUDA device a rank drives for CUDA tensors, chosen at construction

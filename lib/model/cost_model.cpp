@@ -24,7 +24,7 @@ struct Group {
   int ranks_per_node = 1;
   int nodes = 1;
   const Machine* machine = nullptr;
-  int senders_cap = 1;
+  int senders_cap = 1;  // 1 where the nodes are virtual nodes of one host (Shape::one_host)
 };
 
 // The link a step between ranks `distance` apart uses, when `senders` ranks
@@ -53,6 +53,18 @@ Link ring_link(const Group& g) {
   return g.ranks_per_node > 1 ? slowest(g.machine->intra, leaving) : leaving;
 }
 
+// The hop an average rank of that ring receives over: one of a node's r
+// ranks takes the hop leaving the node, the others a hop inside it. What
+// a ring step keeps a rank busy for; the step lasts as long as ring_link.
+Link ring_hop_on_average(const Group& g) {
+  const int r = g.ranks_per_node;
+  if (g.nodes == 1 || r == 1) return ring_link(g);
+  const Link leaving = step_link(g, r, 1), inside = g.machine->intra;
+  const auto mean = [r](double out, double in) { return (out + (r - 1) * in) / r; };
+  return {mean(leaving.alpha, inside.alpha), mean(leaving.beta, inside.beta),
+          mean(leaving.beta_memory, inside.beta_memory)};
+}
+
 int floor_pow2(int n) {
   int p = 1;
   while (p * 2 <= n) p *= 2;
@@ -65,19 +77,42 @@ int ceil_log2(int n) {
   return steps;
 }
 
+// A phase's cost: `time`, its slowest rank's (the critical path), and
+// `busy`, the time an average rank of the phase spends at work in it
+// (moving and reducing bytes; a rank that waits for a peer yields its
+// core: util::Backoff, lib/util/deadline.hpp). Where ranks outnumber cores
+// they take turns at the work, so a phase lasts at least the machine's
+// whole busy time over its cores: on_cores(). In a ring, halving-doubling
+// or pscpu every rank works the whole time (busy = time) and the whole time
+// scales; in a binomial tree most ranks wait in most rounds.
+struct Cost {
+  double time = 0;
+  double busy = 0;
+};
+
+Cost everyone_busy(double time) { return {time, time}; }
+
+double on_cores(const Cost& c, double oversubscription) { return std::max(c.time, oversubscription * c.busy); }
+
+// A ring's 2(n-1) steps of `messages` messages of m/n bytes each, and
+// the reduction of n-1 segments.
+Cost ring_steps(const Group& g, double m, double messages) {
+  const double segment = m / g.n;
+  const auto steps = [&](const Link& link) { return 2.0 * (g.n - 1) * (messages * link.alpha + segment * link.beta); };
+  const double reduce = (g.n - 1) * segment * g.machine->gamma;
+  return {steps(ring_link(g)) + reduce, steps(ring_hop_on_average(g)) + reduce};
+}
+
 // xring (lib/host/xring.cpp): reduce-scatter then all-gather around the
 // ring, 2(n-1) steps of m/n bytes, each step's segment sent in chunks of
 // Config::chunk_bytes. With M shards, M rings over m/M each run at once:
 // the same bytes per link, M times the messages.
 constexpr double kRingChunkBytes = 256 * 1024;
 
-double ring(const Group& g, double m, int shards) {
-  if (g.n <= 1) return 0;
-  const double segment = m / g.n;
-  const double messages = shards * std::max(1.0, std::ceil(segment / shards / kRingChunkBytes));
-  const Link link = ring_link(g);
-  const double step = messages * link.alpha + segment * link.beta;
-  return 2.0 * (g.n - 1) * step + (g.n - 1) * segment * g.machine->gamma;
+Cost ring(const Group& g, double m, int shards) {
+  if (g.n <= 1) return {};
+  const double messages = shards * std::max(1.0, std::ceil(m / g.n / shards / kRingChunkBytes));
+  return ring_steps(g, m, messages);
 }
 
 // rechd (lib/host/rechd.cpp): ranks above the largest power of two p fold
@@ -112,18 +147,29 @@ double rechd_one(const Group& g, double m) {
   return t;
 }
 
-double rechd(const Group& g, double m, int shards) { return shards * rechd_one(g, m / shards); }
+Cost rechd(const Group& g, double m, int shards) { return everyone_busy(shards * rechd_one(g, m / shards)); }
 
 // tree (lib/host/tree.cpp): binomial reduce to rank 0, then binomial
 // broadcast, ceil(log2 n) rounds each of the whole message. In a round at
-// distance >= ranks per node only one rank per node crosses.
-double tree(const Group& g, double m, int /*shards*/) {
-  double t = 0;
+// distance >= ranks per node only one rank per node crosses. The round at
+// distance d has as many receivers as ranks r < n with r mod 2d = d (the
+// senders, whose part in a single-copy transfer is to wait): they are the
+// round's busy ranks, once reducing and once in the broadcast.
+int round_receivers(int n, int distance) {
+  int receivers = 0;
+  for (int r = distance; r < n; r += 2 * distance) ++receivers;
+  return receivers;
+}
+
+Cost tree(const Group& g, double m, int /*shards*/) {
+  Cost c;
   for (int k = 0; k < ceil_log2(g.n); ++k) {
     const Link link = step_link(g, 1 << k, 1);
-    t += 2 * (link.alpha + m * link.beta) + m * g.machine->gamma;
+    const double round = 2 * (link.alpha + m * link.beta) + m * g.machine->gamma;  // reduce + broadcast
+    c.time += round;
+    c.busy += round * round_receivers(g.n, 1 << k) / g.n;
   }
-  return t;
+  return c;
 }
 
 // mpi: whatever the MPI library picks; guessed as the better of recursive
@@ -134,18 +180,17 @@ double tree(const Group& g, double m, int /*shards*/) {
 // library's own implementation runs than the algorithm it is guessed to be.
 constexpr std::string_view kGuessedAlgorithm = "mpi";
 
-double mpi(const Group& g, double m, int /*shards*/) {
-  if (g.n <= 1) return 0;
+Cost mpi(const Group& g, double m, int /*shards*/) {
+  if (g.n <= 1) return {};
   const int p = floor_pow2(g.n);
   double doubling = p != g.n ? 2 * (step_link(g, p, 1).alpha + m * step_link(g, p, 1).beta) + m * g.machine->gamma : 0;
   for (int distance = 1; distance < p; distance *= 2) {
     const Link link = step_link(g, distance, g.ranks_per_node);
     doubling += link.alpha + m * link.beta + m * g.machine->gamma;
   }
-  const double segment = m / g.n;
-  const Link link = ring_link(g);
-  const double ring = 2.0 * (g.n - 1) * (link.alpha + segment * link.beta) + (g.n - 1) * segment * g.machine->gamma;
-  return g.machine->mpi_scale * std::min(doubling, ring);
+  const Cost ring = ring_steps(g, m, 1);
+  const Cost guess = ring.time < doubling ? ring : everyone_busy(doubling);
+  return {g.machine->mpi_scale * guess.time, g.machine->mpi_scale * guess.busy};
 }
 
 // pscpu over the node's shared memory (lib/host/shm_*.cpp, docs/ALGORITHMS.md
@@ -182,17 +227,21 @@ double pscpu_shared_memory(const Machine& mc, int n, double m) {
 }
 
 // pscpu over point-to-point (across nodes): every rank sends slice j to
-// owner j, owners reduce, then send the finished slices to everyone.
-double pscpu(const Group& g, double m, int /*shards*/) {
-  if (g.nodes == 1) return pscpu_shared_memory(*g.machine, g.n, m);
-  // Every rank of a node sends to owners on every node at once.
-  const Link crossing = step_link(g, g.ranks_per_node, g.ranks_per_node);
-  const Link link = g.ranks_per_node > 1 ? slowest(g.machine->intra, crossing) : crossing;
-  const double share = (g.n - 1.0) / g.n;
-  return 2 * (g.n - 1) * link.alpha + 2 * share * m * link.beta + share * m * g.machine->gamma;
+// owner j, owners reduce, then send the finished slices to everyone. Of a
+// rank's n-1 peers, r-1 share its node (intra) and n-r do not (the link
+// leaving the node, shared by the node's r ranks, which all send at once);
+// the rank's own core receives both, one after the other.
+Cost pscpu(const Group& g, double m, int /*shards*/) {
+  if (g.nodes == 1) return everyone_busy(pscpu_shared_memory(*g.machine, g.n, m));
+  const int r = g.ranks_per_node;
+  const Link crossing = step_link(g, r, r), inside = g.machine->intra;
+  const double slice = m / g.n;
+  const double phase =
+      (g.n - r) * (crossing.alpha + slice * crossing.beta) + (r - 1) * (inside.alpha + slice * inside.beta);
+  return everyone_busy(2 * phase + (g.n - 1) * slice * g.machine->gamma);
 }
 
-using Formula = std::function<double(const Group&, double, int)>;
+using Formula = std::function<Cost(const Group&, double, int)>;
 
 // Registered name -> formula: the model's own table (a name the registry
 // has and this table lacks gets no prediction).
@@ -210,27 +259,29 @@ bool uses_shared_memory(std::string_view name) {
 
 // Hierarchical a/b (lib/exec/hierarchical.cpp): reduce-scatter in the
 // node, b across nodes on each local rank's 1/r slice (all r at once, so
-// they share the node's link), all-gather in the node.
+// they share the node's link), all-gather in the node. The three levels
+// follow one another, each taking its turns on the cores by itself.
 double hierarchical(const Formula& intra_formula, bool intra_shared_memory, const Formula& cross_formula,
                     const Machine& mc, double m, const Shape& s, int shards) {
   const int r = s.ranks_per_node;
+  const double turns = std::max(1.0, s.oversubscription);
   const Group node{.n = r, .ranks_per_node = r, .nodes = 1, .machine = &mc, .senders_cap = 1};
   // Each cross-node group holds one rank per node; r such groups share each node's link.
   Machine shared = mc;
-  shared.inter.beta *= r;
+  if (!s.one_host) shared.inter.beta *= r;
   const Group cross{.n = s.nodes, .ranks_per_node = 1, .nodes = s.nodes, .machine = &shared, .senders_cap = 1};
   // Nodes of one rank: the driver runs b alone, on the whole message.
-  if (r == 1) return cross_formula(cross, m, shards);
+  if (r == 1) return on_cores(cross_formula(cross, m, shards), turns);
   const double share = (r - 1.0) / r;
-  double scatter, gather;
+  Cost scatter, gather;
   if (intra_shared_memory) {
-    scatter = mc.shm.alpha + share * m * (mc.shm.beta + mc.gamma);
-    gather = mc.shm.alpha + share * m * mc.shm.beta;
+    scatter = everyone_busy(mc.shm.alpha + share * m * (mc.shm.beta + mc.gamma));
+    gather = everyone_busy(mc.shm.alpha + share * m * mc.shm.beta);
   } else {
     scatter = intra_formula(node, m, 1);  // all-reduce in the node, keep the slice
-    gather = (r - 1) * mc.intra.alpha + share * m * mc.intra.beta;
+    gather = everyone_busy((r - 1) * mc.intra.alpha + share * m * mc.intra.beta);
   }
-  return scatter + cross_formula(cross, m / r, shards) + gather;
+  return on_cores(scatter, turns) + on_cores(cross_formula(cross, m / r, shards), turns) + on_cores(gather, turns);
 }
 
 // The machine as a call of `bytes` per rank sees it: the regime's per-byte
@@ -265,32 +316,35 @@ std::optional<double> predict_all_reduce(const Machine& calibrated, std::string_
   const auto& table = formulas();
   const auto a = table.find(intra);
   if (a == table.end()) return std::nullopt;
-  const double scale = std::max(1.0, shape.oversubscription);
+  const double turns = std::max(1.0, shape.oversubscription);
   if (cross.empty() || shape.nodes == 1) {
     const int n = shape.ranks_per_node * shape.nodes;
     const Group all{.n = n, .ranks_per_node = shape.ranks_per_node, .nodes = shape.nodes, .machine = &machine,
-                    .senders_cap = shape.ranks_per_node};
-    return scale * a->second(all, bytes, cross.empty() ? shards : 1);
+                    .senders_cap = shape.one_host ? 1 : shape.ranks_per_node};
+    return on_cores(a->second(all, bytes, cross.empty() ? shards : 1), turns);
   }
   const auto b = table.find(cross);
   if (b == table.end()) return std::nullopt;
-  return scale * hierarchical(a->second, uses_shared_memory(intra), b->second, machine, bytes, shape, shards);
+  return hierarchical(a->second, uses_shared_memory(intra), b->second, machine, bytes, shape, shards);
 }
 
 Shape shape_of(const Topology& topology) {
   Shape shape;
   shape.nodes = static_cast<int>(topology.nodes.size());
   shape.ranks_per_node = static_cast<int>(topology.ranks.size());
-  std::map<std::string, std::pair<int, int>> hosts;  // hostname -> (ranks, cores)
+  // machine -> (ranks, cores); a machine is its boot id where known, else its hostname
+  std::map<std::string, std::pair<int, int>> machines;
   for (const NodeInfo& node : topology.nodes) {
     const int ranks = static_cast<int>(node.ranks.size());
     shape.ranks_per_node = std::min(shape.ranks_per_node, ranks);
-    auto& host = hosts[node.hostname];
-    host.first += ranks;
-    host.second = node.cores;  // virtual nodes of one host report the same hardware
+    auto& machine = machines[node.machine.empty() ? node.hostname : node.machine];
+    machine.first += ranks;
+    machine.second = node.cores;  // virtual nodes of one machine report the same hardware
   }
-  for (const auto& [name, host] : hosts)
-    if (host.second > 0) shape.oversubscription = std::max(shape.oversubscription, double(host.first) / host.second);
+  for (const auto& [name, machine] : machines)
+    if (machine.second > 0)
+      shape.oversubscription = std::max(shape.oversubscription, double(machine.first) / machine.second);
+  shape.one_host = shape.nodes > 1 && machines.size() == 1;
   return shape;
 }
 

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <utility>
 
@@ -177,11 +176,7 @@ double setup_seconds() {
 std::string host_identity() {
   // NCCL_HOSTID replaces the whole identity (NCCL's getHostHash does the same).
   if (const char* id = std::getenv("NCCL_HOSTID"); id && *id) return id;
-  std::string identity = util::hostname();
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string token;
-  if (boot >> token) identity += token;
-  return identity;
+  return util::hostname() + util::boot_id();
 }
 
 }  // namespace strata::topo

@@ -36,6 +36,7 @@ namespace {
 struct Record {
   std::string hostname;
   std::string host_id;  // topo::host_identity(): tells hosts apart as NCCL does
+  std::string machine;  // util::boot_id(): the same for hosts emulated on one machine
   topo::Binding binding;
   std::vector<std::string> cuda_bus_ids;  // by CUDA device index
   std::vector<int> cuda_modes;            // compute mode of each
@@ -108,6 +109,7 @@ std::string encode(const Record& r) {
   Writer w;
   w.put(r.hostname);
   w.put(r.host_id);
+  w.put(r.machine);
   w.put(r.binding.cores);
   w.put(r.binding.numa);
   w.put(r.cuda_bus_ids);
@@ -133,6 +135,7 @@ Record decode(std::string_view bytes) {
   Record r;
   r.hostname = in.get_string();
   r.host_id = in.get_string();
+  r.machine = in.get_string();
   r.binding.cores = in.get_ints();
   r.binding.numa = in.get_ints();
   r.cuda_bus_ids = in.get_strings();
@@ -247,6 +250,7 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
   Record mine;
   mine.hostname = util::hostname();
   mine.host_id = topo::host_identity();
+  mine.machine = util::boot_id();
   mine.cuda_bus_ids = cuda.bus_ids;
   mine.cuda_modes = cuda.modes;
   mine.cuda_problem = cuda.problem;
@@ -283,6 +287,7 @@ Topology discover(MPI_Comm comm, const NodeSplit& split, const CudaProbe& cuda, 
     info.numa = std::move(record.binding.numa);
     if (record.has_hardware) {
       node.hostname = record.hostname;
+      node.machine = record.machine;
       node.packages = record.hardware.packages;
       node.numa_domains = record.hardware.numa_domains;
       node.cores = record.hardware.cores;

@@ -3,6 +3,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <fmt/format.h>
 
 namespace strata::util {
@@ -11,6 +13,13 @@ std::string hostname() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
   return name;
+}
+
+std::string boot_id() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string token;
+  boot >> token;
+  return token;
 }
 
 int world_rank() {

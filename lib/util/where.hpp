@@ -10,6 +10,10 @@
 namespace strata::util {
 
 std::string hostname();
+// The running kernel's boot id (/proc/sys/kernel/random/boot_id), "" where
+// it cannot be read: one machine's network namespaces and containers share
+// it, which their hostnames may not.
+std::string boot_id();
 int world_rank();          // -1 before MPI_Init, after MPI_Finalize, or when MPI cannot say
 std::string where();       // "host:rank"
 

@@ -143,8 +143,42 @@ TEST_CASE("beyond cache_bytes the memory regime's beta and gamma apply") {
   CHECK(us("tree", 16 << 20, {2, 1}) == doctest::Approx(2 + 100663.296 + 67108.864));
 }
 
-TEST_CASE("oversubscription scales every cost, unknown names get no prediction") {
-  CHECK(us("tree", 1 << 20, {4, 1, 2}) == doctest::Approx(2 * 2 * 4196.304));
+TEST_CASE("oversubscribed: a phase lasts at least its busy time times the ranks per core") {
+  // Symmetric plans: every rank busy throughout, the whole time scales.
+  CHECK(us("xring", 1 << 20, {4, 1, 2}) == doctest::Approx(2 * us("xring", 1 << 20, {4, 1})));
+  // tree, 4 ranks, 1 MiB: a round (reduce + broadcast) 2 x (1 + 1048.576) + 2097.152 = 4196.304 us,
+  // two rounds 8392.608. Busy: 2 receivers of 4 in the first round, 1 in the second: 0.75 round
+  // = 3147.228 per rank. 2 ranks per core: 6294.456 < 8392.608, the rounds' own time stands;
+  // 4 per core: 12588.912.
+  CHECK(us("tree", 1 << 20, {4, 1, 1}) == doctest::Approx(8392.608));
+  CHECK(us("tree", 1 << 20, {4, 1, 2}) == doctest::Approx(8392.608));
+  CHECK(us("tree", 1 << 20, {4, 1, 4}) == doctest::Approx(12588.912));
+  // Hierarchical: each level by itself. pscpu/tree, 2 nodes x 2 ranks, 4 MiB, 2 per core:
+  // scatter and gather (above: 5243.38 + 1049.076) doubled; across, one tree round of 2 nodes
+  // on 2 MiB over the shared link (beta 8 ns): 2 x (10 + 16777.216) + 4194.304 = 37768.736,
+  // busy half of it (one receiver of two), so 2 x busy is the round's own time.
+  CHECK(us("pscpu/tree", 4 << 20, {2, 2, 2}) == doctest::Approx(2 * (5243.38 + 1049.076) + 37768.736));
+  // A ring over 2 nodes x 2 ranks, 4 MiB (segments of 1 MiB, 4 chunks): each step lasts as long
+  // as the hop leaving the node, 4 x 10 + 4194.304, but keeps an average rank busy for the mean
+  // of that hop and the one inside the node, 4 x 5.5 + 2621.44. Reduction 6291.456 either way.
+  // Time 6 x 4234.304 + 6291.456 = 31697.28; busy 6 x 2643.44 + 6291.456 = 22152.096.
+  CHECK(us("xring", 4 << 20, {2, 2}) == doctest::Approx(31697.28));
+  CHECK(us("xring", 4 << 20, {2, 2, 2}) == doctest::Approx(2 * 22152.096));
+}
+
+TEST_CASE("nodes of one host share no link between them") {
+  // pscpu across 2 nodes x 2 ranks, 1 MiB, slices of 262144 B: per phase two slices cross and one
+  // stays in the node (1 + 262.144); three slices reduced (1572.864). Separate hosts: both ranks of
+  // a node cross at once, beta 2 x 4 ns: 2 x (2 x (10 + 2097.152) + 263.144) + 1572.864;
+  // virtual nodes of one host: beta 4 ns: 2 x (2 x (10 + 1048.576) + 263.144) + 1572.864.
+  CHECK(us("pscpu", 1 << 20, {2, 2}) == doctest::Approx(2 * (4214.304 + 263.144) + 1572.864));
+  CHECK(us("pscpu", 1 << 20, {2, 2, 1, true}) == doctest::Approx(2 * (2117.152 + 263.144) + 1572.864));
+  // pscpu/xring, 4 MiB (above, 5243.38 + 1049.076 + 18954.368 on separate hosts): across, the
+  // 2 MiB slices' ring at beta 4: 2 x (4 x 10 + 4194.304) + 2097.152 = 10565.76.
+  CHECK(us("pscpu/xring", 4 << 20, {2, 2, 1, true}) == doctest::Approx(5243.38 + 1049.076 + 10565.76));
+}
+
+TEST_CASE("unknown names get no prediction") {
   CHECK_FALSE(model::predict_all_reduce(round_machine(), "nccl", 1024, {2, 1}).has_value());
   CHECK_FALSE(model::predict_all_reduce(round_machine(), "no-such", 1024, {2, 1}).has_value());
 }
@@ -237,6 +271,16 @@ TEST_CASE("shape_of: fewest ranks on a node, ranks per core on the busiest host"
   CHECK(shape.nodes == 3);
   CHECK(shape.ranks_per_node == 1);
   CHECK(shape.oversubscription == doctest::Approx(2.0));
+  CHECK_FALSE(shape.one_host);
+  // Hosts emulated on one machine (different names, one boot id) share its cores.
+  t.nodes = {{.hostname = "a", .ranks = {0, 1}, .cores = 2, .machine = "boot-1"},
+             {.hostname = "b", .ranks = {2, 3}, .cores = 2, .machine = "boot-1"}};
+  t.ranks.resize(4);
+  CHECK(model::shape_of(t).oversubscription == doctest::Approx(2.0));
+  CHECK(model::shape_of(t).one_host);
+  t.nodes[1].machine = "boot-2";
+  CHECK(model::shape_of(t).oversubscription == doctest::Approx(1.0));
+  CHECK_FALSE(model::shape_of(t).one_host);
   t.nodes = {{.hostname = "a", .ranks = {0, 1}, .cores = 0}};  // no core count: not oversubscribed
   t.ranks.resize(2);
   CHECK(model::shape_of(t).oversubscription == doctest::Approx(1.0));
