@@ -118,8 +118,9 @@ if said=$(run strata-config --pkgconfigdir) && [ "$said" = "$pcdir" ]; then ok "
 else fail "strata-config --pkgconfigdir printed '$said', not $pcdir $(stderr)"; fi
 if said=$(run strata-config --pythonpath) && [ "$said" = "$site" ]; then ok "strata-config --pythonpath: $said"
 else fail "strata-config --pythonpath printed '$said', not $site $(stderr)"; fi
-if said=$(run strata-config --datadir) && [ -f "$said/plot_projection.py" ]; then ok "strata-config --datadir: $said holds plot_projection.py"
-else fail "strata-config --datadir printed '$said', without plot_projection.py $(stderr)"; fi
+if said=$(run strata-config --datadir) && [ -f "$said/plot_projection.py" ] && [ -f "$said/model_error.py" ]; then
+  ok "strata-config --datadir: $said holds plot_projection.py and model_error.py"
+else fail "strata-config --datadir printed '$said', without plot_projection.py or model_error.py $(stderr)"; fi
 
 # The README's C++ example, built the README's way.
 # shellcheck disable=SC2086 # the flags are a list
