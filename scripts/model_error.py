@@ -24,6 +24,7 @@ Exit status 2, with one line, for a file that is not such a sweep.
 import argparse
 import csv
 import itertools
+import signal
 import statistics
 import sys
 
@@ -83,6 +84,7 @@ def error(time_us, model_us):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweeps", nargs="+", metavar="SWEEP.csv")
     parser.add_argument("--from", dest="smallest", type=size_arg, default=64 << 10,
