@@ -121,6 +121,9 @@ void check_structure(const strata::Topology& t, int size, int per_node, const st
           fmt::join(members, ","));
     total += node.ranks.size();
     CHECK(!node.hostname.empty(), "node {} has no host name", n);
+    // Every node of this one-machine test runs under one kernel: one boot id.
+    CHECK(!node.machine.empty() && node.machine == t.nodes[0].machine, "node {}: machine '{}', node 0's '{}'", n,
+          node.machine, t.nodes[0].machine);
     CHECK(node.cores >= 1 && node.packages >= 1 && node.numa_domains >= 1,
           "node {}: {} packages, {} NUMA domains, {} cores", n, node.packages, node.numa_domains, node.cores);
     for (const strata::GpuInfo& g : node.gpus)
