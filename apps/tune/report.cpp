@@ -10,8 +10,10 @@
 namespace tune {
 namespace {
 
-// The model is judged where bandwidth matters (docs/SCALING.md's target).
+// The model is judged where bandwidth matters, against its target of
+// |predicted / measured - 1| <= kTarget (docs/SCALING.md).
 constexpr std::size_t kJudgedFrom = 64 * 1024;
+constexpr double kTarget = 0.25;
 
 std::optional<double> predicted_us(const std::optional<model::Machine>& machine, const std::string& plan,
                                    std::size_t bytes, const model::Shape& shape) {
@@ -29,6 +31,7 @@ std::string sweep_table(const SweepResult& r, const std::vector<std::string>& pl
   if (machine) t += fmt::format(" {:>12} {:>8}", "model us", "error");
   t += "\n";
   std::map<std::string, double> worst;  // plan -> largest |error| from kJudgedFrom
+  int judged = 0, within = 0;           // (plan, size) pairs from kJudgedFrom, and those within kTarget
   for (std::size_t k = 0; k < r.sizes.size(); ++k)
     for (std::size_t p = 0; p < plans.size(); ++p) {
       const double us = r.sizes[k].times_us[p];
@@ -39,7 +42,11 @@ std::string sweep_table(const SweepResult& r, const std::vector<std::string>& pl
       if (const auto model = predicted_us(machine, plans[p], bytes, shape)) {
         const double error = *model / us - 1;
         t += fmt::format(" {:>12.2f} {:>+7.0f}%", *model, 100 * error);
-        if (bytes >= kJudgedFrom) worst[plans[p]] = std::max(worst[plans[p]], std::fabs(error));
+        if (bytes >= kJudgedFrom) {
+          worst[plans[p]] = std::max(worst[plans[p]], std::fabs(error));
+          ++judged;
+          within += std::fabs(error) <= kTarget ? 1 : 0;
+        }
       }
       t += "\n";
     }
@@ -47,8 +54,9 @@ std::string sweep_table(const SweepResult& r, const std::vector<std::string>& pl
     t += fmt::format("# model: largest |predicted / measured - 1| from {} up, per plan:",
                      human_bytes(double(kJudgedFrom)));
     for (const auto& p : plans)
-      if (worst.count(p)) t += fmt::format(" {} {:.0f}%{}", p, 100 * worst[p], worst[p] > 0.25 ? " (>25%)" : "");
-    t += "\n";
+      if (worst.count(p)) t += fmt::format(" {} {:.1f}%{}", p, 100 * worst[p], worst[p] > kTarget ? " (>25%)" : "");
+    t += fmt::format("\n# model: {} of {} (plan, size) pairs from {} within 25%\n", within, judged,
+                     human_bytes(double(kJudgedFrom)));
   }
   return t;
 }
