@@ -225,11 +225,12 @@ Calibration calibrate(MPI_Comm comm) {
   m.cache_bytes = cache_boundary();
   Sizes sizes;
   sizes.cached = static_cast<std::size_t>(m.cache_bytes / 2);
-  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}{}{}\n", layout.ranks, layout.nodes,
+  const model::Shape& shape = layout.shape;
+  c.notes = fmt::format("calibrated on {} ranks, {} nodes, {} ranks per node{}{}{}\n", layout.ranks, shape.nodes,
                         layout.ranks_per_node_text(), layout.virtual_nodes ? " (virtual nodes)" : "",
-                        layout.one_host && !layout.virtual_nodes ? " (hosts on one machine)" : "",
-                        layout.oversubscription > 1 ? fmt::format("; {:.3g} ranks per core", layout.oversubscription)
-                                                    : std::string());
+                        shape.one_host && !layout.virtual_nodes ? " (hosts on one machine)" : "",
+                        shape.oversubscription > 1 ? fmt::format("; {:.3g} ranks per core", shape.oversubscription)
+                                                   : std::string());
   m.gamma = measure_gamma(comm, sizes.cached / 2, c.notes);
   m.gamma_memory = measure_gamma(comm, sizes.large, c.notes);
 

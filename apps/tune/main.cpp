@@ -135,7 +135,7 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
     if (!rank0_ok(why.empty())) throw UsageError(why.empty() ? "--model cannot be read" : why);
   }
   const std::vector<std::string> plans =
-      !o.plans.empty() ? o.plans : candidate_plans(layout.nodes, layout.min_ranks_per_node, o.shards, o.every_intra);
+      !o.plans.empty() ? o.plans : candidate_plans(layout.shape.nodes, layout.shape.ranks_per_node, o.shards, o.every_intra);
   std::vector<Candidate> candidates;
   for (const std::string& plan : plans) try {
       candidates.push_back({plan, std::make_unique<strata::Communicator>(
@@ -159,7 +159,7 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
   if (w.rank == 0) {
     evidence = local_evidence();
     evidence.ranks = layout.ranks;
-    evidence.nodes = layout.nodes;
+    evidence.nodes = layout.shape.nodes;
     evidence.ranks_per_node = layout.ranks_per_node_text();
     evidence.virtual_nodes = layout.virtual_nodes;
     evidence.command = command;
@@ -180,8 +180,8 @@ int run_tune(const Options& o, const World& w, const std::string& command) {
     // left): the last size's file did not yet know the run was complete or cut short.
     if (written && write_error.empty())
       write_error = write_file(o.output, spec_file_text(evidence, result, plans, settings.sizes.size(), true));
-    std::fputs(sweep_table(result, plans, machine, layout.shape(), layout.ranks).c_str(), stdout);
-    if (!o.csv_path.empty() && write_error.empty()) write_error = write_file(o.csv_path, sweep_csv(result, plans, machine, layout.shape()));
+    std::fputs(sweep_table(result, plans, machine, layout.shape, layout.ranks).c_str(), stdout);
+    if (!o.csv_path.empty() && write_error.empty()) write_error = write_file(o.csv_path, sweep_csv(result, plans, machine, layout.shape));
     std::printf("# tuning: %zu plans x %zu sizes measured in %.1f s\n", plans.size(), result.sizes.size(), result.seconds);
     std::fflush(stdout);
     if (!write_error.empty()) std::fprintf(stderr, "strata-tune: %s\n", write_error.c_str());

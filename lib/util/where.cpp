@@ -16,10 +16,15 @@ std::string hostname() {
 }
 
 std::string boot_id() {
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string token;
-  boot >> token;
-  return token;
+  // Fixed while the kernel runs: read once per process (each communicator's
+  // topology asks for it twice, as the machine and inside host_identity).
+  static const std::string id = [] {
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string token;
+    boot >> token;
+    return token;
+  }();
+  return id;
 }
 
 int world_rank() {
