@@ -52,7 +52,7 @@ int all_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
+  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, entry->seat, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->all_reduce(s.in, s.out, d.op, call_options()); });
 }
 
@@ -67,7 +67,7 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
       [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, root, *entry, s);
+  const int rc = stage_reduction(sendbuf, recvbuf, d, root, entry->seat, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->reduce(s.in, s.out, d.op, root, call_options()); });
 }
 
@@ -82,7 +82,7 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
       [&] { return PMPI_Bcast(buffer, count, type, root, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_broadcast(buffer, count, type, d, root, comm, *entry, /*started=*/false, s);
+  const int rc = stage_broadcast(buffer, count, type, d, root, comm, entry->seat, /*started=*/false, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->broadcast(s.out, root, call_options()); });
 }
 
@@ -95,7 +95,7 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Data
                            [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm); }, answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, *entry, s);
+  const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, entry->seat, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->reduce_scatter(s.in, s.out, d.op, call_options()); });
 }
 
@@ -113,7 +113,7 @@ int all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                            answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, *entry,
+  const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, entry->seat,
                                   /*started=*/false, s);
   return run_staged(kCall, comm, rc, s, [&] { entry->strata->all_gather(s.in, s.out, call_options()); });
 }

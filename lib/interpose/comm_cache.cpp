@@ -148,6 +148,8 @@ CommEntry& entry_for(MPI_Comm comm) {
   if (!ensure_keyvals()) throw std::bad_alloc();  // before anything collective
   auto entry = std::make_unique<CommEntry>();
   entry->label = comm_label(comm);
+  PMPI_Comm_rank(comm, &entry->seat.rank);
+  PMPI_Comm_size(comm, &entry->seat.size);
   std::string failure;
   {
     InsideStrata inside;

@@ -20,10 +20,18 @@
 
 namespace strata::interpose {
 
+// Where this rank sits in a communicator: MPI's rank and size, which
+// strata's Communicator on it keeps.
+struct Seat {
+  int rank = 0;
+  int size = 0;
+};
+
 struct CommEntry {
   std::unique_ptr<Communicator> strata;  // null once destroyed, or if it could not be created
   std::string unavailable;               // why strata could not start here ("" = it did)
   std::string label;                     // comm_label, made when the entry was
+  Seat seat;                             // this rank's, asked of MPI when the entry was made
 };
 
 // The entry cached on `comm`, or nullptr. Local (no communication); never

@@ -499,4 +499,14 @@ int start_all(int count, MPI_Request requests[]) {
   return rc;
 }
 
+int comm_free(MPI_Comm* comm) {
+  advance_all_routed();
+  return PMPI_Comm_free(comm);
+}
+
+int comm_disconnect(MPI_Comm* comm) {
+  advance_all_routed();
+  return PMPI_Comm_disconnect(comm);
+}
+
 }  // namespace strata::interpose

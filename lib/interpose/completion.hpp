@@ -1,6 +1,6 @@
 // The intercepted request calls, after the re-entrancy check: the
 // completion family, MPI_Request_free, MPI_Request_get_status, MPI_Start
-// and MPI_Startall. Each has exactly the contract of the MPI function it
+// and MPI_Startall (and the communicator frees, at the end). Each has exactly the contract of the MPI function it
 // replaces, for arrays that mix routed requests (requests.hpp) with MPI's
 // own, MPI_REQUEST_NULL and inactive persistent requests: strata's side of
 // each routed request is completed (the wait calls) or advanced
@@ -36,5 +36,14 @@ int request_get_status(MPI_Request request, int* flag, MPI_Status* status);
 int request_free(MPI_Request* request);
 int start(MPI_Request* request);
 int start_all(int count, MPI_Request requests[]);
+
+// MPI_Comm_free and MPI_Comm_disconnect: every active routed request runs
+// first, then MPI frees the communicator. A request started on a
+// communicator without a strata side yet holds only the communicator's
+// handle (started.hpp makes the side later), which the free invalidates;
+// MPI lets a program free a communicator while its collectives are
+// pending.
+int comm_free(MPI_Comm* comm);
+int comm_disconnect(MPI_Comm* comm);
 
 }  // namespace strata::interpose

@@ -9,7 +9,8 @@
 //     MPI_Test, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Testall,
 //     MPI_Testany, MPI_Testsome, MPI_Request_free, MPI_Request_get_status,
 //     MPI_Start, MPI_Startall (completion.hpp), since a routed request's
-//     handle may reach any of them.
+//     handle may reach any of them; and MPI_Comm_free and
+//     MPI_Comm_disconnect, which run the routed requests first.
 // Fortran programs reach the blocking collectives through the Fortran
 // bindings' own entry points, defined in fortran.cpp.
 // Preloaded (LD_PRELOAD) or linked before libmpi, these definitions win
@@ -197,4 +198,14 @@ STRATA_MPI_EXPORT int MPI_Start(MPI_Request* request) {
 STRATA_MPI_EXPORT int MPI_Startall(int count, MPI_Request array_of_requests[]) {
   if (strata::interpose::called_by_strata(STRATA_CALLER)) return PMPI_Startall(count, array_of_requests);
   return strata::interpose::start_all(count, array_of_requests);
+}
+
+STRATA_MPI_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
+  if (strata::interpose::called_by_strata(STRATA_CALLER)) return PMPI_Comm_free(comm);
+  return strata::interpose::comm_free(comm);
+}
+
+STRATA_MPI_EXPORT int MPI_Comm_disconnect(MPI_Comm* comm) {
+  if (strata::interpose::called_by_strata(STRATA_CALLER)) return PMPI_Comm_disconnect(comm);
+  return strata::interpose::comm_disconnect(comm);
 }

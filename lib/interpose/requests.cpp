@@ -78,14 +78,35 @@ void mark_started(Routed& r) noexcept {
 
 namespace {
 
-bool poll_one(Routed& r) noexcept {
-  if (r.finished) return true;
-  bool over = false;
-  std::exception_ptr error = run_in_strata([&] { over = r.request.test(); });
-  if (!error && !over) return false;
+void mark_over(Routed& r, std::exception_ptr error) noexcept {
   r.finished = true;
   --unfinished;
   r.error = error;
+}
+
+// Runs `r.begin` once: false while the request goes on in strata.
+bool begin_over(Routed& r) noexcept {
+  const auto begin = std::exchange(r.begin, nullptr);
+  std::optional<int> through_mpi;
+  std::exception_ptr error;
+  try {
+    through_mpi = begin(r);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (!error && !through_mpi) return false;
+  mark_over(r, error);
+  r.finish_rc = through_mpi.value_or(MPI_SUCCESS);
+  return true;
+}
+
+bool poll_one(Routed& r) noexcept {
+  if (r.finished) return true;
+  if (r.begin && begin_over(r)) return true;
+  bool over = false;
+  std::exception_ptr error = run_in_strata([&] { over = r.request.test(); });
+  if (!error && !over) return false;
+  mark_over(r, error);
   // The staging's last step (unpack, move an in-place result) calls MPI:
   // here, on the program's thread, never on strata's progress thread.
   if (!error && r.staged.finish) r.finish_rc = r.staged.finish();

@@ -24,7 +24,9 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "staging.hpp"
 #include "strata/request.hpp"
@@ -46,6 +48,13 @@ struct Routed {
   int finish_rc = MPI_SUCCESS;     // the staging's finish step's MPI code
   std::uint64_t order = 0;         // when it was started: requests are completed in this order
   Staged staged;                   // the buffers strata runs on (packed bytes), and the finish step
+  // Set where the call started on a communicator without a strata side
+  // yet (started.hpp): makes that side (a collective step) and starts
+  // `request` when the request's turn comes, on the application's thread;
+  // or, where strata cannot start there, runs the call through MPI's
+  // blocking form and returns MPI's code (the run is then over). Throws
+  // what making the side or starting the request raised.
+  std::function<std::optional<int>(Routed&)> begin;
 };
 
 // Whether any routed request exists: false lets every completion call go
@@ -67,7 +76,8 @@ void remove_routed(Routed* r) noexcept;
 // Marks `r` started now (active, next in order).
 void mark_started(Routed& r) noexcept;
 
-// Advances strata's side of an active request as Request::test() does:
+// Advances strata's side of an active request as Request::test() does
+// (first running its `begin`, if it has one):
 // true once the run is over (then `finished`, `error`, and on success the
 // finish step's `finish_rc`, are set). Without a progress thread, or where
 // it does not take the request, test() runs the request here to its end,

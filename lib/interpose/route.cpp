@@ -6,6 +6,7 @@
 
 #include "log.hpp"
 #include "mpi_types.hpp"
+#include "plan/collective.hpp"
 #include "settings.hpp"
 
 namespace strata::interpose {
@@ -68,13 +69,32 @@ void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collec
                    const MPI_Op* op, MPI_Datatype sendtype) noexcept {
   if (!logging(Level::info)) return;
   try {
-    const bool blockwise = collective == Collective::reduce_scatter || collective == Collective::all_gather;
-    const std::size_t blocks = blockwise ? static_cast<std::size_t>(entry.strata->size()) : 1;
+    log_to_strata(call, entry, d, collective, describe_args(type, op, sendtype));
+  } catch (...) {
+  }
+}
+
+std::string describe_call(const CallTerms& terms) { return describe_args(terms.type, terms.op, terms.sendtype); }
+
+void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective,
+                   const std::string& described) noexcept {
+  if (!logging(Level::info)) return;
+  try {
+    const std::size_t blocks = plan::blockwise(collective) ? static_cast<std::size_t>(entry.strata->size()) : 1;
     const std::string algorithm = entry.strata->algorithm_for(blocks * d.count * dtype_size(d.dtype), collective);
-    const std::string how = !op ? (d.packed || d.send_packed ? "packed, " + algorithm : algorithm)
+    const std::string how = !plan::reduces(collective)
+                                ? (d.packed || d.send_packed ? "packed, " + algorithm : algorithm)
                                 : fmt::format("{} {}, {}", to_string(d.dtype), to_string(d.op), algorithm);
-    log_decision(
-        fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, describe_args(type, op, sendtype), how));
+    log_decision(fmt::format("{} on comm {} {} -> strata ({})", call, entry.label, described, how));
+  } catch (...) {
+  }
+}
+
+void log_unavailable(const char* call, MPI_Comm comm, const Decision& d, const std::string& described) noexcept {
+  if (!logging(Level::info)) return;
+  try {
+    log_decision(fmt::format("{} on comm {} {} -> PMPI ({})", call, comm_label(comm), described,
+                             why_text(d, MPI_DATATYPE_NULL, nullptr)));
   } catch (...) {
   }
 }

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <exception>
+#include <string>
 
 #include "comm_cache.hpp"
 #include "decide.hpp"
@@ -22,6 +23,20 @@ namespace strata::interpose {
 // `comm` (comm_cache.hpp).
 CommEntry* strata_entry(MPI_Comm comm, Decision& d, std::exception_ptr& error);
 
+// The call in MPI's terms, for the INFO line (log_to_mpi, log_to_strata).
+struct CallTerms {
+  MPI_Datatype type;
+  const MPI_Op* op;  // null for calls without one
+  Collective collective;
+  MPI_Datatype sendtype = MPI_DATATYPE_NULL;
+};
+
+// What the INFO line says of the call's data: "MPI_INT MPI_LAND",
+// "MPI_FLOAT", "MPI_INT to MPI_BYTE" (an MPI_Allgather whose send
+// datatype differs). Taken when the call starts, for a line said later
+// (the program may free a derived datatype once the call started).
+std::string describe_call(const CallTerms& terms);
+
 // The INFO line for a call that goes to MPI: "<call> on comm <label>
 // <datatype> [<op>] -> PMPI (<why>)". `sendtype`: MPI_Allgather's, unless
 // MPI_IN_PLACE (MPI_DATATYPE_NULL for the other calls). Never throws.
@@ -35,13 +50,13 @@ void log_to_mpi(const char* call, MPI_Comm comm, const Decision& d, MPI_Datatype
 void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective, MPI_Datatype type,
                    const MPI_Op* op, MPI_Datatype sendtype = MPI_DATATYPE_NULL) noexcept;
 
-// The call in MPI's terms, for the INFO line (log_to_mpi, log_to_strata).
-struct CallTerms {
-  MPI_Datatype type;
-  const MPI_Op* op;  // null for calls without one
-  Collective collective;
-  MPI_Datatype sendtype = MPI_DATATYPE_NULL;
-};
+// The two lines for a call whose decision was taken when it started and
+// whose data is `described` (describe_call then): log_to_strata's, and
+// log_to_mpi's for a call that goes to MPI because strata could not start
+// on its communicator (d.why == Why::unavailable). Never throw.
+void log_to_strata(const char* call, CommEntry& entry, const Decision& d, Collective collective,
+                   const std::string& described) noexcept;
+void log_unavailable(const char* call, MPI_Comm comm, const Decision& d, const std::string& described) noexcept;
 
 // Every routed call's start, after its decision: the strata communicator to
 // run on, with the INFO line said; or null, with `answer` holding MPI's

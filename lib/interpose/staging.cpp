@@ -31,18 +31,24 @@ int unpack(const unsigned char* bytes, std::size_t size, void* buffer, int count
 
 }  // namespace
 
-int stage_reduction(const void* sendbuf, void* recvbuf, const Decision& d, int root, const CommEntry& entry,
-                    Staged& s) {
+Seat seat_in(MPI_Comm comm) noexcept {
+  Seat seat;
+  PMPI_Comm_rank(comm, &seat.rank);
+  PMPI_Comm_size(comm, &seat.size);
+  return seat;
+}
+
+int stage_reduction(const void* sendbuf, void* recvbuf, const Decision& d, int root, Seat seat, Staged& s) {
   // MPI_Reduce's recvbuf is significant only at the root; strata ignores
   // `out` elsewhere.
-  const bool receives = root == kAllRanks || entry.strata->rank() == root;
+  const bool receives = root == kAllRanks || seat.rank == root;
   s.out = Tensor{receives ? recvbuf : nullptr, d.count, d.dtype};
   s.in = sendbuf == MPI_IN_PLACE ? s.out : Tensor{const_cast<void*>(sendbuf), d.count, d.dtype};
   return MPI_SUCCESS;
 }
 
-int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& d, int root, MPI_Comm comm,
-                    const CommEntry& entry, bool started, Staged& s) {
+int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& d, int root, MPI_Comm comm, Seat seat,
+                    bool started, Staged& s) {
   if (!d.packed) {
     s.in = s.out = Tensor{buffer, d.count, DataType::u8};
     return MPI_SUCCESS;
@@ -53,7 +59,7 @@ int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& 
   // a rank using a predefined datatype holds).
   s.bytes.resize(d.count);
   s.in = s.out = Tensor{s.bytes.data(), d.count, DataType::u8};
-  if (entry.strata->rank() == root) {
+  if (seat.rank == root) {
     int position = 0;
     return PMPI_Pack(buffer, count, type, s.bytes.data(), static_cast<int>(d.count), &position, comm);
   }
@@ -66,7 +72,7 @@ int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& 
   return MPI_SUCCESS;
 }
 
-int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, const CommEntry& entry, Staged& s) {
+int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, Seat seat, Staged& s) {
   // MPI_IN_PLACE: recvbuf holds every block of the input and receives the
   // result in its first block. MPI leaves the other blocks undefined; Open
   // MPI keeps them as they were, and programs check that (mpi4py's tests
@@ -75,9 +81,9 @@ int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, 
   // reduces into staging bytes, copied to the front afterwards: recvbuf is
   // then only read until that copy.
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const std::size_t ranks = static_cast<std::size_t>(entry.strata->size());
+  const std::size_t ranks = static_cast<std::size_t>(seat.size);
   const std::size_t block_bytes = d.count * dtype_size(d.dtype);
-  const bool staged = in_place && entry.strata->rank() != 0;
+  const bool staged = in_place && seat.rank != 0;
   if (staged) s.bytes.resize(block_bytes);
   s.in = Tensor{in_place ? recvbuf : const_cast<void*>(sendbuf), ranks * d.count, d.dtype};
   s.out = Tensor{staged ? static_cast<void*>(s.bytes.data()) : recvbuf, d.count, d.dtype};
@@ -90,11 +96,10 @@ int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, 
 }
 
 int stage_all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                     MPI_Datatype recvtype, const Decision& d, MPI_Comm comm, const CommEntry& entry, bool started,
-                     Staged& s) {
+                     MPI_Datatype recvtype, const Decision& d, MPI_Comm comm, Seat seat, bool started, Staged& s) {
   // strata gathers bytes: d.count per rank, rank r's at block r.
-  const int rank = entry.strata->rank();
-  const int ranks = entry.strata->size();
+  const int rank = seat.rank;
+  const int ranks = seat.size;
   const std::size_t whole = static_cast<std::size_t>(ranks) * d.count;
   const std::size_t at = static_cast<std::size_t>(rank) * d.count;
   if (!d.packed && !d.send_packed) {

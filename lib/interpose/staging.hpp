@@ -29,19 +29,22 @@ struct Staged {
   std::function<int()> finish;  // empty: nothing to do
 };
 
-// The staging of each call for a decision routed to strata on `entry`
-// (`d`, `root` as decided). `started`: for a request, whose `finish` may
+// This rank's Seat in `comm`, asked of MPI (a routed call whose
+// communicator has no entry yet; one with an entry has it there). Never
+// throws.
+Seat seat_in(MPI_Comm comm) noexcept;
+
+// The staging of each call for a decision routed to strata, this rank at
+// `seat` (`d`, `root` as decided). `started`: for a request, whose `finish` may
 // run after the program freed its datatype (MPI lets it: the operation
 // completes normally), so `finish` unpacks with a duplicate of its own.
 // Each returns MPI_SUCCESS, or the code of a failed PMPI_Pack /
 // PMPI_Type_get_extent / PMPI_Type_dup (which has called the error handler).
-int stage_reduction(const void* sendbuf, void* recvbuf, const Decision& d, int root, const CommEntry& entry,
-                    Staged& s);
-int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& d, int root, MPI_Comm comm,
-                    const CommEntry& entry, bool started, Staged& s);
-int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, const CommEntry& entry, Staged& s);
+int stage_reduction(const void* sendbuf, void* recvbuf, const Decision& d, int root, Seat seat, Staged& s);
+int stage_broadcast(void* buffer, int count, MPI_Datatype type, const Decision& d, int root, MPI_Comm comm, Seat seat,
+                    bool started, Staged& s);
+int stage_reduce_scatter(const void* sendbuf, void* recvbuf, const Decision& d, Seat seat, Staged& s);
 int stage_all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                     MPI_Datatype recvtype, const Decision& d, MPI_Comm comm, const CommEntry& entry, bool started,
-                     Staged& s);
+                     MPI_Datatype recvtype, const Decision& d, MPI_Comm comm, Seat seat, bool started, Staged& s);
 
 }  // namespace strata::interpose

@@ -1,9 +1,13 @@
 #include "started.hpp"
 
+#include <cstddef>
 #include <exception>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "errors.hpp"
+#include "log.hpp"
 #include "requests.hpp"
 #include "route.hpp"
 #include "staging.hpp"
@@ -30,7 +34,7 @@ int start_request(const char* call, MPI_Comm comm, bool persistent, int staged_r
   r->staged = std::move(staged);
   // (strata queues the run and checks nothing here: invalid arguments
   // surface from the completion call, on every rank, as for a blocking call.)
-  if (std::exception_ptr error = run_in_strata([&] { r->request = make(r->staged); })) {
+  if (std::exception_ptr error = make(*r)) {
     remove_routed(r);
     return report_error(call, comm, error);
   }
@@ -39,92 +43,153 @@ int start_request(const char* call, MPI_Comm comm, bool persistent, int staged_r
   return MPI_SUCCESS;
 }
 
+// A non-blocking call's start, after its decision `d`:
+//   to_mpi():                   the call made by MPI (PMPI_I...), where it goes there;
+//   stage(seat, staged):        its staging (staging.hpp);
+//   make(entry, staged):        strata's Request over the staged buffers, started;
+//   through_mpi(staged, seat):  the call through MPI's blocking form (on the
+//                               staged bytes, or the program's buffers where
+//                               the datatype is predefined), MPI's code.
+// On a communicator with a strata side the request starts here. On one
+// without, the side is made when the request's turn comes in a completion
+// call (Routed::begin), not here. Making it is collective (it duplicates
+// the communicator), and Open MPI agrees on one new communicator's id at a
+// time per process, the one made from the lowest-numbered communicator
+// first; MPI lets ranks start an MPI_Comm_idup before this call or after
+// it, so a rank whose earlier idup of MPI_COMM_WORLD goes first would wait
+// here for a rank that waits here for it (MPICH's comm_idup_iallreduce).
+// By the completion call every rank has started what it started before
+// it. `make` and `through_mpi` are kept by value for then.
+template <typename ToMpi, typename Stage, typename Make, typename ThroughMpi>
+int start_routed(const char* call, MPI_Comm comm, Decision& d, const CallTerms& terms, ToMpi to_mpi, Stage stage,
+                 Make make, ThroughMpi through_mpi, MPI_Request* request) {
+  CommEntry* entry = d.to_strata() ? find_entry_fast(comm) : nullptr;
+  if (entry && !entry->strata) {
+    d.why = Why::unavailable;
+    d.detail = entry->unavailable.c_str();
+  }
+  if (!d.to_strata()) {
+    log_to_mpi(call, comm, d, terms.type, terms.op, terms.sendtype);
+    return to_mpi();
+  }
+  if (entry) log_to_strata(call, *entry, d, terms.collective, terms.type, terms.op, terms.sendtype);
+  const Seat seat = entry ? entry->seat : seat_in(comm);
+  Staged s;
+  const int rc = stage(seat, s);
+  if (entry)
+    return start_request(call, comm, false, rc, std::move(s),
+                         [&](Routed& r) { return run_in_strata([&] { r.request = make(*entry, r.staged); }); },
+                         request);
+  std::string described = logging(Level::info) ? describe_call(terms) : std::string();
+  auto begin = [call, comm, d, collective = terms.collective, described = std::move(described), seat, make,
+                through_mpi](Routed& r) -> std::optional<int> {
+    CommEntry& made = entry_for(comm);
+    if (!made.strata) {
+      Decision why = d;
+      why.why = Why::unavailable;
+      why.detail = made.unavailable.c_str();
+      log_unavailable(call, comm, why, described);
+      return through_mpi(r.staged, seat);
+    }
+    log_to_strata(call, made, d, collective, described);
+    if (std::exception_ptr error = run_in_strata([&] { r.request = make(made, r.staged); }))
+      std::rethrow_exception(error);
+    return std::nullopt;
+  };
+  return start_request(call, comm, false, rc, std::move(s),
+                       [&](Routed& r) -> std::exception_ptr {
+                         try {
+                           r.begin = std::move(begin);
+                         } catch (...) {
+                           return std::current_exception();
+                         }
+                         return nullptr;
+                       },
+                       request);
+}
+
+// MPI's blocking all-gather of bytes over a started MPI_Iallgather's
+// staged buffers, then the staging's finish step.
+int all_gather_through_mpi(Staged& t, std::size_t bytes, Seat seat, MPI_Comm comm) {
+  const int count = static_cast<int>(bytes);
+  const void* own_block = static_cast<const unsigned char*>(t.out.data) + static_cast<std::size_t>(seat.rank) * bytes;
+  const void* send = t.in.data == own_block ? MPI_IN_PLACE : t.in.data;
+  int rc = PMPI_Allgather(send, count, MPI_BYTE, t.out.data, count, MPI_BYTE, comm);
+  if (rc == MPI_SUCCESS && t.finish) rc = t.finish();
+  return rc;
+}
+
 }  // namespace
 
 int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                 MPI_Request* request) {
-  constexpr const char* kCall = "MPI_Iallreduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::all_reduce},
-                           [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request); }, answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
-  return start_request(
-      kCall, comm, false, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->iall_reduce(t.in, t.out, d.op, call_options()); }, request);
+  return start_routed(
+      "MPI_Iallreduce", comm, d, {type, &op, Collective::all_reduce},
+      [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request); },
+      [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, kAllRanks, seat, s); },
+      [op = d.op](CommEntry& e, const Staged& t) { return e.strata->iall_reduce(t.in, t.out, op, call_options()); },
+      [=](Staged&, Seat) { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, request);
 }
 
 int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
             MPI_Request* request) {
-  constexpr const char* kCall = "MPI_Ireduce";
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce},
-                           [&] {
-                             return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
-                           },
-                           answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, root, *entry, s);
-  return start_request(
-      kCall, comm, false, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->ireduce(t.in, t.out, d.op, root, call_options()); }, request);
+  return start_routed(
+      "MPI_Ireduce", comm, d, {type, &op, Collective::reduce},
+      [&] { return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request); },
+      [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, root, seat, s); },
+      [op = d.op, root](CommEntry& e, const Staged& t) {
+        return e.strata->ireduce(t.in, t.out, op, root, call_options());
+      },
+      [=](Staged&, Seat) { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); }, request);
 }
 
 int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
-  constexpr const char* kCall = "MPI_Ibcast";
   Decision d = decide_broadcast(buffer, count, type, root, comm);
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, nullptr, Collective::broadcast},
-                           [&] { return PMPI_Ibcast(buffer, count, type, root, comm, request); }, answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_broadcast(buffer, count, type, d, root, comm, *entry, /*started=*/true, s);
-  return start_request(
-      kCall, comm, false, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->ibroadcast(t.out, root, call_options()); }, request);
+  return start_routed(
+      "MPI_Ibcast", comm, d, {type, nullptr, Collective::broadcast},
+      [&] { return PMPI_Ibcast(buffer, count, type, root, comm, request); },
+      [&](Seat seat, Staged& s) {
+        return stage_broadcast(buffer, count, type, d, root, comm, seat, /*started=*/true, s);
+      },
+      [root](CommEntry& e, const Staged& t) { return e.strata->ibroadcast(t.out, root, call_options()); },
+      // (the staged bytes: the program may have freed a derived datatype)
+      [root, comm, bytes = static_cast<int>(d.count)](Staged& t, Seat) {
+        int rc = PMPI_Bcast(t.out.data, bytes, MPI_BYTE, root, comm);
+        if (rc == MPI_SUCCESS && t.finish) rc = t.finish();
+        return rc;
+      },
+      request);
 }
 
 int ireduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           MPI_Request* request) {
-  constexpr const char* kCall = "MPI_Ireduce_scatter_block";
   Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce_scatter},
-                           [&] {
-                             return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request);
-                           },
-                           answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, *entry, s);
-  return start_request(
-      kCall, comm, false, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->ireduce_scatter(t.in, t.out, d.op, call_options()); }, request);
+  return start_routed(
+      "MPI_Ireduce_scatter_block", comm, d, {type, &op, Collective::reduce_scatter},
+      [&] { return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request); },
+      [&](Seat seat, Staged& s) { return stage_reduce_scatter(sendbuf, recvbuf, d, seat, s); },
+      [op = d.op](CommEntry& e, const Staged& t) {
+        return e.strata->ireduce_scatter(t.in, t.out, op, call_options());
+      },
+      [=](Staged&, Seat) { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm); }, request);
 }
 
 int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  constexpr const char* kCall = "MPI_Iallgather";
   Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
-                           [&] {
-                             return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                                    request);
-                           },
-                           answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, *entry,
-                                  /*started=*/true, s);
-  return start_request(
-      kCall, comm, false, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->iall_gather(t.in, t.out, call_options()); }, request);
+  return start_routed(
+      "MPI_Iallgather", comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+      [&] { return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); },
+      [&](Seat seat, Staged& s) {
+        return stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, seat,
+                                /*started=*/true, s);
+      },
+      [](CommEntry& e, const Staged& t) { return e.strata->iall_gather(t.in, t.out, call_options()); },
+      [comm, bytes = d.count](Staged& t, Seat seat) { return all_gather_through_mpi(t, bytes, seat, comm); },
+      request);
 }
 
 int all_reduce_init(const char* call, AllReduceInit fall_through, const void* sendbuf, void* recvbuf, int count,
@@ -138,10 +203,14 @@ int all_reduce_init(const char* call, AllReduceInit fall_through, const void* se
                            answer);
   if (!entry) return answer;
   Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, *entry, s);
+  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, entry->seat, s);
   return start_request(
       call, comm, true, rc, std::move(s),
-      [&](const Staged& t) { return entry->strata->all_reduce_init(t.in, t.out, d.op, call_options()); }, request);
+      [&](Routed& r) {
+        return run_in_strata([&] { r.request = entry->strata->all_reduce_init(r.staged.in, r.staged.out, d.op,
+                                                                              call_options()); });
+      },
+      request);
 }
 
 }  // namespace strata::interpose

@@ -41,6 +41,17 @@ friends, or strata's own apps, which do not know about the interposer):
                     MPI's), then with it: every result right, and the log
                     shows every call of each binding's communicator going
                     to strata with its Fortran datatype
+  first-started PROGRAM
+                    first_started.cpp (each communicator's first collective
+                    a non-blocking one, beside an MPI_Comm_idup that ranks
+                    start before or after it, a datatype freed before it
+                    completes; preloaded, the communicator too), run without
+                    the interposer, with it, and with it where strata cannot
+                    start on any communicator (STRATA_SPEC naming no
+                    algorithm: the calls go to MPI in the completion call),
+                    each bounded to 60 s: every result right, and the log
+                    shows each kind of call going to strata, or to MPI with
+                    the reason
   quiet PROGRAM     many_comms.cpp (world, a dup, splits, MPI_COMM_SELF,
                     one-rank splits, a dup made three times): at the default
                     log level, without binding, strata prints at most one
@@ -432,6 +443,34 @@ def check_fortran(mpirun, preload, np, program):
         c.done()
 
 
+def check_first_started(mpirun, preload, np, program):
+    world = rf"MPI_COMM_WORLD \({np} ranks\)"
+    dup = rf"world ranks 0-{np - 1} \({np} ranks\)"
+    kinds = ("MPI_Iallreduce", "MPI_Ibcast", "MPI_Iallgather", "MPI_Ireduce", "MPI_Ireduce_scatter_block")
+    strata_env = {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}
+    for env in ({}, strata_env, {**strata_env, "STRATA_SPEC": "no-such-algorithm"}):
+        # A first call that makes strata's side where a peer's MPI_Comm_idup
+        # waits for this rank hangs: 60 s is far beyond a passing run.
+        status, out = run(mpirun, np, env, [program] + (["--strata"] if env else []), timeout=60)
+        c = Checks(out, np)
+        c.require(status == 0, f"first_started exited {status} with {env}")
+        passed = re.findall(r"^first_started: rank (\d+): (\d+) of (\d+) checks passed$", out, re.M)
+        c.require(sorted(int(r) for r, _, _ in passed) == list(range(np)),
+                  f"{len(passed)} of {np} ranks reported their checks")
+        c.require(all(a == b and int(b) >= 20 for _, a, b in passed), f"not every check passed: {passed}")
+        if not env:
+            c.no_line(r"strata-mpi:")
+        elif "STRATA_SPEC" not in env:
+            c.every_rank_logs(rf"^MPI_Iallreduce on comm {world} MPI_INT MPI_SUM -> strata \(i32 sum, ")
+            for call in kinds:
+                c.every_rank_logs(rf"^{call} on comm {dup} .* -> strata \(")
+        else:
+            for call in kinds:
+                c.every_rank_logs(rf"^{call} on comm {dup} .* -> PMPI \(strata could not start on this communicator: ")
+            c.no_line(r"-> strata")
+        c.done()
+
+
 def check_quiet(mpirun, preload, np, program):
     status, out = run(mpirun, np, {"LD_PRELOAD": preload}, [program])  # default STRATA_DEBUG
     c = Checks(out, np)
@@ -494,6 +533,8 @@ def main():
         check_linked(mpirun, np, rest[0])
     elif mode == "quiet":
         check_quiet(mpirun, preload, np, rest[0])
+    elif mode == "first-started":
+        check_first_started(mpirun, preload, np, rest[0])
     elif mode == "fortran":
         check_fortran(mpirun, preload, np, rest[0])
     else:
