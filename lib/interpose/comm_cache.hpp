@@ -52,8 +52,8 @@ std::uint64_t entry_generation() noexcept;
 // The entry cached on `comm`, creating it on first use. Collective over
 // `comm`: every rank must be inside the same collective call, which holds
 // because the caller routes a call to strata on every rank or on none
-// (a blocking call, or the run of the first routed request, which every
-// rank runs in the order it started its requests: started.hpp).
+// (a blocking call, or the first run of the first routed request, which
+// every rank runs in the order it started its requests: started.hpp).
 // Construction failures do not escape: the ranks agree (one PMPI_Allreduce)
 // whether every rank constructed its Communicator; if not, all of them drop
 // theirs, the entry records why in `unavailable` (reported once at WARN) and

@@ -101,7 +101,11 @@ int start_routed(const char* call, Routed* r) {
     return report_misuse(call, r->comm, MPI_ERR_REQUEST,
                          "the request is still active: complete it (MPI_Wait, or MPI_Test until true) before "
                          "starting it again");
-  if (std::exception_ptr error = run_in_strata([&] { r->request.start(); })) return report_error(call, r->comm, error);
+  // (A request whose first run makes its communicator's strata side, or
+  // goes through MPI, starts in that run: Routed::begin.)
+  if (!r->begin)
+    if (std::exception_ptr error = run_in_strata([&] { r->request.start(); }))
+      return report_error(call, r->comm, error);
   mark_started(*r);
   return MPI_SUCCESS;
 }

@@ -43,26 +43,38 @@ int start_request(const char* call, MPI_Comm comm, bool persistent, int staged_r
   return MPI_SUCCESS;
 }
 
-// A non-blocking call's start, after its decision `d`:
-//   to_mpi():                   the call made by MPI (PMPI_I...), where it goes there;
+// A persistent request whose communicator strata could not start on: each
+// later run goes through MPI as its first did (Routed::begin, set again).
+template <typename ThroughMpi>
+void through_mpi_each_run(Routed& r, ThroughMpi through_mpi, Seat seat) {
+  r.begin = [through_mpi, seat](Routed& again) -> std::optional<int> {
+    through_mpi_each_run(again, through_mpi, seat);
+    return through_mpi(again.staged, seat);
+  };
+}
+
+// A routed request's making, after its call's decision `d`:
+//   to_mpi():                   the call made by MPI (PMPI_I..., or the
+//                               persistent init), where it goes there;
 //   stage(seat, staged):        its staging (staging.hpp);
-//   make(entry, staged):        strata's Request over the staged buffers, started;
-//   through_mpi(staged, seat):  the call through MPI's blocking form (on the
+//   make(entry, staged):        strata's Request over the staged buffers,
+//                               started (bound, for a `persistent` one);
+//   through_mpi(staged, seat):  one run through MPI's blocking form (on the
 //                               staged bytes, or the program's buffers where
 //                               the datatype is predefined), MPI's code.
-// On a communicator with a strata side the request starts here. On one
-// without, the side is made when the request's turn comes in a completion
-// call (Routed::begin), not here. Making it is collective (it duplicates
-// the communicator), and Open MPI agrees on one new communicator's id at a
-// time per process, the one made from the lowest-numbered communicator
-// first; MPI lets ranks start an MPI_Comm_idup before this call or after
-// it, so a rank whose earlier idup of MPI_COMM_WORLD goes first would wait
-// here for a rank that waits here for it (MPICH's comm_idup_iallreduce).
-// By the completion call every rank has started what it started before
-// it. `make` and `through_mpi` are kept by value for then.
+// On a communicator with a strata side the request is made here. On one
+// without, the side is made when the request's (first) run comes in a
+// completion call (Routed::begin), not here. Making it is collective (it
+// duplicates the communicator), and Open MPI agrees on one new
+// communicator's id at a time per process; MPI lets ranks start an
+// MPI_Comm_idup before this call or after it, so a rank whose earlier idup
+// goes first would wait here for a rank that waits here for it (MPICH's
+// comm_idup_iallreduce). By the completion call every rank has started
+// what it started before it. `make` and `through_mpi` are kept by value
+// for then.
 template <typename ToMpi, typename Stage, typename Make, typename ThroughMpi>
-int start_routed(const char* call, MPI_Comm comm, Decision& d, const CallTerms& terms, ToMpi to_mpi, Stage stage,
-                 Make make, ThroughMpi through_mpi, MPI_Request* request) {
+int start_call(const char* call, MPI_Comm comm, bool persistent, Decision& d, const CallTerms& terms, ToMpi to_mpi,
+               Stage stage, Make make, ThroughMpi through_mpi, MPI_Request* request) {
   CommEntry* entry = d.to_strata() ? find_entry_fast(comm) : nullptr;
   if (entry && !entry->strata) {
     d.why = Why::unavailable;
@@ -77,7 +89,7 @@ int start_routed(const char* call, MPI_Comm comm, Decision& d, const CallTerms& 
   Staged s;
   const int rc = stage(seat, s);
   if (entry)
-    return start_request(call, comm, false, rc, std::move(s),
+    return start_request(call, comm, persistent, rc, std::move(s),
                          [&](Routed& r) { return run_in_strata([&] { r.request = make(*entry, r.staged); }); },
                          request);
   std::string described = logging(Level::info) ? describe_call(terms) : std::string();
@@ -89,14 +101,18 @@ int start_routed(const char* call, MPI_Comm comm, Decision& d, const CallTerms& 
       why.why = Why::unavailable;
       why.detail = made.unavailable.c_str();
       log_unavailable(call, comm, why, described);
+      if (r.persistent) through_mpi_each_run(r, through_mpi, seat);
       return through_mpi(r.staged, seat);
     }
     log_to_strata(call, made, d, collective, described);
-    if (std::exception_ptr error = run_in_strata([&] { r.request = make(made, r.staged); }))
+    if (std::exception_ptr error = run_in_strata([&] {
+          r.request = make(made, r.staged);
+          if (r.persistent) r.request.start();
+        }))
       std::rethrow_exception(error);
     return std::nullopt;
   };
-  return start_request(call, comm, false, rc, std::move(s),
+  return start_request(call, comm, persistent, rc, std::move(s),
                        [&](Routed& r) -> std::exception_ptr {
                          try {
                            r.begin = std::move(begin);
@@ -124,8 +140,8 @@ int all_gather_through_mpi(Staged& t, std::size_t bytes, Seat seat, MPI_Comm com
 int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                 MPI_Request* request) {
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  return start_routed(
-      "MPI_Iallreduce", comm, d, {type, &op, Collective::all_reduce},
+  return start_call(
+      "MPI_Iallreduce", comm, false, d, {type, &op, Collective::all_reduce},
       [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, kAllRanks, seat, s); },
       [op = d.op](CommEntry& e, const Staged& t) { return e.strata->iall_reduce(t.in, t.out, op, call_options()); },
@@ -135,8 +151,8 @@ int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type
 int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
             MPI_Request* request) {
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, root, comm);
-  return start_routed(
-      "MPI_Ireduce", comm, d, {type, &op, Collective::reduce},
+  return start_call(
+      "MPI_Ireduce", comm, false, d, {type, &op, Collective::reduce},
       [&] { return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, root, seat, s); },
       [op = d.op, root](CommEntry& e, const Staged& t) {
@@ -147,8 +163,8 @@ int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MP
 
 int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
   Decision d = decide_broadcast(buffer, count, type, root, comm);
-  return start_routed(
-      "MPI_Ibcast", comm, d, {type, nullptr, Collective::broadcast},
+  return start_call(
+      "MPI_Ibcast", comm, false, d, {type, nullptr, Collective::broadcast},
       [&] { return PMPI_Ibcast(buffer, count, type, root, comm, request); },
       [&](Seat seat, Staged& s) {
         return stage_broadcast(buffer, count, type, d, root, comm, seat, /*started=*/true, s);
@@ -166,8 +182,8 @@ int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm co
 int ireduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           MPI_Request* request) {
   Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
-  return start_routed(
-      "MPI_Ireduce_scatter_block", comm, d, {type, &op, Collective::reduce_scatter},
+  return start_call(
+      "MPI_Ireduce_scatter_block", comm, false, d, {type, &op, Collective::reduce_scatter},
       [&] { return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduce_scatter(sendbuf, recvbuf, d, seat, s); },
       [op = d.op](CommEntry& e, const Staged& t) {
@@ -180,8 +196,8 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
-  return start_routed(
-      "MPI_Iallgather", comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+  return start_call(
+      "MPI_Iallgather", comm, false, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
       [&] { return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); },
       [&](Seat seat, Staged& s) {
         return stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, seat,
@@ -195,22 +211,14 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int all_reduce_init(const char* call, AllReduceInit fall_through, const void* sendbuf, void* recvbuf, int count,
                     MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   Decision d = decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm);
-  int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(call, comm, d, {type, &op, Collective::all_reduce},
-                           [&] {
-                             return fall_through(sendbuf, recvbuf, count, type, op, comm, info, request);
-                           },
-                           answer);
-  if (!entry) return answer;
-  Staged s;
-  const int rc = stage_reduction(sendbuf, recvbuf, d, kAllRanks, entry->seat, s);
-  return start_request(
-      call, comm, true, rc, std::move(s),
-      [&](Routed& r) {
-        return run_in_strata([&] { r.request = entry->strata->all_reduce_init(r.staged.in, r.staged.out, d.op,
-                                                                              call_options()); });
+  return start_call(
+      call, comm, true, d, {type, &op, Collective::all_reduce},
+      [&] { return fall_through(sendbuf, recvbuf, count, type, op, comm, info, request); },
+      [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, kAllRanks, seat, s); },
+      [op = d.op](CommEntry& e, const Staged& t) {
+        return e.strata->all_reduce_init(t.in, t.out, op, call_options());
       },
-      request);
+      [=](Staged&, Seat) { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); }, request);
 }
 
 }  // namespace strata::interpose

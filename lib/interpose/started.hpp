@@ -6,11 +6,10 @@
 // (requests.hpp), which the completion calls (completion.hpp) complete.
 // Nothing runs here but the staging (packing a root's datatype): strata
 // runs the collective inside the completion calls, or on its progress
-// thread (docs/INTERPOSER.md, "Progress"). A non-blocking call that is the
-// first routed call on its communicator leaves creating strata's
-// Communicator there, a collective step (comm_cache.hpp), to the request's
-// run; a persistent one creates it at once. Everything else goes to
-// PMPI_*, with the request MPI makes.
+// thread (docs/INTERPOSER.md, "Progress"). A call that is the first routed
+// call on its communicator leaves creating strata's Communicator there, a
+// collective step (comm_cache.hpp), to the request's (first) run.
+// Everything else goes to PMPI_*, with the request MPI makes.
 #pragma once
 
 #include <mpi.h>

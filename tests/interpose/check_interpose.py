@@ -43,9 +43,10 @@ friends, or strata's own apps, which do not know about the interposer):
                     to strata with its Fortran datatype
   first-started PROGRAM
                     first_started.cpp (each communicator's first collective
-                    a non-blocking one, beside an MPI_Comm_idup that ranks
-                    start before or after it, a datatype freed before it
-                    completes; preloaded, the communicator too), run without
+                    a non-blocking or persistent one, beside an
+                    MPI_Comm_idup that ranks start before or after it, a
+                    datatype freed before it completes; preloaded, the
+                    communicator too), run without
                     the interposer, with it, and with it where strata cannot
                     start on any communicator (STRATA_SPEC naming no
                     algorithm: the calls go to MPI in the completion call),
@@ -458,6 +459,9 @@ def check_first_started(mpirun, preload, np, program):
         c.require(sorted(int(r) for r, _, _ in passed) == list(range(np)),
                   f"{len(passed)} of {np} ranks reported their checks")
         c.require(all(a == b and int(b) >= 20 for _, a, b in passed), f"not every check passed: {passed}")
+        found = re.search(r"^first_started: persistent all-reduce: (\S+)$", out, re.M)
+        init = found.group(1) if found else "none"
+        kinds = kinds[:5] + ((init,) if init != "none" else ())
         if not env:
             c.no_line(r"strata-mpi:")
         elif "STRATA_SPEC" not in env:

@@ -16,13 +16,28 @@
 // MPI_Comm_free.
 //
 // Prints "first_started: rank R: N of M checks passed" (exit 0 when all
-// pass) and one line per failure.
+// pass), one line per failure, and on rank 0 which persistent all-reduce it
+// used: "first_started: persistent all-reduce: MPIX_Allreduce_init" (Open
+// MPI's extension), "MPI_Allreduce_init" (MPI 4) or "none".
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define ALLREDUCE_INIT MPIX_Allreduce_init
+#define ALLREDUCE_INIT_NAME "MPIX_Allreduce_init"
+#elif MPI_VERSION >= 4
+#define ALLREDUCE_INIT MPI_Allreduce_init
+#define ALLREDUCE_INIT_NAME "MPI_Allreduce_init"
+#else
+#define ALLREDUCE_INIT_NAME "none"
+#endif
 
 namespace {
 
@@ -67,6 +82,40 @@ void beside_idup(MPI_Comm first, MPI_Comm parent, const char* what) {
   MPI_Comm_size(made, &made_size);
   check(made_size == size, "%s: the idup's communicator has %d ranks", what, made_size);
   MPI_Comm_free(&made);
+}
+
+// A persistent all-reduce made first on `first`, beside an MPI_Comm_idup
+// of `later` (made after it) that rank 0 starts after the init and the
+// others before it; started three times, the first completion waiting for
+// the idup too.
+void persistent_beside_idup(MPI_Comm first, MPI_Comm later) {
+#if defined(ALLREDUCE_INIT)
+  int in = rank + 1, out = 0;
+  MPI_Comm made;
+  MPI_Request requests[2];
+  if (rank == 0) {
+    ALLREDUCE_INIT(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
+    MPI_Comm_idup(later, &made, &requests[1]);
+  } else {
+    MPI_Comm_idup(later, &made, &requests[1]);
+    ALLREDUCE_INIT(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
+  }
+  for (int turn = 0; turn < 3; ++turn) {
+    in = rank + 1 + turn;
+    MPI_Start(&requests[0]);
+    if (turn == 0)
+      MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    else
+      MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+    const int expected = size * (size + 1) / 2 + size * turn;
+    check(out == expected, ALLREDUCE_INIT_NAME " beside an idup, turn %d: %d, expected %d", turn, out, expected);
+  }
+  MPI_Request_free(&requests[0]);
+  MPI_Comm_free(&made);
+#else
+  (void)first;
+  (void)later;
+#endif
 }
 
 // MPI_Ibcast of every other int of 16 through a vector datatype freed
@@ -159,6 +208,10 @@ int main(int argc, char** argv) {
   beside_idup(first, MPI_COMM_WORLD, "a dup's first call beside an idup of MPI_COMM_WORLD");
   MPI_Comm_free(&first);
   MPI_Comm_free(&later);
+  MPI_Comm persistent = fresh(), after = fresh();
+  persistent_beside_idup(persistent, after);
+  MPI_Comm_free(&persistent);
+  MPI_Comm_free(&after);
 
   MPI_Comm broadcast = fresh(), gather = fresh(), reduce = fresh(), scatter = fresh();
   broadcast_freed_type(broadcast);
@@ -171,6 +224,7 @@ int main(int argc, char** argv) {
   check(out == 2 * size, "MPI_Allreduce after the started calls: %d", out);
   for (MPI_Comm* comm : {&broadcast, &gather, &reduce, &scatter}) MPI_Comm_free(comm);
 
+  if (rank == 0) std::printf("first_started: persistent all-reduce: %s\n", ALLREDUCE_INIT_NAME);
   std::printf("first_started: rank %d: %d of %d checks passed\n", rank, checks - failures, checks);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
