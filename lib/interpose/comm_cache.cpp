@@ -126,6 +126,13 @@ bool ensure_keyvals() {
 
 }  // namespace
 
+Seat seat_in(MPI_Comm comm) noexcept {
+  Seat seat;
+  PMPI_Comm_rank(comm, &seat.rank);
+  PMPI_Comm_size(comm, &seat.size);
+  return seat;
+}
+
 CommEntry* find_entry(MPI_Comm comm) noexcept {
   if (entry_keyval == MPI_KEYVAL_INVALID) return nullptr;
   void* value = nullptr;
@@ -148,8 +155,7 @@ CommEntry& entry_for(MPI_Comm comm) {
   if (!ensure_keyvals()) throw std::bad_alloc();  // before anything collective
   auto entry = std::make_unique<CommEntry>();
   entry->label = comm_label(comm);
-  PMPI_Comm_rank(comm, &entry->seat.rank);
-  PMPI_Comm_size(comm, &entry->seat.size);
+  entry->seat = seat_in(comm);
   std::string failure;
   {
     InsideStrata inside;

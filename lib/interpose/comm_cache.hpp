@@ -27,6 +27,10 @@ struct Seat {
   int size = 0;
 };
 
+// This rank's Seat in `comm`, asked of MPI (what an entry keeps; a routed
+// call whose communicator has no entry yet asks here). Never throws.
+Seat seat_in(MPI_Comm comm) noexcept;
+
 struct CommEntry {
   std::unique_ptr<Communicator> strata;  // null once destroyed, or if it could not be created
   std::string unavailable;               // why strata could not start here ("" = it did)

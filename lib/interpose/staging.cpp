@@ -31,13 +31,6 @@ int unpack(const unsigned char* bytes, std::size_t size, void* buffer, int count
 
 }  // namespace
 
-Seat seat_in(MPI_Comm comm) noexcept {
-  Seat seat;
-  PMPI_Comm_rank(comm, &seat.rank);
-  PMPI_Comm_size(comm, &seat.size);
-  return seat;
-}
-
 int stage_reduction(const void* sendbuf, void* recvbuf, const Decision& d, int root, Seat seat, Staged& s) {
   // MPI_Reduce's recvbuf is significant only at the root; strata ignores
   // `out` elsewhere.

@@ -29,11 +29,6 @@ struct Staged {
   std::function<int()> finish;  // empty: nothing to do
 };
 
-// This rank's Seat in `comm`, asked of MPI (a routed call whose
-// communicator has no entry yet; one with an entry has it there). Never
-// throws.
-Seat seat_in(MPI_Comm comm) noexcept;
-
 // The staging of each call for a decision routed to strata, this rank at
 // `seat` (`d`, `root` as decided). `started`: for a request, whose `finish` may
 // run after the program freed its datatype (MPI lets it: the operation

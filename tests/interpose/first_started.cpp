@@ -19,41 +19,17 @@
 // pass), one line per failure, and on rank 0 which persistent all-reduce it
 // used: "first_started: persistent all-reduce: MPIX_Allreduce_init" (Open
 // MPI's extension), "MPI_Allreduce_init" (MPI 4) or "none".
-#include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>
-#endif
-
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPIX_Allreduce_init"
-#elif MPI_VERSION >= 4
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPI_Allreduce_init"
-#else
-#define ALLREDUCE_INIT_NAME "none"
-#endif
+#include "program_checks.hpp"
 
 namespace {
 
-int rank = 0, size = 1, checks = 0, failures = 0;
-
-void check(bool ok, const char* format, ...) {
-  ++checks;
-  if (ok) return;
-  ++failures;
-  std::va_list args;
-  va_start(args, format);
-  std::printf("first_started: rank %d: FAIL: ", rank);
-  std::vprintf(format, args);
-  std::printf("\n");
-  va_end(args);
-}
+using program_checks::check;
+using program_checks::rank;
+int size = 1;
 
 MPI_Comm fresh() {
   MPI_Comm comm;
@@ -196,6 +172,7 @@ void freed_before_wait() {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  program_checks::program = "first_started";
   const bool strata = argc > 1 && std::strcmp(argv[1], "--strata") == 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -225,7 +202,7 @@ int main(int argc, char** argv) {
   for (MPI_Comm* comm : {&broadcast, &gather, &reduce, &scatter}) MPI_Comm_free(comm);
 
   if (rank == 0) std::printf("first_started: persistent all-reduce: %s\n", ALLREDUCE_INIT_NAME);
-  std::printf("first_started: rank %d: %d of %d checks passed\n", rank, checks - failures, checks);
+  const int status = program_checks::passed();
   MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return status;
 }

@@ -24,15 +24,9 @@
 // one line per failure, and on rank 0 which persistent all-reduce it used:
 // "requests: persistent all-reduce: MPIX_Allreduce_init" (Open MPI's
 // extension), "MPI_Allreduce_init" (MPI 4) or "none".
-#include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>
-#endif
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -41,31 +35,15 @@
 #include <utility>
 #include <vector>
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPIX_Allreduce_init"
-#elif MPI_VERSION >= 4
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPI_Allreduce_init"
-#endif
+#include "program_checks.hpp"
 
 namespace {
 
-int rank = 0, size = 1, checks = 0, failures = 0;
+using program_checks::check;
+using program_checks::rank;
+int size = 1;
 bool strata = false, progress_thread = false;
 constexpr double kLoopSeconds = 60;  // bound of every test loop
-
-void check(bool ok, const char* format, ...) {
-  ++checks;
-  if (ok) return;
-  if (++failures > 40) return;
-  char text[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(text, sizeof text, format, args);
-  va_end(args);
-  std::printf("requests: rank %d: FAIL %s\n", rank, text);
-}
 
 // Rank r's input element i for call `tag`: small integers, so that every
 // sum is exact in any order, in float and int alike.
@@ -776,6 +754,7 @@ void progress_without_calls() {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  program_checks::program = "requests";
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   for (int i = 1; i < argc; ++i) {
@@ -800,12 +779,8 @@ int main(int argc, char** argv) {
     errors();
   }
   if (progress_thread) progress_without_calls();
-#ifdef ALLREDUCE_INIT
   if (rank == 0) std::printf("requests: persistent all-reduce: %s\n", ALLREDUCE_INIT_NAME);
-#else
-  if (rank == 0) std::printf("requests: persistent all-reduce: none\n");
-#endif
-  std::printf("requests: rank %d: %d of %d checks passed\n", rank, checks - failures, checks);
+  const int status = program_checks::passed();
   MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return status;
 }
