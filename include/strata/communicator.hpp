@@ -175,6 +175,16 @@ class Communicator {
   // True once a timeout or a peer failure broke the communicator.
   bool broken() const;
 
+  // Raises, once, the error of a failure that happened after a
+  // stream-ordered call (CUDA tensors with CommunicationOptions::stream)
+  // returned: DeadlineExceeded naming the ranks that did not arrive, or
+  // BackendError for an asynchronous NCCL or CUDA error. Such a failure
+  // breaks the communicator: afterwards check() and every call raise
+  // PeerFailure. Returns normally while the communicator is usable. Local:
+  // it looks at the communicator's outstanding GPU work once and never waits
+  // for the GPU.
+  void check();
+
  private:
   friend api::Session& api::session_of(Communicator& comm);
   void run(const api::Prepared& prepared);

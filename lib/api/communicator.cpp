@@ -32,6 +32,8 @@ int Communicator::size() const { return session_->size(); }
 const Topology& Communicator::topology() const { return session_->topology(); }
 bool Communicator::broken() const { return session_->broken(); }
 
+void Communicator::check() { session_->check(); }
+
 std::string Communicator::algorithm_for(std::size_t bytes, Collective collective, Memory memory) const {
   return session_->choose(collective, bytes, memory, Implementation::automatic).describe();
 }

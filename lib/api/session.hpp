@@ -58,6 +58,8 @@ class Session {
   int size() const { return size_; }
   const Topology& topology() const { return topology_; }
   bool broken() const { return health_.broken(); }
+  // Communicator::check().
+  void check() { health_.ensure_usable(); }
   const plan::Spec& spec() const { return plans_.spec(); }
   std::string spec_map() const { return plan::describe_map(plans_.spec(), plans_.layout()); }
 
