@@ -9,7 +9,8 @@ layer, never of a higher one, and never of a sibling folder of its own layer.
 The GPU plugin's folders (PLUGIN: libstrata_gpu.so, which libstrata loads at
 run time) sit above the seam they implement (lib/gpu) and may include it and
 what lies below it; no folder of libstrata may include them, whatever its
-layer, and no app but the white-box ones may. Public headers
+layer, and no app but the white-box ones may. api includes neither host nor
+gpu (FORBIDDEN): it validates and hands calls to exec, which runs them. Public headers
 (include/strata/) are the contract every layer may use; they include only
 each other. Apps and tests use the public headers; tests may also look
 inside (white-box) but apps may not.
@@ -43,6 +44,11 @@ RANK = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folder
 # The GPU plugin's folders (libstrata_gpu.so): only plugin folders, tests and
 # WHITE_BOX_APPS include them.
 PLUGIN = {"cuda", "nccl"}
+# Folders that may not include some lower layers all the same: api takes
+# calls and hands them to exec, which runs them over host and GPU memory;
+# api reaching into host or gpu would make a second place where calls run.
+FORBIDDEN = {"api": {"host": "api hands calls to exec (exec::Executor), which alone runs them over host memory",
+                     "gpu": "api hands calls to exec (exec::Executor), which alone runs them over the GPU"}}
 # Apps that measure the library's internals and so may include them.
 WHITE_BOX_APPS = {"apps/gpu-kernels": "times strata's own CUDA kernels against a device copy"}
 SOURCES = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".def")
@@ -75,7 +81,10 @@ def check(root):
             edges[(folder, head)] += 1
             if head == folder:
                 continue
-            if head in PLUGIN and folder not in PLUGIN:
+            if head in FORBIDDEN.get(folder, {}):
+                problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
+                                f"lib/{folder} must not include lib/{head}: {FORBIDDEN[folder][head]}")
+            elif head in PLUGIN and folder not in PLUGIN:
                 problems.append(f"{path.relative_to(root)}:{number}: includes \"{target}\": "
                                 f"lib/{folder} is part of libstrata, which must not include the GPU plugin's "
                                 f"lib/{head} (libstrata_gpu.so, loaded at run time through lib/gpu/plugin.hpp)")

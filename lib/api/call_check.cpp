@@ -69,7 +69,7 @@ plan::Fingerprint Fingerprints::common(Collective collective, ReduceOp op, int r
   return f;
 }
 
-plan::Fingerprint Fingerprints::of(const Call& call, std::uint64_t sequence) const {
+plan::Fingerprint Fingerprints::of(const exec::Call& call, std::uint64_t sequence) const {
   plan::Fingerprint f =
       common(call.collective, call.job.op, call.job.root, call.memory, *call.options, call.spec, sequence);
   f.operation = plan::operation_of(call.collective);
@@ -78,7 +78,7 @@ plan::Fingerprint Fingerprints::of(const Call& call, std::uint64_t sequence) con
   return f;
 }
 
-plan::Fingerprint Fingerprints::of(const BatchCall& call, std::uint64_t sequence) const {
+plan::Fingerprint Fingerprints::of(const exec::BatchCall& call, std::uint64_t sequence) const {
   std::vector<Tensor> firsts;
   for (const auto& replicas : *call.batch) firsts.push_back(replicas.empty() ? Tensor{} : replicas.front());
   plan::Fingerprint f = common(call.collective, call.op, call.root,

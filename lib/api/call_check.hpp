@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/call.hpp"
-#include "api/plan_cache.hpp"
+#include "exec/call.hpp"
+#include "exec/plan_cache.hpp"
 #include "plan/fingerprint.hpp"
 #include "strata/options.hpp"
 
@@ -45,20 +45,20 @@ class Fingerprints {
   // `plans` (the communicator's, outliving this) gives the spec hashes;
   // `chunk_bytes` is the host ring's pipeline chunk (ranks cutting a ring
   // differently would mismatch messages).
-  Fingerprints(const PlanCache* plans, std::size_t chunk_bytes) : plans_(plans), chunk_bytes_(chunk_bytes) {}
+  Fingerprints(const exec::PlanCache* plans, std::size_t chunk_bytes) : plans_(plans), chunk_bytes_(chunk_bytes) {}
 
   // The fingerprint of `call`, numbered `sequence`.
-  plan::Fingerprint of(const Call& call, std::uint64_t sequence) const;
+  plan::Fingerprint of(const exec::Call& call, std::uint64_t sequence) const;
   // The fingerprint of a batch, numbered `sequence` (its packs run under
   // that number). A refused batch may hold a tensor without replicas.
-  plan::Fingerprint of(const BatchCall& call, std::uint64_t sequence) const;
+  plan::Fingerprint of(const exec::BatchCall& call, std::uint64_t sequence) const;
 
  private:
   // The fields single calls and batches fill alike.
   plan::Fingerprint common(Collective collective, ReduceOp op, int root, Memory memory,
                            const CommunicationOptions& options, const plan::Spec* spec, std::uint64_t sequence) const;
 
-  const PlanCache* plans_ = nullptr;
+  const exec::PlanCache* plans_ = nullptr;
   std::size_t chunk_bytes_ = 0;
 };
 

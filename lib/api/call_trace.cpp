@@ -53,8 +53,8 @@ void Session::end_call_span(util::trace::Span& span, const Call& call, std::uint
   if (plan::rooted(call.collective)) args.add("root", call.job.root);
   // The plan that ran: what the call recorded for timeout messages, when it
   // got as far as planning this call.
-  const bool planned = sequence_ > before && current_.sequence == sequence_ && current_.algorithm != "call check";
-  args.add("algorithm", planned ? current_.algorithm : std::string_view("none"));
+  const bool planned = sequence_ > before && executor_.current().sequence == sequence_ && executor_.current().algorithm != "call check";
+  args.add("algorithm", planned ? executor_.current().algorithm : std::string_view("none"));
   end_span_common(span, before, outcome, error);
 }
 

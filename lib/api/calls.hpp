@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "api/call.hpp"
+#include "exec/call.hpp"
 #include "strata/errors.hpp"
 #include "strata/options.hpp"
 #include "strata/types.hpp"
@@ -17,7 +17,7 @@ namespace strata::api {
 // A call as passed: `call` (options point at the caller's), and `invalid`
 // when this rank's arguments failed validation.
 struct Prepared {
-  Call call;
+  exec::Call call;
   std::optional<InvalidArgument> invalid;
 };
 

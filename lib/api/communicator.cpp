@@ -92,7 +92,7 @@ void Communicator::batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, cons
   std::vector<std::vector<Tensor>> batch;
   batch.reserve(tensors.size());
   for (const Tensor& t : tensors) batch.push_back({t});
-  api::BatchCall call;
+  exec::BatchCall call;
   call.batch = &batch;
   call.op = op;
   call.packing = packing;

@@ -21,7 +21,7 @@ namespace {
 struct CallRequest final : api::RequestState {
   api::Session* session = nullptr;
   CommunicationOptions options;
-  api::Call call;
+  exec::Call call;
   std::optional<InvalidArgument> invalid;  // this rank refuses it, in its turn
 
   void run() override {
@@ -36,7 +36,7 @@ struct BatchRequest final : api::RequestState {
   CommunicationOptions options;
   std::vector<std::vector<Tensor>> batch;
   std::function<void(std::size_t)> on_pack_done;
-  api::BatchCall call;
+  exec::BatchCall call;
   std::optional<InvalidArgument> invalid;
 
   void run() override {

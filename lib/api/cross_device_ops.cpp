@@ -86,7 +86,7 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
     // Still collective: the other ranks learn of it (api::Session::refuse).
     std::vector<std::vector<Tensor>> as_passed;
     for (const auto& pair : pairs) as_passed.push_back(pair.first);
-    api::BatchCall call;
+    exec::BatchCall call;
     const int first_root = pairs.empty() ? -1 : pairs.front().second.root();
     call.collective = first_root < 0 ? Collective::all_reduce : Collective::reduce;
     call.batch = &as_passed;
@@ -106,7 +106,7 @@ void CrossDeviceOps::batch_reduce(ReduceOp op, std::span<const std::pair<PerRepl
     std::vector<std::vector<Tensor>> batch;
     for (const auto& [value, destination] : pairs)
       if (destination.root() == root) batch.push_back(value);
-    api::BatchCall call;
+    exec::BatchCall call;
     call.collective = root < 0 ? Collective::all_reduce : Collective::reduce;
     call.batch = &batch;
     call.op = op;
@@ -123,7 +123,7 @@ void CrossDeviceOps::broadcast(const PerReplica& value, Destination destinations
                                const CommunicationOptions& options) {
   api::Session& session = api::session_of(comm_);
   const std::vector<std::vector<Tensor>> batch{value};
-  api::BatchCall call;
+  exec::BatchCall call;
   call.collective = Collective::broadcast;
   call.batch = &batch;
   call.root = source_rank;

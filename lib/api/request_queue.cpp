@@ -3,11 +3,10 @@
 #include <utility>
 
 #include "util/log.hpp"
+#include "util/thread_role.hpp"
 
 namespace strata::api {
 namespace {
-
-thread_local bool progress_thread = false;
 
 // How many times wait() yields the core to a progress thread running its
 // request before it sleeps until woken: a few hundred microseconds.
@@ -16,8 +15,6 @@ constexpr int kYieldsBeforeSleeping = 200;
 }  // namespace
 
 RequestQueue::~RequestQueue() { shut_down(); }
-
-bool RequestQueue::on_progress_thread() { return progress_thread; }
 
 void RequestQueue::start_thread() {
   if (threaded_) return;
@@ -132,7 +129,7 @@ bool RequestQueue::advance(RequestState& state, bool wait_for_thread) {
 }
 
 void RequestQueue::thread_loop() {
-  progress_thread = true;
+  util::mark_progress_thread();
   for (;;) {
     {
       auto lock = guarded(mutex_);

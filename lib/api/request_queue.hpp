@@ -98,9 +98,6 @@ class RequestQueue {
   // detaches every state (their start() then refuses). Never throws.
   void shut_down() noexcept;
 
-  // Whether the calling thread is the progress thread.
-  static bool on_progress_thread();
-
  private:
   // Runs the queue's head if there is one (and, for the progress thread,
   // if it may run it); `running` is held. false if it ran nothing.

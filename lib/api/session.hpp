@@ -1,49 +1,37 @@
 // Session: the state behind one strata::Communicator and the entry the
 // public calls (communicator.cpp) and the TensorFlow-named facades
-// (cross_device_ops.cpp) funnel into after validation. It runs the plan,
-// execute and finish stages:
-//   plan     plan::choose / plan::make_packs (lib/plan), cached per shape;
-//   execute  exec::run_host or exec::run_gpu (lib/exec);
-//   finish   exec::finish_host (mean), pack callbacks, and marking the
-//            communicator broken after a timeout or a backend failure.
-// Internal header.
+// (cross_device_ops.cpp) funnel into after validation. It makes the
+// communicator (duplicate, nodes, topology, the agreements every rank must
+// share), numbers every call, builds the fingerprint the ranks compare,
+// keeps refused calls collective, orders blocking calls after the started
+// requests, and hands each call to the executor (exec::Executor), which
+// runs it. Internal header.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "api/call.hpp"
 #include "api/call_check.hpp"
-#include "api/gpu_runtime.hpp"
-#include "api/health.hpp"
-#include "api/plan_cache.hpp"
 #include "api/request_queue.hpp"
-#include "exec/execute.hpp"
-#include "exec/roll_call.hpp"
-#include "gpu/backend.hpp"
-#include "host/shm_segment.hpp"
+#include "exec/call.hpp"
+#include "exec/executor.hpp"
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
-#include "plan/job.hpp"
 #include "plan/spec.hpp"
 #include "strata/communicator.hpp"
 #include "strata/plan.hpp"
 #include "strata/topology.hpp"
-#include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
-#include "util/breaking.hpp"
-#include "util/arena.hpp"
-#include "util/deadline.hpp"
 #include "util/trace.hpp"
-#include "util/workspace.hpp"
 
 namespace strata::api {
+
+using exec::BatchCall;
+using exec::Call;
 
 class Session {
  public:
@@ -57,11 +45,13 @@ class Session {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Topology& topology() const { return topology_; }
-  bool broken() const { return health_.broken(); }
+  bool broken() const { return executor_.broken(); }
   // Communicator::check().
-  void check() { health_.ensure_usable(); }
-  const plan::Spec& spec() const { return plans_.spec(); }
-  std::string spec_map() const { return plan::describe_map(plans_.spec(), plans_.layout()); }
+  void check() { executor_.check(); }
+  const plan::Spec& spec() const { return executor_.plans().spec(); }
+  std::string spec_map() const {
+    return plan::describe_map(executor_.plans().spec(), executor_.plans().layout());
+  }
 
   // Runs one collective; throws as the public calls say. Before any data
   // moves, every rank checks that all make the same call (unless
@@ -84,12 +74,9 @@ class Session {
   // The communicator's started requests (non-blocking and persistent calls).
   RequestQueue& requests() { return requests_; }
 
-  // Whether the progress thread takes `call`: host memory, at least 64 KiB
-  // (smaller ones cost more to hand over than to run), and running it makes
-  // no MPI call (one node over shared memory, or a communicator of one
-  // rank) or MPI allows calls from any thread.
-  bool thread_may_run(const Call& call) const;
-  bool thread_may_run(const BatchCall& call) const;
+  // Whether the progress thread takes `call` (exec::Executor::thread_may_run).
+  bool thread_may_run(const Call& call) const { return executor_.thread_may_run(call); }
+  bool thread_may_run(const BatchCall& call) const { return executor_.thread_may_run(call); }
 
   // A call whose arguments failed validation on this rank is still
   // collective: with the call check on (and more than one rank), this rank
@@ -107,7 +94,7 @@ class Session {
   // The plan for one call of `bytes` bytes (no communication).
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
                       const plan::Spec* spec = nullptr) const {
-    return plans_.choose(collective, bytes, memory, implementation, spec);
+    return executor_.plans().choose(collective, bytes, memory, implementation, spec);
   }
 
   // The plan a batch of `tensors` would run as `collective` (no communication).
@@ -152,82 +139,32 @@ class Session {
   void end_span_common(util::trace::Span& span, std::uint64_t before, std::string_view outcome,
                        std::string_view error);
 
-  // Breaks the communicator (health_) and abandons the buffers work given
-  // up on may still touch.
-  void mark_broken(const char* reason);
-  // Runs `work`; a timeout or a backend failure marks the communicator
-  // broken before the exception goes on.
-  template <typename Work>
-  void breaking_on_failure(Work&& work) {
-    util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });
-  }
-
-  // The ring pipeline's chunk for host calls: Config::chunk_bytes, or the
-  // default when it is 0. Part of every fingerprint (ranks cutting a ring
-  // differently would mismatch messages).
-  std::size_t host_chunk_bytes() const;
   // refuse(): unless there is nobody to tell, takes the call's number and
   // checks `as_passed()` (built after the number is taken) marked invalid.
   [[noreturn]] void refuse_numbered(const InvalidArgument& error,
                                     const std::function<plan::Fingerprint()>& as_passed, double timeout_seconds,
                                     std::string_view collective);
-  // The check of a refused call whose number is taken: throws `error`, or
-  // InvalidArgument saying the other ranks raise Mismatch.
-  [[noreturn]] void refuse_in_call(const InvalidArgument& error, plan::Fingerprint as_passed,
-                                   const util::Deadline& deadline, std::string_view collective);
-  // The call check alone (every rank; throws Mismatch).
-  void verify(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
-  // After a DeadlineExceeded: asks every rank where it is
-  // (missing_ranks_error), breaks the communicator with the answer, and
-  // throws DeadlineExceeded naming the ranks that did not arrive.
-  [[noreturn]] void blame_missing_ranks(const util::Deadline& deadline);
-  // Whether this thread may call MPI (the progress thread only under
-  // MPI_THREAD_MULTIPLE): the roll call's answers and questions need it.
-  bool mpi_here() const { return mpi_any_thread_ || !RequestQueue::on_progress_thread(); }
-  // thread_may_run for host memory: `bytes` large enough to be worth
-  // handing over, and every plan the call makes over the node's shared
-  // memory (or MPI callable from any thread).
-  bool thread_may_run_host(std::size_t bytes, const std::function<bool()>& every_plan_shared_memory) const;
-  // The roll call this thread may use while waiting (null where it may not call MPI).
-  exec::RollCall* answering() const { return mpi_here() ? roll_call_.get() : nullptr; }
-  // `check`: run the call check first (false for a batch's packs: the batch
-  // was checked once).
-  void run_host(const Call& call, const util::Deadline& deadline, bool check);
-  void run_gpu(const Call& call, const util::Deadline& deadline);
-  void run_batch_host(const BatchCall& call, const util::Deadline& deadline);
-  void run_batch_gpu(const BatchCall& call, const util::Deadline& deadline);
-  std::size_t bytes_per_pack(const BatchCall& call) const;
+  // The next call's number and, with the check on, its fingerprint in
+  // `storage` (made by `fingerprint(sequence)`).
+  template <typename Fingerprint>
+  exec::Ticket numbered(plan::Fingerprint& storage, Fingerprint&& fingerprint) {
+    ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
+    if (!check_calls_) return {sequence_, nullptr};
+    storage = fingerprint(sequence_);
+    return {sequence_, &storage};
+  }
   void log_batch_plan(const BatchCall& call);
-
-  // The GPU backend (GpuRuntime::backend), once the communicator is usable.
-  gpu::Backend& gpu_backend();
-  // What a CUDA call's execution needs (the backend must exist).
-  exec::GpuContext gpu_context() { return gpu_.context(split_, rank_, size_); }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  Config config_;
-  PlanCache plans_;            // the spec, the layout, the last shape's choice (from construction)
-  util::Workspace workspace_;  // algorithm scratch
-  util::Workspace staging_;    // pack staging (batches and per-replica calls)
   std::uint64_t sequence_ = 0;
-  Health health_;              // usable, or what broke it
+  bool check_calls_ = true;    // Config::check_calls and STRATA_CHECK, and more than one rank
   topo::NodeSplit split_;      // nodes, from construction
   Topology topology_;          // from construction, after split
-  // Over split_.node when it has more than one rank, from construction: its
-  // creation is collective and unbounded, so it must not happen inside a
-  // call that has a deadline.
-  std::unique_ptr<host::ShmSegment> segment_;
-  GpuRuntime gpu_;             // devices, the control plane, the backend made by the first CUDA call
-  std::unique_ptr<exec::RollCall> roll_call_;  // null on a communicator of one rank
-  util::Arena landing_;         // receives into callers' buffers land here first when a call has a timeout
-  bool check_calls_ = true;     // Config::check_calls and STRATA_CHECK, and more than one rank
-  Fingerprints fingerprints_;   // what the call check compares (over plans_, from construction)
-  plan::CallInfo current_;      // the call in progress, for timeout messages
-  exec::HostContext host_context_;  // what host collectives run over (fixed at construction)
+  exec::Executor executor_;    // runs every call (from construction)
+  Fingerprints fingerprints_;  // what the call check compares (over the executor's plans)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
-  bool mpi_any_thread_ = false;  // MPI_THREAD_MULTIPLE: the progress thread may call MPI
   // Last, so that it goes first: its shut-down runs what is still queued
   // while everything above still exists.
   RequestQueue requests_;

@@ -184,4 +184,30 @@ void validate_disjoint(std::span<const Tensor> tensors, std::string_view field) 
           std::min(ranges[i - 1].index, ranges[i].index), field, std::max(ranges[i - 1].index, ranges[i].index))));
 }
 
+void validate_device(int device, const topo::GpuRow& mine, std::string_view field) {
+  if (device < 0 || mine.device < 0 || device == mine.device) return;
+  throw InvalidArgument(util::located(
+      fmt::format("{}.device = {}, but this rank drives CUDA device {} (the rank's GPU assignment: STRATA_GPU_MAP, "
+                  "else its own nearest free GPU; see strata-topo): pass a tensor on device {} or -1",
+                  field, device, mine.device, mine.device)));
+}
+
+void validate_replica_devices(const std::vector<std::vector<Tensor>>& batch, const topo::GpuRow& mine) {
+  if (batch.empty() || batch.front().empty() || batch.front().front().memory != Memory::cuda || mine.device < 0) return;
+  const std::vector<Tensor>& first = batch.front();
+  const int visible = static_cast<int>(mine.bus_ids.size());
+  for (std::size_t r = 0; r < first.size(); ++r) {
+    const int device = first[r].device < 0 ? mine.device : first[r].device;
+    if (device >= visible)
+      throw InvalidArgument(util::located(fmt::format(
+          "replica {} is on CUDA device {}, but this process sees {} CUDA device(s)", r, device, visible)));
+    for (std::size_t k = 1; k < batch.size(); ++k)
+      if (r < batch[k].size() && batch[k][r].device != first[r].device)
+        throw InvalidArgument(util::located(
+            fmt::format("tensor {} replica {} is on CUDA device {} but tensor 0 replica {} is on device {}; each "
+                        "replica's tensors must share one device",
+                        k, r, batch[k][r].device, r, first[r].device)));
+  }
+}
+
 }  // namespace strata::api

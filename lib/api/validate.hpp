@@ -7,10 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 #include <string_view>
 
 #include "strata/options.hpp"
 #include "strata/types.hpp"
+#include "topo/gpu_plane.hpp"
 
 namespace strata::api {
 
@@ -66,5 +68,16 @@ void validate_batch_size(std::span<const Tensor> tensors, std::string_view field
 // No two tensors of a batch share memory (results would depend on order).
 // `field` names the list ("tensors").
 void validate_disjoint(std::span<const Tensor> tensors, std::string_view field);
+
+// CUDA tensors against the devices of this rank (`mine`, its row of the
+// GPU control plane): a single tensor (`device`, -1 = the rank's own) must
+// lie on the device this rank drives; every replica r of a batch's tensors
+// on one device (`batch[k][r].device`, the same for every k) that this
+// process sees. Checked before the call check, so a wrong device raises
+// InvalidArgument here and Mismatch on the other ranks instead of leaving
+// them waiting. Nothing to check where the rank drives no device (the
+// control plane then refuses CUDA tensors on every rank).
+void validate_device(int device, const topo::GpuRow& mine, std::string_view field);
+void validate_replica_devices(const std::vector<std::vector<Tensor>>& batch, const topo::GpuRow& mine);
 
 }  // namespace strata::api

@@ -13,7 +13,7 @@
 #include "plan/spec.hpp"
 #include "strata/types.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 class PlanCache {
  public:
@@ -56,4 +56,4 @@ class PlanCache {
   } last_;
 };
 
-}  // namespace strata::api
+}  // namespace strata::exec

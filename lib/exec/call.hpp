@@ -10,11 +10,12 @@
 
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
+#include "plan/packing.hpp"
 #include "plan/spec.hpp"
 #include "strata/options.hpp"
 #include "strata/types.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 // One validated collective on one tensor.
 struct Call {
@@ -55,4 +56,7 @@ struct BatchCall {
   std::string_view name() const { return plan::operation_name(plan::batch_operation(collective)); }
 };
 
-}  // namespace strata::api
+// The shapes plan::make_packs takes: replica 0 of each tensor of `batch`.
+std::vector<plan::TensorShape> shapes_of(const std::vector<std::vector<Tensor>>& batch);
+
+}  // namespace strata::exec

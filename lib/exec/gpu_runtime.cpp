@@ -1,4 +1,4 @@
-#include "api/gpu_runtime.hpp"
+#include "exec/gpu_runtime.hpp"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include "util/where.hpp"
 #include "strata/errors.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
-GpuRuntime::GpuRuntime(std::vector<topo::GpuRow> rows, int min_local_size)
-    : rows_(std::move(rows)), plane_(topo::decide(rows_, min_local_size)) {}
+GpuRuntime::GpuRuntime(std::vector<topo::GpuRow> rows, topo::GpuPlane plane)
+    : rows_(std::move(rows)), plane_(std::move(plane)) {}
 
 gpu::Backend& GpuRuntime::backend(MPI_Comm comm, const topo::NodeSplit& split, int rank) {
   if (backend_) return *backend_;
@@ -36,7 +36,7 @@ gpu::Backend& GpuRuntime::backend(MPI_Comm comm, const topo::NodeSplit& split, i
   return *backend_;
 }
 
-exec::GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank, int size) {
+GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank, int size) {
   return {backend_.get(), levels_.get(), &split, &plane_, rank, size};
 }
 
@@ -45,4 +45,4 @@ void GpuRuntime::reset() noexcept {
   backend_.reset();
 }
 
-}  // namespace strata::api
+}  // namespace strata::exec

@@ -1,4 +1,4 @@
-#include "api/health.hpp"
+#include "exec/health.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +7,7 @@
 
 #include "util/where.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 void Health::ensure_usable() const {
   if (!reason_.empty())
@@ -16,9 +16,9 @@ void Health::ensure_usable() const {
                                   util::where(), reason_));
 }
 
-DeadlineExceeded missing_ranks_error(exec::RollCall* roll_call, const plan::CallInfo& call, int rank, int size,
+DeadlineExceeded missing_ranks_error(RollCall* roll_call, const plan::CallInfo& call, int rank, int size,
                                      const util::Deadline& deadline) {
-  exec::RollCall::Result roll = roll_call ? roll_call->ask(call.sequence) : exec::RollCall::Result{};
+  RollCall::Result roll = roll_call ? roll_call->ask(call.sequence) : RollCall::Result{};
   std::string who;
   if (!roll.silent.empty())
     who = fmt::format("rank(s) {} did not arrive (no answer to a roll call: stopped, crashed, or busy outside strata)",
@@ -42,4 +42,4 @@ DeadlineExceeded missing_ranks_error(exec::RollCall* roll_call, const plan::Call
   return DeadlineExceeded(message, std::move(roll.silent), std::move(roll.earlier));
 }
 
-}  // namespace strata::api
+}  // namespace strata::exec

@@ -11,7 +11,7 @@
 #include "util/deadline.hpp"
 #include "strata/errors.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 class Health {
  public:
@@ -31,7 +31,7 @@ class Health {
 // DeadlineExceeded that names the ranks that did not arrive, apart from
 // ranks still waiting in an earlier call. Collective through the roll call
 // only: ranks answer from their wait loops.
-DeadlineExceeded missing_ranks_error(exec::RollCall* roll_call, const plan::CallInfo& call, int rank, int size,
+DeadlineExceeded missing_ranks_error(RollCall* roll_call, const plan::CallInfo& call, int rank, int size,
                                      const util::Deadline& deadline);
 
-}  // namespace strata::api
+}  // namespace strata::exec

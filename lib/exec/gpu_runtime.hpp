@@ -15,20 +15,22 @@
 #include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 class GpuRuntime {
  public:
   GpuRuntime() = default;
-  // Decides the control plane from `rows` (one per rank of the
-  // communicator) for nodes of at least `min_local_size` ranks.
-  GpuRuntime(std::vector<topo::GpuRow> rows, int min_local_size);
+  // `rows`: one per rank of the communicator; `plane`: the control plane's
+  // verdicts decided from them (topo::decide).
+  GpuRuntime(std::vector<topo::GpuRow> rows, topo::GpuPlane plane);
   GpuRuntime(const GpuRuntime&) = delete;
   GpuRuntime& operator=(const GpuRuntime&) = delete;
   GpuRuntime(GpuRuntime&&) = default;
   GpuRuntime& operator=(GpuRuntime&&) = default;
 
   const topo::GpuPlane& plane() const { return plane_; }
+  // Rank `rank`'s row of the table.
+  const topo::GpuRow& row(int rank) const { return rows_.at(static_cast<std::size_t>(rank)); }
 
   // The backend on this rank's assigned device, created the first time.
   // Creation is collective over `comm` (every rank makes the same call on
@@ -39,7 +41,7 @@ class GpuRuntime {
   gpu::Backend& backend(MPI_Comm comm, const topo::NodeSplit& split, int rank);
 
   // What a CUDA call's execution needs; backend() must have succeeded.
-  exec::GpuContext context(const topo::NodeSplit& split, int rank, int size);
+  GpuContext context(const topo::NodeSplit& split, int rank, int size);
 
   // Destroys the levels, then the backend (before the communicator they
   // were made over goes). Never throws.
@@ -52,4 +54,4 @@ class GpuRuntime {
   std::unique_ptr<gpu::Levels> levels_;  // over backend_: declared after it, destroyed before it
 };
 
-}  // namespace strata::api
+}  // namespace strata::exec

@@ -1,10 +1,10 @@
-#include "api/plan_cache.hpp"
+#include "exec/plan_cache.hpp"
 
 #include <utility>
 
 #include "exec/registry.hpp"
 
-namespace strata::api {
+namespace strata::exec {
 
 PlanCache::PlanCache(plan::Spec spec, plan::Layout layout)
     : spec_(std::move(spec)), spec_hash_(plan::spec_hash(spec_)), layout_(layout) {}
@@ -13,7 +13,7 @@ std::uint64_t PlanCache::spec_hash(const plan::Spec* spec) const { return spec ?
 
 plan::Choice PlanCache::choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
                                const plan::Spec* spec) const {
-  return plan::choose(exec::catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory, layout_);
+  return plan::choose(catalogue(), spec ? *spec : spec_, collective, bytes, implementation, memory, layout_);
 }
 
 const plan::Choice& PlanCache::cached(Collective collective, std::size_t bytes, Memory memory,
@@ -29,4 +29,4 @@ const plan::Choice& PlanCache::cached(Collective collective, std::size_t bytes, 
   return last.choice;
 }
 
-}  // namespace strata::api
+}  // namespace strata::exec

@@ -1,0 +1,176 @@
+// The batch path: packs (plan/packing) executed one collective each, with
+// local replicas pre-reduced into a staging buffer on host memory, or
+// packed on every replica's device for CUDA memory. Host staging is one
+// grow-only buffer of the largest pack, reused across calls.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "exec/executor.hpp"
+#include "exec/host_pack.hpp"
+#include "plan/packing.hpp"
+#include "util/log.hpp"
+#include "util/trace.hpp"
+#include "util/where.hpp"
+
+namespace strata::exec {
+namespace {
+
+// Ends a pack's span with what it was and what ran it (tracing on only).
+void end_pack_span(util::trace::Span& span, std::size_t index, const plan::Pack& pack, std::string_view algorithm) {
+  if (!span.active()) return;
+  span.args()
+      .add("pack", std::uint64_t(index))
+      .add("bytes", std::uint64_t(pack.bytes()))
+      .add("dtype", to_string(pack.dtype))
+      .add("pieces", std::uint64_t(pack.pieces.size()))
+      .add("algorithm", algorithm);
+  span.end();
+}
+
+// Calls the caller's on_pack_done(index) inside its own span.
+void pack_done(const std::function<void(std::size_t)>* on_pack_done, std::size_t index) {
+  if (!on_pack_done || !*on_pack_done) return;
+  util::trace::Span span("on_pack_done");
+  if (span.active()) span.args().add("pack", std::uint64_t(index));
+  (*on_pack_done)(index);
+}
+
+bool on_cuda(const BatchCall& call) {
+  return !call.batch->empty() && call.batch->front().front().memory == Memory::cuda;
+}
+
+}  // namespace
+
+std::vector<plan::TensorShape> shapes_of(const std::vector<std::vector<Tensor>>& batch) {
+  std::vector<plan::TensorShape> shapes;
+  shapes.reserve(batch.size());
+  for (const auto& replicas : batch) shapes.push_back({replicas.front().count, replicas.front().dtype});
+  return shapes;
+}
+
+std::size_t Executor::bytes_per_pack(const BatchCall& call) const {
+  if (call.options->bytes_per_pack > 0) return static_cast<std::size_t>(call.options->bytes_per_pack);
+  // Automatic packing on GPUs: each dtype in one pack, one collective for
+  // the batch (TF's NcclAllReduce default, num_packs = 1): a kernel packs
+  // and unpacks at device bandwidth, while every NCCL call costs tens of us.
+  return on_cuda(call) ? std::numeric_limits<std::size_t>::max()
+                       : plan::automatic_bytes_per_pack(split_->node_count);
+}
+
+bool Executor::thread_may_run(const BatchCall& call) const {
+  if (on_cuda(call)) return false;  // the GPU backend's setup and staging use MPI
+  std::size_t bytes = 0;
+  for (const auto& replicas : *call.batch) bytes += replicas.front().bytes();
+  if (bytes == 0) return false;
+  bool every_plan_shared_memory = true;
+  try {
+    for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
+      every_plan_shared_memory &=
+          plans_.choose(call.collective, pack.bytes(), Memory::host, call.options->implementation, call.spec)
+              .shared_memory;
+  } catch (const Error&) {
+    return false;  // (a plan that cannot be made fails when the request runs, on the caller's thread)
+  }
+  return thread_may_run_host(bytes, every_plan_shared_memory);
+}
+
+void Executor::run_batch(const BatchCall& call, const Ticket& ticket) {
+  const util::Deadline deadline(call.options->timeout_seconds);
+  util::IdleWorkScope answering_scope(answering());
+  try {
+    // A batch is checked once, as a whole, before its first pack.
+    if (ticket.check) verify_in_call(*ticket.check, deadline, call.name());
+    if (on_cuda(call))
+      run_batch_gpu(call, ticket, deadline);
+    else
+      run_batch_host(call, ticket, deadline);
+  } catch (const DeadlineExceeded&) {
+    blame_missing_ranks(deadline);
+  }
+  host_.end_call();
+}
+
+void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
+  const std::vector<std::vector<Tensor>>& batch = *call.batch;
+  const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
+  util::log(util::LogLevel::trace, "batch of {} tensors: {}", batch.size(), plan::describe(packs));
+
+  const std::size_t replicas = batch.empty() ? 1 : batch.front().size();
+  const bool broadcast = call.collective == Collective::broadcast;
+  const bool source = broadcast && rank_ == call.root;
+  // Broadcast: replica 0 of the root is the only input; a rank whose
+  // tensors must not change (not a destination) runs in staging.
+  const bool in_callers_memory = replicas == 1 && (call.lands_here || source || !broadcast);
+  const ReduceOp local_op = call.op == ReduceOp::mean ? ReduceOp::sum : call.op;
+  const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+  const Ticket unchecked{ticket.sequence, nullptr};  // the batch was checked as a whole
+
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const plan::Pack& pack = packs[p];
+    util::trace::Span pack_span("pack");
+    Call one{call.collective, {}, Memory::host, -1, contributors, call.options, call.spec, call.name()};
+    one.job.count = pack.count;
+    one.job.dtype = pack.dtype;
+    one.job.op = call.op;
+    one.job.root = call.root;
+    if (in_callers_memory && pack.pieces.size() == 1) {
+      // One contiguous piece of one tensor: run it where it lies.
+      const plan::PackPiece& piece = pack.pieces.front();
+      one.job.in = one.job.out = element_at(batch[piece.tensor][0], piece.offset);
+      run_host(one, unchecked, deadline);
+    } else {
+      std::byte* stage = host_.staging().get(0, pack.bytes());
+      gather_pack(pack, batch, /*combine=*/!broadcast, local_op, stage);
+      one.job.in = one.job.out = stage;
+      run_host(one, unchecked, deadline);
+      if (call.lands_here) spread_pack(pack, batch, stage);
+    }
+    end_pack_span(pack_span, p, pack, plans_.described());
+    pack_done(call.on_pack_done, p);
+  }
+}
+
+void Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
+  const std::vector<std::vector<Tensor>>& batch = *call.batch;
+  const std::size_t replicas = batch.front().size();
+  std::vector<int> devices;
+  for (const Tensor& t : batch.front()) devices.push_back(t.device);
+  const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
+  util::log(util::LogLevel::trace, "CUDA batch of {} tensors x {} replicas: {}", batch.size(), replicas,
+            plan::describe(packs));
+
+  gpu_backend();
+  const bool broadcast = call.collective == Collective::broadcast;
+  const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
+  const std::string_view collective_name = call.name();
+  for (std::size_t p = 0; p < packs.size(); ++p) {
+    const plan::Pack& pack = packs[p];
+    gpu::GpuPack job;
+    job.dtype = pack.dtype;
+    job.lands_here = call.lands_here;
+    job.replicas.resize(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      job.replicas[r].device = devices[r];
+      for (const plan::PackPiece& piece : pack.pieces)
+        job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
+    }
+    const plan::Choice& choice =
+        plans_.cached(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
+    plan::Job proto;
+    proto.dtype = pack.dtype;
+    proto.op = call.op;  // mean stays: exec runs sum and finishes
+    proto.root = call.root;
+    proto.shards = choice.shards;
+    proto.chunk_bytes = host_.chunk_bytes();
+    current_ = {collective_name, ticket.sequence, pack.bytes(), plans_.described()};
+    const gpu::CallContext context{&deadline, current_, call.options->stream, devices, /*packed=*/true};
+    util::trace::Span pack_span("pack");
+    breaking_on_failure(
+        [&] { run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
+    end_pack_span(pack_span, p, pack, plans_.described());
+    pack_done(call.on_pack_done, p);
+  }
+}
+
+}  // namespace strata::exec
