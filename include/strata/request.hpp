@@ -18,6 +18,17 @@
 // call's timeout) and then returns true. docs/REQUESTS.md says which
 // requests the progress thread runs and why.
 //
+// CUDA requests. A request on CUDA tensors orders after its producer as it
+// was when the request was started (CommunicationOptions::stream, else the
+// legacy default stream of each tensor's device). Its run enqueues its
+// work on the GPU — at the start itself when nothing is queued before it,
+// or on the progress thread where MPI allows calls from any thread, so that
+// the start never waits — and the work then progresses by itself; test() is
+// true and wait() returns once it finished on the GPU (the result is in the
+// outputs, as MPI's semantics ask). Plans with host stages (psgpu, host
+// algorithms on CUDA data) run like host requests. A request cannot be
+// captured into a CUDA graph (InvalidArgument from test()/wait()).
+//
 // Buffers. From the start until test() returned true or wait() returned
 // (or threw), the request's buffers belong to strata: do not read its
 // outputs or write its inputs. Afterwards nothing strata started writes
@@ -35,6 +46,7 @@
 // communicator and its requests.
 #pragma once
 
+#include <exception>
 #include <memory>
 
 namespace strata {
@@ -77,9 +89,10 @@ class Request {
 
  private:
   void complete_quietly() noexcept;
-  // After the run completed: makes the request inactive (empty unless
-  // persistent) and throws the run's error, if any.
-  void finish();
+  // After the run completed (and its GPU work landed, or failed with
+  // `landing_error`): makes the request inactive (empty unless persistent)
+  // and throws the run's error, if any.
+  void finish(std::exception_ptr landing_error = nullptr);
 
   std::shared_ptr<api::RequestState> state_;
 };

@@ -5,6 +5,7 @@
 
 #include "api/session.hpp"
 #include "api/validate.hpp"
+#include "exec/registry.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
 
@@ -30,25 +31,44 @@ void Session::log_batch_plan(const BatchCall& call) {
             plan_batch(tensors, call.packing, *call.options, call.spec, call.collective).to_string());
 }
 
-void Session::run_batch(const BatchCall& call) {
-  requests_.exclusive([&] { run_batch_started(call); });
-}
-
-void Session::run_batch_started(const BatchCall& call) {
+std::optional<InvalidArgument> Session::precheck(const BatchCall& call) {
+  if (!on_cuda(call)) return std::nullopt;
   try {
     validate_replica_devices(*call.batch, executor_.gpu_row());
   } catch (const InvalidArgument& e) {
-    refuse_started(e, call);
+    return e;
   }
-  traced(call, [&] { run_batch_call(call); });
+  return executor_.refusal(call);
 }
 
-void Session::run_batch_call(const BatchCall& call) {
+bool Session::only_enqueues(const BatchCall& call) const {
+  if (!on_cuda(call)) return false;
+  for (const plan::Pack& pack :
+       plan::make_packs(exec::shapes_of(*call.batch), call.packing, executor_.bytes_per_pack(call)))
+    if (exec::host_stages(choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec)))
+      return false;
+  return true;
+}
+
+void Session::run_batch(const BatchCall& call) {
+  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse(*invalid, call);
+  if (handing_over(call)) return hand_over(call);
+  requests_.exclusive([&] { traced(call, [&] { run_batch_call(call); }); });
+}
+
+std::shared_ptr<exec::Flight> Session::run_batch_started(const BatchCall& call) {
+  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse_started(*invalid, call);
+  std::shared_ptr<exec::Flight> flight;
+  traced(call, [&] { flight = run_batch_call(call); });
+  return flight;
+}
+
+std::shared_ptr<exec::Flight> Session::run_batch_call(const BatchCall& call) {
   executor_.ensure_usable();
   log_batch_plan(call);
   plan::Fingerprint fingerprint;
   const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
-  executor_.run_batch(call, ticket);
+  return executor_.run_batch(call, ticket);
 }
 
 Plan Session::plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,

@@ -37,7 +37,7 @@ void Session::end_span_common(util::trace::Span& span, std::uint64_t before, std
   util::trace::Args& args = span.args();
   // A call refused before it took a number (broken communicator, or invalid
   // arguments with nobody to tell) has none.
-  if (sequence_ > before) args.add("sequence", sequence_);
+  if (sequence_ > before) args.add("sequence", sequence_.load());
   args.add("outcome", outcome);
   if (!error.empty()) args.add("error", error);
   span.end();

@@ -52,17 +52,29 @@ bool Request::test() {
   // Runs on this thread what the progress thread does not take (without
   // one: every request up to this one, request.hpp); false while it does.
   if (api::RequestQueue* queue = state_->link->queue; queue && !queue->progress(*state_)) return false;
-  finish();
+  std::exception_ptr landing_error;
+  try {
+    if (!state_->landed(false)) return false;  // its GPU work is still under way
+  } catch (...) {
+    landing_error = std::current_exception();
+  }
+  finish(landing_error);
   return true;
 }
 
 void Request::wait() {
   if (!state_) return;
   if (api::RequestQueue* queue = state_->link->queue) queue->complete(*state_);
-  finish();
+  std::exception_ptr landing_error;
+  try {
+    state_->landed(true);
+  } catch (...) {
+    landing_error = std::current_exception();
+  }
+  finish(landing_error);
 }
 
-void Request::finish() {
+void Request::finish(std::exception_ptr landing_error) {
   api::RequestQueue* queue = state_->link->queue;
   std::exception_ptr error;
   if (queue) {
@@ -71,6 +83,7 @@ void Request::finish() {
     state_->phase = Phase::inactive;
     error = std::exchange(state_->error, nullptr);
   }
+  if (!error) error = landing_error;
   if (!state_->persistent) state_.reset();  // complete: empty from now on
   if (error) std::rethrow_exception(error);
 }
@@ -86,6 +99,7 @@ void Request::start() {
   if (queue->phase(*state_) != Phase::inactive)
     throw InvalidArgument(util::located("Request::start() on a request that is still running: wait() for it (or "
                                         "test() it until true) before starting it again"));
+  state_->on_start();
   queue->start(state_);
 }
 

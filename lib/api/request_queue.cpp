@@ -29,11 +29,22 @@ void RequestQueue::adopt(RequestState& state, bool persistent, bool thread_may_r
 }
 
 void RequestQueue::start(const std::shared_ptr<RequestState>& state) {
+  bool alone = false;
   {
     auto lock = guarded(mutex_);
     state->phase = RequestState::Phase::queued;
     state->error = nullptr;
     queue_.push_back(state);
+    alone = queue_.size() == 1;
+  }
+  if (state->run_at_start && alone) {
+    // Nothing queued before it; nothing running either once running_ is
+    // ours (else a run in progress, or the thread that took it, runs it).
+    auto running = guarded(running_, std::try_to_lock);
+    if (!threaded_ || running.owns_lock()) {
+      run_head(/*as_thread=*/false, running);
+      return;
+    }
   }
   if (threaded_ && state->thread_may_run) work_.notify_one();
 }
@@ -50,7 +61,7 @@ std::exception_ptr RequestQueue::retire(RequestState& state) {
 }
 
 bool RequestQueue::run_head(bool as_thread, std::unique_lock<std::mutex>& running) {
-  (void)running;  // held by the caller: one run at a time, in queue order
+  (void)running;  // held by the caller (with a thread): one run at a time, in queue order
   std::shared_ptr<RequestState> head;
   bool thread_takes_next = false;
   {

@@ -31,12 +31,25 @@ struct RequestState {
   // Runs the bound call once on the Session, throwing what the blocking
   // call throws.
   virtual void run() = 0;
+  // On the starting thread, each time the request is started, before it is
+  // queued (a CUDA request records where its producer is now).
+  virtual void on_start() {}
+  // After a run completed: whether the GPU work it left in flight (a CUDA
+  // request's stream-ordered work) landed; `block`: waits until it has.
+  // Throws the failure that work was caught in.
+  virtual bool landed(bool block) {
+    (void)block;
+    return true;
+  }
 
   bool persistent = false;
   // The progress thread takes it: it makes no MPI call on the way (or MPI
   // allows calls from any thread: MPI_THREAD_MULTIPLE), and it is large
   // enough to be worth handing over (Session::thread_may_run).
   bool thread_may_run = false;
+  // start() runs it on the starting thread when nothing is queued or running
+  // (a CUDA request whose run only enqueues its work).
+  bool run_at_start = false;
 
   // Guarded by the queue's mutex.
   enum class Phase { inactive, queued, running, complete };
@@ -61,7 +74,9 @@ class RequestQueue {
   // Makes `state` (new, inactive) a request over this queue.
   void adopt(RequestState& state, bool persistent, bool thread_may_run);
 
-  // Queues a run of `state` (inactive, made here). Never runs it here.
+  // Queues a run of `state` (inactive, made here), and runs it at once on
+  // this thread when state.run_at_start and no other request is queued or
+  // running; otherwise never runs it here.
   void start(const std::shared_ptr<RequestState>& state);
 
   // The state's phase and error as of now (under the queue's lock).
@@ -107,6 +122,9 @@ class RequestQueue {
   // needs locking: the persistent small call pays for no lock.
   std::unique_lock<std::mutex> guarded(std::mutex& m) {
     return threaded_ ? std::unique_lock(m) : std::unique_lock(m, std::defer_lock);
+  }
+  std::unique_lock<std::mutex> guarded(std::mutex& m, std::try_to_lock_t) {
+    return threaded_ ? std::unique_lock(m, std::try_to_lock) : std::unique_lock(m, std::defer_lock);
   }
   // complete() and progress(): `wait_for_thread` says which.
   bool advance(RequestState& state, bool wait_for_thread);

@@ -11,6 +11,7 @@
 #include "api/validate.hpp"
 #include "exec/discover.hpp"
 #include "exec/registry.hpp"
+#include "plan/spec.hpp"
 #include "topo/placement.hpp"
 #include "util/check.hpp"
 #include "util/log.hpp"
@@ -158,26 +159,132 @@ void Session::refuse_numbered(const InvalidArgument& error, const std::function<
   throw error;  // every rank passed the same invalid arguments: each raises its own error
 }
 
-void Session::run(const Call& call) {
-  requests_.exclusive([&] { run_started(call); });
-}
+namespace {
 
-void Session::run_started(const Call& call) {
-  if (call.memory == Memory::cuda) {
+// A stream-ordered call handed to the progress thread (Session::run): what
+// it points at, owned, since its caller has returned. Its errors go to the
+// communicator (the next call, check()); its gate opens once it ran.
+struct HandedOver final : RequestState {
+  Session* session = nullptr;
+  CommunicationOptions options;
+  std::optional<plan::Spec> spec;
+  exec::Call call;
+  exec::Ordering ordering;
+
+  void run() override {
+    std::exception_ptr error;
     try {
-      validate_device(call.device, executor_.gpu_row(), "tensor");
-    } catch (const InvalidArgument& e) {
-      refuse_started(e, call);
+      session->run_started(call);
+    } catch (...) {
+      error = std::current_exception();
     }
+    session->handed_over_ran(ordering, error);
   }
-  traced(call, [&] { run_call(call); });
+};
+
+struct HandedOverBatch final : RequestState {
+  Session* session = nullptr;
+  CommunicationOptions options;
+  std::optional<plan::Spec> spec;
+  std::vector<std::vector<Tensor>> batch;
+  std::function<void(std::size_t)> on_pack_done;
+  exec::BatchCall call;
+  exec::Ordering ordering;
+
+  void run() override {
+    std::exception_ptr error;
+    try {
+      session->run_batch_started(call);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    session->handed_over_ran(ordering, error);
+  }
+};
+
+// Copies what `call` points at into `state` and points the copy there.
+template <typename State, typename AnyCall>
+void own(State& state, const AnyCall& call) {
+  state.options = *call.options;
+  state.call = call;
+  state.call.options = &state.options;
+  if (call.spec) {
+    state.spec = *call.spec;
+    state.call.spec = &*state.spec;
+  }
 }
 
-void Session::run_call(const Call& call) {
+}  // namespace
+
+std::optional<InvalidArgument> Session::precheck(const Call& call) {
+  if (call.memory != Memory::cuda) return std::nullopt;
+  try {
+    validate_device(call.device, executor_.gpu_row(), "tensor");
+  } catch (const InvalidArgument& e) {
+    return e;
+  }
+  return executor_.refusal(call);
+}
+
+bool Session::only_enqueues(const Call& call) const {
+  return on_cuda(call) && !exec::host_stages(choose(call.collective, call.bytes(), Memory::cuda,
+                                                    call.options->implementation, call.spec));
+}
+
+void Session::run(const Call& call) {
+  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse(*invalid, call);
+  if (handing_over(call)) return hand_over(call);
+  requests_.exclusive([&] { traced(call, [&] { run_call(call); }); });
+}
+
+std::shared_ptr<exec::Flight> Session::run_started(const Call& call) {
+  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse_started(*invalid, call);
+  std::shared_ptr<exec::Flight> flight;
+  traced(call, [&] { flight = run_call(call); });
+  return flight;
+}
+
+std::shared_ptr<exec::Flight> Session::run_call(const Call& call) {
   executor_.ensure_usable();
   plan::Fingerprint fingerprint;
   const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
-  executor_.run(call, ticket);
+  return executor_.run(call, ticket);
+}
+
+void Session::hand_over(const Call& call) {
+  auto state = std::make_shared<HandedOver>();
+  state->session = this;
+  own(*state, call);
+  state->ordering = executor_.order_now(call, /*gate=*/true);
+  state->call.ordering = &state->ordering;
+  requests_.start_thread();
+  requests_.adopt(*state, false, /*thread_may_run=*/true);
+  ++handed_over_;
+  requests_.start(state);
+}
+
+void Session::hand_over(const BatchCall& call) {
+  auto state = std::make_shared<HandedOverBatch>();
+  state->session = this;
+  own(*state, call);
+  state->batch = *call.batch;
+  state->call.batch = &state->batch;
+  if (call.on_pack_done) {
+    state->on_pack_done = *call.on_pack_done;
+    state->call.on_pack_done = &state->on_pack_done;
+  }
+  state->ordering = executor_.order_now(call, /*gate=*/true);
+  state->call.ordering = &state->ordering;
+  requests_.start_thread();
+  requests_.adopt(*state, false, /*thread_may_run=*/true);
+  ++handed_over_;
+  requests_.start(state);
+}
+
+void Session::handed_over_ran(const exec::Ordering& ordering, std::exception_ptr error) noexcept {
+  if (error) executor_.report(error);
+  executor_.settle(ordering);
+  --handed_over_;
 }
 
 }  // namespace strata::api

@@ -10,8 +10,11 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,17 +60,42 @@ class Session {
   // moves, every rank checks that all make the same call (unless
   // Config::check_calls is false or STRATA_CHECK=off): Mismatch on every
   // rank otherwise. A timeout names the ranks that really did not arrive
-  // (a roll call, exec/roll_call.hpp). Blocking: the requests started
-  // before it run first (requests()).
+  // (a roll call, exec/roll_call.hpp). The requests started before it run
+  // first (requests()). A CUDA call given a stream returns once its work is
+  // enqueued (exec/executor.hpp); one whose plan has host stages goes to
+  // the progress thread where MPI allows any thread, its caller's stream
+  // held until it ran, and so does every such call after it until those
+  // ran (they must stay in order): their errors come from the next call
+  // or check().
   void run(const Call& call);
 
   // Runs a batch, pack by pack, calling on_pack_done(i) as pack i lands.
-  // Blocking, like run().
+  // As run().
   void run_batch(const BatchCall& call);
 
-  // The same, for a request in its turn (the request queue calls them).
-  void run_started(const Call& call);
-  void run_batch_started(const BatchCall& call);
+  // The same, for a request in its turn (the request queue calls them):
+  // the flight of a CUDA request's enqueued work, or null.
+  std::shared_ptr<exec::Flight> run_started(const Call& call);
+  std::shared_ptr<exec::Flight> run_batch_started(const BatchCall& call);
+
+  // CUDA requests (exec::Executor): where the producer is at a start, the
+  // fences given back after the run, and the flight of the run's work.
+  exec::Ordering order_now(const Call& call) { return executor_.order_now(call, false); }
+  exec::Ordering order_now(const BatchCall& call) { return executor_.order_now(call, false); }
+  void settle(const exec::Ordering& ordering) noexcept { executor_.settle(ordering); }
+  bool landed(exec::Flight& flight) { return executor_.landed(flight); }
+  void wait(exec::Flight& flight) { executor_.wait(flight); }
+  // Whether a call is on CUDA tensors, and whether its run only enqueues
+  // GPU work (no host stages), so that a request may run at its start.
+  static bool on_cuda(const Call& call) { return call.memory == Memory::cuda; }
+  static bool on_cuda(const BatchCall& call) {
+    return !call.batch->empty() && call.batch->front().front().memory == Memory::cuda;
+  }
+  bool only_enqueues(const Call& call) const;
+  bool only_enqueues(const BatchCall& call) const;
+  // After a handed-over call ran on the progress thread: its error (null
+  // if none) for the next call and check(), its gate opened.
+  void handed_over_ran(const exec::Ordering& ordering, std::exception_ptr error) noexcept;
   [[noreturn]] void refuse_started(const InvalidArgument& error, const Call& call);
   [[noreturn]] void refuse_started(const InvalidArgument& error, const BatchCall& call);
 
@@ -103,8 +131,21 @@ class Session {
                   Collective collective = Collective::all_reduce) const;
 
  private:
-  void run_call(const Call& call);             // run() without its trace span
-  void run_batch_call(const BatchCall& call);  // run_batch() without its trace span
+  std::shared_ptr<exec::Flight> run_call(const Call& call);             // one call, numbered, without its span
+  std::shared_ptr<exec::Flight> run_batch_call(const BatchCall& call);  // one batch, numbered, without its span
+  // What refuses a call before it takes a number: the CUDA devices
+  // (api/validate.hpp), then what the executor cannot run as asked.
+  std::optional<InvalidArgument> precheck(const Call& call);
+  std::optional<InvalidArgument> precheck(const BatchCall& call);
+  // Whether a stream-ordered call goes to the progress thread (run()).
+  template <typename AnyCall>
+  bool handing_over(const AnyCall& call) {
+    return on_cuda(call) && call.options->stream && (handed_over_ > 0 || executor_.hands_over(call));
+  }
+  // Queues `call` for the progress thread, its caller's stream held until
+  // it ran (exec::Executor::order_now with a gate); returns at once.
+  void hand_over(const Call& call);
+  void hand_over(const BatchCall& call);
 
   // Runs `work` (one public call); with STRATA_TRACE on, inside its span,
   // whose args say what ran and how it ended (api/call_trace.cpp). A call
@@ -148,23 +189,27 @@ class Session {
   // `storage` (made by `fingerprint(sequence)`).
   template <typename Fingerprint>
   exec::Ticket numbered(plan::Fingerprint& storage, Fingerprint&& fingerprint) {
-    ++sequence_;  // every call takes one number, whatever happens next, so the ranks stay in step
-    if (!check_calls_) return {sequence_, nullptr};
-    storage = fingerprint(sequence_);
-    return {sequence_, &storage};
+    // Every call takes one number, whatever happens next, so the ranks stay in step.
+    const std::uint64_t number = sequence_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (!check_calls_) return {number, nullptr};
+    storage = fingerprint(number);
+    return {number, &storage};
   }
   void log_batch_plan(const BatchCall& call);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  std::uint64_t sequence_ = 0;
+  // The number of the last call taken (the GPU watcher reads it to answer
+  // roll calls).
+  std::atomic<std::uint64_t> sequence_{0};
   bool check_calls_ = true;    // Config::check_calls and STRATA_CHECK, and more than one rank
   topo::NodeSplit split_;      // nodes, from construction
   Topology topology_;          // from construction, after split
   exec::Executor executor_;    // runs every call (from construction)
   Fingerprints fingerprints_;  // what the call check compares (over the executor's plans)
   std::uint64_t last_logged_batch_ = 0;  // shape of the batch whose plan INFO printed last
+  std::atomic<int> handed_over_{0};      // handed-over calls not yet run
   // Last, so that it goes first: its shut-down runs what is still queued
   // while everything above still exists.
   RequestQueue requests_;

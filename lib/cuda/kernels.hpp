@@ -39,4 +39,10 @@ struct PackDesc {
 void pack(void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream);
 void unpack(const void* packed, const PackDesc* descs, std::size_t n, std::size_t max_bytes, cudaStream_t stream);
 
+// Holds `stream` until the word at `flag` (mapped pinned host memory, which
+// the host writes) reaches `target`, compared modulo 2^32: a one-thread
+// kernel polls it (cuda/gate.cu). Work enqueued on `stream` after it runs
+// once the host opened the gate.
+void hold_until(const volatile unsigned int* flag, unsigned int target, cudaStream_t stream);
+
 }  // namespace strata::cuda

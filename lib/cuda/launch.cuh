@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 
 #include "cuda/check.hpp"
 
@@ -67,17 +68,21 @@ __host__ Split split_elements(std::size_t count, const void* p, const void* q, c
   return split;
 }
 
-// Launches `kernel` on `stream` with `grid` blocks of kThreads threads and
-// checks the launch (BackendError when it failed). A launch reports its
-// failure only through the thread's last error, which any earlier failed
-// call (the caller's, unchecked) may still hold: that one is dropped first,
-// so that a launch never fails for another call's error. A sticky error
-// (the device failed) stays and is reported.
+// Launches `kernel` on `stream` with `grid` blocks of kThreads threads,
+// each argument converted to the kernel's parameter type as <<<...>>>
+// would. The launch's own return code says whether it failed (BackendError
+// then): the thread's last CUDA error, which may hold the caller's own
+// pending error, is left as it was on success.
 template <typename... Params, typename... Args>
 __host__ void launch(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args... args) {
-  cudaGetLastError();
-  kernel<<<grid, kThreads, 0, stream>>>(args...);
-  STRATA_CHECK_CUDA(cudaGetLastError());
+  std::tuple<Params...> values(args...);
+  std::apply(
+      [&](auto&... value) {
+        void* pointers[] = {static_cast<void*>(&value)...};
+        STRATA_CHECK_CUDA(
+            cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, dim3(kThreads), pointers, 0, stream));
+      },
+      values);
 }
 
 }  // namespace strata::cuda

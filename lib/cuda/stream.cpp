@@ -37,14 +37,29 @@ bool Event::done() const {
 
 Retired::~Retired() { release(); }
 
+void Retired::add_device(void* p) {
+  std::lock_guard lock(mutex_);
+  device_.push_back(p);
+}
+
+void Retired::add_pinned(void* p) {
+  std::lock_guard lock(mutex_);
+  pinned_.push_back(p);
+}
+
 void Retired::release() noexcept {
-  for (void* p : device_) cudaFree(p);
-  for (void* p : pinned_) cudaFreeHost(p);
-  device_.clear();
-  pinned_.clear();
+  std::vector<void*> device, pinned;
+  {
+    std::lock_guard lock(mutex_);
+    device.swap(device_);
+    pinned.swap(pinned_);
+  }
+  for (void* p : device) cudaFree(p);
+  for (void* p : pinned) cudaFreeHost(p);
 }
 
 void Retired::abandon() noexcept {
+  std::lock_guard lock(mutex_);
   device_.clear();
   pinned_.clear();
 }

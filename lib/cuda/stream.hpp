@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <mutex>
 #include <vector>
 
 namespace strata::cuda {
@@ -54,19 +55,21 @@ class Event {
 // read or write it: freed by release() once the owner knows that work is
 // done (after waiting for its streams), or leaked by abandon() when it
 // never will be (an aborted call). Never freed earlier: a grown buffer's
-// old memory may be the source of a copy still queued on a stream.
+// old memory may be the source of a copy still queued on a stream. The
+// thread driving calls adds while a watcher may release: it locks.
 class Retired {
  public:
   Retired() = default;
   ~Retired();  // releases: the owner destroys it only when its streams are idle, or after abandon()
   Retired(const Retired&) = delete;
   Retired& operator=(const Retired&) = delete;
-  void add_device(void* p) { device_.push_back(p); }
-  void add_pinned(void* p) { pinned_.push_back(p); }
+  void add_device(void* p);
+  void add_pinned(void* p);
   void release() noexcept;
   void abandon() noexcept;
 
  private:
+  std::mutex mutex_;
   std::vector<void*> device_, pinned_;
 };
 

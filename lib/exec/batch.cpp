@@ -8,6 +8,8 @@
 
 #include "exec/executor.hpp"
 #include "exec/host_pack.hpp"
+#include "exec/registry.hpp"
+#include "gpu/plugin.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
@@ -59,7 +61,7 @@ std::size_t Executor::bytes_per_pack(const BatchCall& call) const {
 }
 
 bool Executor::thread_may_run(const BatchCall& call) const {
-  if (on_cuda(call)) return false;  // the GPU backend's setup and staging use MPI
+  if (on_cuda(call)) return mpi_any_thread_;  // the GPU backend's setup and host stages use MPI
   std::size_t bytes = 0;
   for (const auto& replicas : *call.batch) bytes += replicas.front().bytes();
   if (bytes == 0) return false;
@@ -75,20 +77,76 @@ bool Executor::thread_may_run(const BatchCall& call) const {
   return thread_may_run_host(bytes, every_plan_shared_memory);
 }
 
-void Executor::run_batch(const BatchCall& call, const Ticket& ticket) {
+std::vector<plan::Choice> Executor::gpu_choices(const BatchCall& call) const {
+  std::vector<plan::Choice> choices;
+  for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
+    choices.push_back(
+        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec));
+  return choices;
+}
+
+std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
+  if (!on_cuda(call)) return std::nullopt;
+  void* stream = call.options->stream;
+  const gpu::Capture capture = gpu::capture_status(stream);
+  if (!stream && capture == gpu::Capture::implicit)
+    return InvalidArgument(util::located(
+        "a batch on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "
+        "blocking stream of this device is capturing a CUDA graph, which such a wait would break: pass the "
+        "capturing stream (the batch is then captured), or make the call outside the capture"));
+  if (!stream || capture != gpu::Capture::active) return std::nullopt;
+  if (call.request)
+    return InvalidArgument(util::located(
+        "a request (ibatch_all_reduce) cannot be captured into a CUDA graph: its test() and wait() are host "
+        "waits; use batch_all_reduce with CommunicationOptions::stream, which is captured"));
+  for (const Tensor& replica : call.batch->front())
+    if (call.batch->front().size() > 1 || (replica.device >= 0 && replica.device != gpu_row().device))
+      return InvalidArgument(util::located(
+          "a batch with replicas on several devices, or on another device than the rank's, cannot be captured "
+          "into a CUDA graph (a graph holds one stream's work): capture one replica on the rank's device"));
+  if (const std::string why = capture_refusal(gpu_choices(call)); !why.empty())
+    return InvalidArgument(util::located(why));
+  return std::nullopt;
+}
+
+bool Executor::hands_over(const BatchCall& call) {
+  if (!on_cuda(call) || !call.options->stream || !mpi_any_thread_ || !gpu_.made()) return false;
+  for (const plan::Choice& choice : gpu_choices(call))
+    if (host_stages(choice)) return true;
+  return false;
+}
+
+Ordering Executor::order_now(const BatchCall& call, bool gate) {
+  Ordering ordering;
+  gpu::Backend* backend = gpu_.made();
+  if (!backend || !on_cuda(call)) return ordering;
+  if (call.options->stream) {
+    ordering.ready.push_back(backend->mark(call.options->stream, gpu_row().device));
+  } else {
+    // The legacy default stream of every replica's device, in replica order.
+    for (const Tensor& replica : call.batch->front())
+      ordering.ready.push_back(backend->mark(nullptr, replica.device >= 0 ? replica.device : gpu_row().device));
+  }
+  if (gate) ordering.gate = backend->hold(call.options->stream);
+  return ordering;
+}
+
+std::shared_ptr<Flight> Executor::run_batch(const BatchCall& call, const Ticket& ticket) {
   const util::Deadline deadline(call.options->timeout_seconds);
   util::IdleWorkScope answering_scope(answering());
+  std::shared_ptr<Flight> flight;
   try {
     // A batch is checked once, as a whole, before its first pack.
     if (ticket.check) verify_in_call(*ticket.check, deadline, call.name());
     if (on_cuda(call))
-      run_batch_gpu(call, ticket, deadline);
+      flight = run_batch_gpu(call, ticket, deadline);
     else
       run_batch_host(call, ticket, deadline);
   } catch (const DeadlineExceeded&) {
     blame_missing_ranks(deadline);
   }
   host_.end_call();
+  return flight;
 }
 
 void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
@@ -131,7 +189,8 @@ void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const
   }
 }
 
-void Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
+std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket,
+                                                const util::Deadline& deadline) {
   const std::vector<std::vector<Tensor>>& batch = *call.batch;
   const std::size_t replicas = batch.front().size();
   std::vector<int> devices;
@@ -144,6 +203,14 @@ void Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket, const 
   const bool broadcast = call.collective == Collective::broadcast;
   const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
   const std::string_view collective_name = call.name();
+  // One mode for the whole batch: packs with host stages make every pack
+  // run blocking (a pack must not overtake the one before it).
+  bool any_host_stages = false;
+  for (const plan::Pack& pack : packs)
+    any_host_stages |= host_stages(
+        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec));
+  const gpu::Mode mode = mode_of(call.options->stream, call.request, call.ordering, any_host_stages);
+  std::shared_ptr<Flight> flight;
   for (std::size_t p = 0; p < packs.size(); ++p) {
     const plan::Pack& pack = packs[p];
     gpu::GpuPack job;
@@ -164,13 +231,19 @@ void Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket, const 
     proto.shards = choice.shards;
     proto.chunk_bytes = host_.chunk_bytes();
     current_ = {collective_name, ticket.sequence, pack.bytes(), plans_.described()};
-    const gpu::CallContext context{&deadline, current_, call.options->stream, devices, /*packed=*/true};
+    // Only the first pack orders after the producer; the others follow it
+    // on the backend's streams (a held producer would never let them by).
+    gpu::CallContext context = gpu_call(deadline, call.options->stream, devices, /*packed=*/true, mode, call.ordering);
+    context.after_producer = p == 0;
     util::trace::Span pack_span("pack");
+    gpu::Fence done;
     breaking_on_failure(
-        [&] { run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
+        [&] { done = run_gpu_pack(call.collective, choice, job, proto, contributors, gpu_context(), context); });
+    if (done.valid()) flight = flights_->add(done, deadline, current_);
     end_pack_span(pack_span, p, pack, plans_.described());
     pack_done(call.on_pack_done, p);
   }
+  return flight;
 }
 
 }  // namespace strata::exec

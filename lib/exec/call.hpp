@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/backend.hpp"
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
 #include "plan/packing.hpp"
@@ -16,6 +17,16 @@
 #include "strata/types.hpp"
 
 namespace strata::exec {
+
+// When a CUDA call runs later than it was made (a request started before
+// its turn, a stream-ordered call handed to the progress thread): where its
+// producer was when it was made (fences, by replica device, or one for the
+// given stream), and, for a handed-over call, the gate its caller's stream
+// waits at until it ran. Made by Executor::order_now.
+struct Ordering {
+  std::vector<gpu::Fence> ready;
+  gpu::Gate gate;
+};
 
 // One validated collective on one tensor.
 struct Call {
@@ -29,6 +40,8 @@ struct Call {
   const plan::Spec* spec = nullptr;  // null: the communicator's spec
   std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
   std::size_t blocks = 1;            // reduce_scatter, all_gather: blocks in the larger buffer (the ranks)
+  bool request = false;              // started by a request (non-blocking or persistent), not a blocking call
+  const Ordering* ordering = nullptr;  // CUDA: as made earlier (null: as the producer is when it runs)
 
   // The call's size as specs, plans and messages count it: the larger
   // buffer (for reduce_scatter the input, for all_gather the output).
@@ -51,6 +64,8 @@ struct BatchCall {
   const CommunicationOptions* options = nullptr;
   const plan::Spec* spec = nullptr;  // null: the communicator's spec
   const std::function<void(std::size_t)>* on_pack_done = nullptr;
+  bool request = false;                // as for Call
+  const Ordering* ordering = nullptr;  // as for Call
 
   // What messages call it: "batch_all_reduce", "batch_reduce", "batch_broadcast".
   std::string_view name() const { return plan::operation_name(plan::batch_operation(collective)); }

@@ -177,24 +177,35 @@ void run_levels_and_finish(Collective collective, const plan::Choice& choice, co
 
 }  // namespace
 
-void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
-             const GpuContext& context, const gpu::CallContext& call) {
+// The end of a call's work in its mode: the wait, or the fence.
+gpu::Fence end_call(gpu::Backend& backend, gpu::Mode mode) {
+  if (mode != gpu::Mode::blocking) return backend.enqueued();
+  backend.complete();
+  return {};
+}
+
+gpu::Fence run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+                   const GpuContext& context, const gpu::CallContext& call) {
   refuse_forbidden(choice, context, call.info);
   gpu::Backend& backend = *context.backend;
   CallScope scope(backend, call);
+  gpu::Fence done;
   breaking_backend(backend, [&] {
     plan::Job level_job = job;
     if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
     run_levels_and_finish(collective, choice, level_job, job.op, contributors, context);
-    backend.complete();
+    done = end_call(backend, call.mode);
   });
+  return done;
 }
 
-void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
-                  std::size_t contributors, const GpuContext& context, const gpu::CallContext& call) {
+gpu::Fence run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack,
+                        const plan::Job& proto, std::size_t contributors, const GpuContext& context,
+                        const gpu::CallContext& call) {
   refuse_forbidden(choice, context, call.info);
   gpu::Backend& backend = *context.backend;
   CallScope scope(backend, call);
+  gpu::Fence done;
   breaking_backend(backend, [&] {
     const gpu::Packed packed = backend.pack(pack);
     plan::Job job = proto;
@@ -220,8 +231,9 @@ void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::
       if (pack.lands_here) backend.spread(packed);
     }
     if (pack.lands_here) backend.unpack(packed);
-    backend.complete();
+    done = end_call(backend, call.mode);
   });
+  return done;
 }
 
 }  // namespace strata::exec

@@ -58,23 +58,26 @@ struct GpuContext {
   int size = 1;                           // of the communicator
 };
 
-// One collective on CUDA tensors, start to finish: refuses a plan whose
-// NCCL levels the control plane forbids (Unavailable, the same text on
-// every rank, before any work); opens the call (the stream order after
-// call.producer), runs the plan's levels, finishes (mean: the backend's
-// divide hook, where the result lands), waits until the result is in
-// job.out, and closes the call. `job.op` may be mean; `contributors` is its
-// divisor. A timeout or a backend failure marks the backend broken.
-void run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
-             const GpuContext& context, const gpu::CallContext& call);
+// One collective on CUDA tensors: refuses a plan whose NCCL levels the
+// control plane forbids (Unavailable, the same text on every rank, before
+// any work); opens the call (ordered after call.producer, or in its graph),
+// runs the plan's levels, finishes (mean: the backend's divide hook, where
+// the result lands), then, as call.mode says, waits until the result is in
+// job.out (blocking: returns no fence) or returns the fence after the work
+// (ordered; none when captured), and closes the call. `job.op` may be mean;
+// `contributors` is its divisor. A timeout or a backend failure marks the
+// backend broken.
+gpu::Fence run_gpu(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+                   const GpuContext& context, const gpu::CallContext& call);
 
 // One pack of a batch on CUDA tensors: packs every replica, then on the
 // path plan::replica_path gives either combines the replicas, runs the plan
 // as run_gpu does on the packed buffer, finishes and spreads the result to
 // the replicas, or runs one all-reduce over every replica of every rank and
-// finishes each; unpacks where the pack lands. `op` may be mean; job fields other
-// than in/out/count are as for run_gpu.
-void run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack, const plan::Job& proto,
-                  std::size_t contributors, const GpuContext& context, const gpu::CallContext& call);
+// finishes each; unpacks where the pack lands; ends as run_gpu does. `op`
+// may be mean; job fields other than in/out/count are as for run_gpu.
+gpu::Fence run_gpu_pack(Collective collective, const plan::Choice& choice, const gpu::GpuPack& pack,
+                        const plan::Job& proto, std::size_t contributors, const GpuContext& context,
+                        const gpu::CallContext& call);
 
 }  // namespace strata::exec

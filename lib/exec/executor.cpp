@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "exec/registry.hpp"
 #include "exec/verify.hpp"
+#include "gpu/plugin.hpp"
 #include "host/reduce_simd.hpp"
 #include "util/breaking.hpp"
 #include "util/log.hpp"
 #include "util/thread_role.hpp"
+#include "util/where.hpp"
 
 namespace strata::exec {
 namespace {
@@ -48,7 +51,8 @@ void Executor::start(ExecutorSetup setup) {
 }
 
 void Executor::reset() noexcept {
-  gpu_.reset();  // the levels, then the backend
+  flights_.reset();  // (the watcher stops; the backend's teardown settles what is still queued)
+  gpu_.reset();      // the levels, then the backend
   roll_call_.reset();
   host_.reset();
 }
@@ -61,7 +65,10 @@ void Executor::mark_broken(const char* reason) {
 }
 
 void Executor::blame_missing_ranks(const util::Deadline& deadline) {
-  DeadlineExceeded error = missing_ranks_error(answering(), current_, rank_, size_, deadline);
+  DeadlineExceeded error = missing_ranks_error(
+      answering(), current_, rank_, size_, deadline,
+      "the call ran on the progress thread, which may not call MPI at this MPI thread level to ask them "
+      "(MPI_THREAD_MULTIPLE lets it)");
   health_.break_with(error.what());
   throw error;
 }
@@ -82,13 +89,15 @@ void Executor::verify(const plan::Fingerprint& mine, double timeout_seconds, std
   }
 }
 
-void Executor::run(const Call& call, const Ticket& ticket) {
+std::shared_ptr<Flight> Executor::run(const Call& call, const Ticket& ticket) {
   const util::Deadline deadline(call.options->timeout_seconds);
   util::IdleWorkScope answering_scope(answering());
+  std::shared_ptr<Flight> flight;
   try {
     if (call.memory == Memory::cuda) {
+      // Before anything is enqueued: NCCL hangs on a mismatched call.
       if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));
-      run_gpu(call, ticket, deadline);
+      flight = run_gpu(call, ticket, deadline);
     } else {
       run_host(call, ticket, deadline);
     }
@@ -96,6 +105,7 @@ void Executor::run(const Call& call, const Ticket& ticket) {
     blame_missing_ranks(deadline);
   }
   host_.end_call();
+  return flight;
 }
 
 void Executor::run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {
@@ -120,27 +130,158 @@ void Executor::run_host(const Call& call, const Ticket& ticket, const util::Dead
 
 gpu::Backend& Executor::gpu_backend() {
   health_.ensure_usable();
-  return gpu_.backend(comm_, *split_, rank_);
+  gpu::Backend& backend = gpu_.backend(comm_, *split_, rank_);
+  if (!flights_)
+    flights_ = std::make_unique<Flights>(
+        backend,
+        [this](std::exception_ptr error, const std::string& reason) {
+          // Found after its call returned: no call is there to raise it.
+          if (gpu::Backend* made = gpu_.made()) made->mark_broken(reason);
+          health_.report(error, reason, /*breaks=*/true);
+        },
+        [this](RollCall* roll_call, const Flight& flight) { return blame_flight(roll_call, flight); },
+        roll_call_.get(), mpi_any_thread_);
+  return backend;
 }
 
-void Executor::run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {
+DeadlineExceeded Executor::blame_flight(RollCall* roll_call, const Flight& flight) {
+  return missing_ranks_error(roll_call, flight.info(), rank_, size_, flight.deadline,
+                             "the timeout was found after the stream-ordered call returned, by a thread that may not "
+                             "call MPI at this MPI thread level to ask the ranks (MPI_THREAD_MULTIPLE lets it)");
+}
+
+gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages) const {
+  if (ordering && ordering->gate.valid()) return gpu::Mode::blocking;  // handed over: its caller's stream is held
+  if (!stream && !request) return gpu::Mode::blocking;                 // MPI's semantics
+  if (stream && gpu::capture_status(stream) == gpu::Capture::active) return gpu::Mode::captured;
+  // Host stages run where the call runs, waiting for the device between
+  // them: on this thread, blocking.
+  return host_stages ? gpu::Mode::blocking : gpu::Mode::ordered;
+}
+
+plan::Choice Executor::gpu_choice(const Call& call) const {
+  return plans_.choose(call.collective, call.bytes(), Memory::cuda, call.options->implementation, call.spec);
+}
+
+gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices,
+                                    bool packed, gpu::Mode mode, const Ordering* ordering) const {
+  gpu::CallContext context;
+  context.deadline = &deadline;
+  context.info = current_;
+  context.producer = stream;
+  context.devices = std::move(devices);
+  context.packed = packed;
+  context.mode = mode;
+  if (ordering) context.ready = ordering->ready;
+  return context;
+}
+
+std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
-  if (call.job.count == 0) return;
+  if (call.job.count == 0) return nullptr;
   const std::size_t bytes = call.bytes();
   const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
   current_ = {to_string(call.collective), ticket.sequence, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = host_.chunk_bytes();  // staging takes at least its own chunk (gpu/staged.cpp)
+  const gpu::Mode mode = mode_of(call.options->stream, call.request, call.ordering, host_stages(choice));
   util::log(util::LogLevel::trace, "{} #{} (cuda): {} bytes with {}", current_.collective, current_.sequence, bytes,
             plans_.described());
-  const gpu::CallContext context{&deadline, current_, call.options->stream, {call.device}};
+  const gpu::CallContext context = gpu_call(deadline, call.options->stream, {call.device}, false, mode, call.ordering);
+  gpu::Fence done;
   breaking_on_failure(
-      [&] { exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
+      [&] { done = exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
+  return done.valid() ? flights_->add(done, deadline, current_) : nullptr;
+}
+
+std::optional<InvalidArgument> Executor::refusal(const Call& call) {
+  if (call.memory != Memory::cuda) return std::nullopt;
+  void* stream = call.options->stream;
+  const gpu::Capture capture = gpu::capture_status(stream);
+  if (!stream && capture == gpu::Capture::implicit)
+    return InvalidArgument(util::located(
+        "a call on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "
+        "blocking stream of this device is capturing a CUDA graph, which such a wait would break: pass the "
+        "capturing stream (the call is then captured), or make the call outside the capture"));
+  if (!stream || capture != gpu::Capture::active || call.job.count == 0) return std::nullopt;
+  if (call.request)
+    return InvalidArgument(util::located(
+        "a request (a non-blocking or persistent call) cannot be captured into a CUDA graph: its test() and "
+        "wait() are host waits; use the blocking form with CommunicationOptions::stream, which is captured"));
+  if (const std::string why = capture_refusal({gpu_choice(call)}); !why.empty())
+    return InvalidArgument(util::located(why));
+  return std::nullopt;
+}
+
+std::string Executor::capture_refusal(const std::vector<plan::Choice>& choices) const {
+  for (const plan::Choice& choice : choices) {
+    if (host_stages(choice))
+      return fmt::format(
+          "the plan {} has host stages (MPI through pinned host memory), which a CUDA graph cannot hold, so this "
+          "call cannot be captured: use a spec whose levels are NCCL (nccl, or nccl/nccl across nodes), or make "
+          "the call outside the capture",
+          choice.describe());
+    if (!gpu_.ready_for(choice, *split_))
+      return fmt::format(
+          "the first call with the plan {} creates its GPU backend and NCCL communicators, which cannot happen "
+          "inside a CUDA graph capture: make the same call once before capturing (a warm-up, as NCCL and PyTorch "
+          "ask too)",
+          choice.describe());
+  }
+  return "";
+}
+
+bool Executor::hands_over(const Call& call) {
+  if (call.memory != Memory::cuda || !call.options->stream || call.job.count == 0) return false;
+  return mpi_any_thread_ && gpu_.made() && host_stages(gpu_choice(call));
+}
+
+Ordering Executor::order_now(const Call& call, bool gate) {
+  Ordering ordering;
+  gpu::Backend* backend = gpu_.made();
+  if (!backend || call.memory != Memory::cuda) return ordering;
+  const int device = call.device >= 0 ? call.device : gpu_row().device;
+  ordering.ready.push_back(backend->mark(call.options->stream, device));
+  if (gate) ordering.gate = backend->hold(call.options->stream);
+  return ordering;
+}
+
+void Executor::settle(const Ordering& ordering) noexcept {
+  gpu::Backend* backend = gpu_.made();
+  if (!backend) return;
+  for (const gpu::Fence fence : ordering.ready) backend->release(fence);
+  backend->open_gate(ordering.gate);
+}
+
+void Executor::report(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const DeadlineExceeded& e) {
+    health_.report(error, e.what(), /*breaks=*/true);
+  } catch (const BackendError& e) {
+    health_.report(error, e.what(), /*breaks=*/true);
+  } catch (const PeerFailure&) {
+    health_.report(error, "", /*breaks=*/false);  // (broken already: it says by what)
+  } catch (const std::exception& e) {
+    health_.report(error, e.what(), /*breaks=*/false);
+  }
+}
+
+void Executor::check() {
+  if (flights_) flights_->look(answering());
+  health_.ensure_usable();
+}
+
+bool Executor::landed(Flight& flight) { return flights_->landed(flight, answering()); }
+
+void Executor::wait(Flight& flight) {
+  util::IdleWorkScope answering_scope(answering());
+  flights_->wait(flight, answering());
 }
 
 bool Executor::thread_may_run(const Call& call) const {
-  if (call.memory != Memory::host) return false;  // the GPU backend's setup and staging use MPI
+  if (call.memory != Memory::host) return mpi_any_thread_;  // the GPU backend's setup and host stages use MPI
   if (call.bytes() < kProgressThreadMinBytes) return false;
   bool shared = false;
   try {

@@ -1,23 +1,39 @@
 // The execution home of one communicator: it runs every call the api layer
 // hands it — host and CUDA memory, single tensors and batches, blocking
-// calls and started requests — through the plan, execute and finish
-// stages, and decides once whether a call runs on host memory or on the
-// GPU. It owns what calls run over: the plans, the host runtime (shared
-// memory, scratch), the GPU runtime (devices, control plane, backend,
-// levels), the communicator's health and its roll call. The api layer
+// calls, stream-ordered calls and started requests — through the plan,
+// execute and finish stages, and decides once whether a call runs on host
+// memory or on the GPU, and how a CUDA call relates to its caller:
+//   blocking   no stream given: returns with the result in place (MPI's
+//              semantics);
+//   ordered    a stream given (or a CUDA request): enqueued after the
+//              stream's work, the stream waits for it, and the call returns
+//              at once, leaving a Flight (exec/flights.hpp) whose failure
+//              is raised later;
+//   captured   the stream captures a CUDA graph: the work goes into it.
+// A stream-ordered call whose plan has host stages (MPI through pinned
+// memory) cannot be enqueued: where MPI allows any thread it is handed to
+// the progress thread (api), its caller's stream held at a gate until it
+// ran; elsewhere it runs blocking on the caller's thread.
+// It owns what calls run over: the plans, the host runtime (shared memory,
+// scratch), the GPU runtime (devices, control plane, backend, levels, the
+// flights), the communicator's health and its roll call. The api layer
 // validates, numbers, fingerprints and hands over (api::Session).
 // Internal header.
 #pragma once
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "exec/call.hpp"
+#include "exec/flights.hpp"
 #include "exec/gpu_runtime.hpp"
 #include "exec/health.hpp"
 #include "exec/host_runtime.hpp"
@@ -51,7 +67,7 @@ struct ExecutorSetup {
   topo::GpuPlane gpu_plane;            // decided from gpu_rows (its verdicts are in plans' layout)
   std::size_t chunk_bytes = 0;         // Config::chunk_bytes (0: default)
   bool mpi_any_thread = false;         // MPI_THREAD_MULTIPLE
-  const std::uint64_t* sequence = nullptr;  // the api layer's call counter (answers roll calls)
+  const std::atomic<std::uint64_t>* sequence = nullptr;  // the api layer's call counter (answers roll calls)
 };
 
 class Executor {
@@ -72,24 +88,61 @@ class Executor {
   const topo::GpuPlane& gpu_plane() const { return gpu_.plane(); }
   const topo::GpuRow& gpu_row() const { return gpu_.row(rank_); }
 
-  // Throws PeerFailure once the communicator is broken.
-  void ensure_usable() const { health_.ensure_usable(); }
+  // Throws, once, the error of a failure found after its call returned
+  // (Health::report); then PeerFailure once the communicator is broken.
+  void ensure_usable() { health_.ensure_usable(); }
   bool broken() const { return health_.broken(); }
-  // Communicator::check(): as ensure_usable().
-  void check() const { health_.ensure_usable(); }
+  // Communicator::check(): one look at the work in flight (which may find
+  // a failure, asking the roll call where this thread may), then as
+  // ensure_usable(). Never waits for the GPU.
+  void check();
   // The call in progress (its plan's text once planned), for trace spans.
   const plan::CallInfo& current() const { return current_; }
 
-  // Runs `call` start to finish: with ticket.check, first makes sure every
-  // rank makes the same call (Mismatch on every rank, nothing sent); host
-  // memory over MPI and shared memory, CUDA memory over the GPU backend. A
-  // timeout names the ranks that really did not arrive (a roll call) and,
-  // like a backend failure, breaks the communicator. Count 0 is still
-  // collective (the check).
-  void run(const Call& call, const Ticket& ticket);
+  // Runs `call`: with ticket.check, first makes sure every rank makes the
+  // same call (Mismatch on every rank, nothing sent or enqueued); host
+  // memory over MPI and shared memory, CUDA memory over the GPU backend in
+  // the mode the header describes. A timeout names the ranks that really
+  // did not arrive (a roll call) and, like a backend failure, breaks the
+  // communicator. Count 0 is still collective (the check). Returns the
+  // flight of an ordered call (null when the call is done).
+  std::shared_ptr<Flight> run(const Call& call, const Ticket& ticket);
   // Runs a batch, checked once as a whole (ticket.check) and then pack by
-  // pack under the ticket's number, calling on_pack_done(i) as pack i lands.
-  void run_batch(const BatchCall& call, const Ticket& ticket);
+  // pack under the ticket's number, calling on_pack_done(i) as pack i lands
+  // (ordered: as its work is enqueued). Returns the last pack's flight of
+  // an ordered batch (it lands last).
+  std::shared_ptr<Flight> run_batch(const BatchCall& call, const Ticket& ticket);
+
+  // Why `call` cannot run as asked, before it takes a number (nothing when
+  // it can): a CUDA call on a stream that captures a CUDA graph, where the
+  // plan has host stages, the call is a request, or its backend or NCCL
+  // communicators do not exist yet; a call without a stream while the
+  // device's legacy default stream is in a capture. The api layer refuses
+  // it as invalid arguments (collectively).
+  std::optional<InvalidArgument> refusal(const Call& call);
+  std::optional<InvalidArgument> refusal(const BatchCall& call);
+
+  // Whether a stream-ordered CUDA call goes to the progress thread: its
+  // plan has host stages, MPI allows any thread, and the GPU backend exists.
+  bool hands_over(const Call& call);
+  bool hands_over(const BatchCall& call);
+  // Where `call`'s producer is now (a CUDA request's start, a handed-over
+  // call), and with `gate` the caller's stream held until settle() (a
+  // handed-over call). Empty where the GPU backend does not exist yet.
+  Ordering order_now(const Call& call, bool gate);
+  Ordering order_now(const BatchCall& call, bool gate);
+  // After the run of a call ordered so: gives the fences back and opens the
+  // gate. Never throws.
+  void settle(const Ordering& ordering) noexcept;
+  // A failure of a handed-over call (no caller to raise it): the next call
+  // and check() raise it once; a timeout or backend failure also breaks the
+  // communicator.
+  void report(std::exception_ptr error);
+
+  // A CUDA request's flight: whether it landed (after one look), and until
+  // it landed; both throw the failure it was caught in.
+  bool landed(Flight& flight);
+  void wait(Flight& flight);
   // The call check alone, for a call refused on some rank (api): throws
   // Mismatch on a difference; a timeout breaks the communicator, naming the
   // ranks that did not arrive.
@@ -98,7 +151,8 @@ class Executor {
   // Whether the progress thread may run `call`: host memory, at least
   // 64 KiB (smaller ones cost more to hand over than to run), and running
   // it makes no MPI call (one node over shared memory, or a communicator of
-  // one rank) or MPI allows calls from any thread.
+  // one rank) or MPI allows calls from any thread; CUDA memory where MPI
+  // allows calls from any thread (its setup and host stages use MPI).
   bool thread_may_run(const Call& call) const;
   bool thread_may_run(const BatchCall& call) const;
 
@@ -130,24 +184,40 @@ class Executor {
   bool thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const;
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
-  void run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
+  std::shared_ptr<Flight> run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
   void run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
-  void run_batch_gpu(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
+  std::shared_ptr<Flight> run_batch_gpu(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
+  // The GPU backend, created the first time (collective), with the flights
+  // over it.
   gpu::Backend& gpu_backend();
   GpuContext gpu_context() { return gpu_.context(*split_, rank_, size_); }
+  // How a CUDA call whose plan is `choice` (every pack's, for a batch:
+  // `host_stages` if any has them) relates to its caller.
+  gpu::Mode mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages) const;
+  // The plan of a CUDA call (by its bytes) or of each pack of a CUDA batch.
+  plan::Choice gpu_choice(const Call& call) const;
+  std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
+  // Why a captured call with these plans cannot be captured ("" if it can).
+  std::string capture_refusal(const std::vector<plan::Choice>& choices) const;
+  // The CallContext of a CUDA call in `mode`.
+  gpu::CallContext gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices, bool packed,
+                            gpu::Mode mode, const Ordering* ordering) const;
+  // A timeout of stream-ordered work found after its call returned.
+  DeadlineExceeded blame_flight(RollCall* roll_call, const Flight& flight);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   const topo::NodeSplit* split_ = nullptr;
   bool mpi_any_thread_ = false;
-  const std::uint64_t* sequence_ = nullptr;
+  const std::atomic<std::uint64_t>* sequence_ = nullptr;
   PlanCache plans_;
   Health health_;
   plan::CallInfo current_;  // the call in progress, for timeout messages
   HostRuntime host_;
   GpuRuntime gpu_;
   std::unique_ptr<RollCall> roll_call_;  // null on a communicator of one rank
+  std::unique_ptr<Flights> flights_;     // over gpu_'s backend, once it exists
 };
 
 }  // namespace strata::exec

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "exec/registry.hpp"
 #include "gpu/plugin.hpp"
 #include "util/agree.hpp"
 #include "util/deadline.hpp"
@@ -34,6 +35,17 @@ gpu::Backend& GpuRuntime::backend(MPI_Comm comm, const topo::NodeSplit& split, i
   backend_ = std::move(made);
   levels_ = std::make_unique<gpu::Levels>(*backend_);
   return *backend_;
+}
+
+bool GpuRuntime::ready_for(const plan::Choice& choice, const topo::NodeSplit& split) const {
+  if (!backend_ || !levels_) return false;
+  const auto made = [&](const plan::Algorithm& algorithm, plan::Group group) {
+    const Entry& entry = entry_of(algorithm);
+    return levels_->made(entry.gpu ? static_cast<const void*>(entry.gpu) : entry.host, group);
+  };
+  if (choice.shape != plan::Shape::hierarchical) return made(*choice.algorithm, plan::Group::world);
+  return made(*choice.algorithm, plan::Group::node) &&
+         (split.cross == MPI_COMM_NULL || made(*choice.cross, plan::Group::cross));
 }
 
 GpuContext GpuRuntime::context(const topo::NodeSplit& split, int rank, int size) {

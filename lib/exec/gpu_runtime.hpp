@@ -40,6 +40,12 @@ class GpuRuntime {
   // exchanged) where the control plane ruled CUDA tensors out.
   gpu::Backend& backend(MPI_Comm comm, const topo::NodeSplit& split, int rank);
 
+  // The backend, or null before the first call on CUDA tensors made it.
+  gpu::Backend* made() const { return backend_.get(); }
+  // Whether every level of `choice` this rank runs over `split` was made
+  // already (the backend too): a call with this plan creates nothing.
+  bool ready_for(const plan::Choice& choice, const topo::NodeSplit& split) const;
+
   // What a CUDA call's execution needs; backend() must have succeeded.
   GpuContext context(const topo::NodeSplit& split, int rank, int size);
 

@@ -9,15 +9,37 @@
 
 namespace strata::exec {
 
-void Health::ensure_usable() const {
+bool Health::broken() const {
+  std::lock_guard lock(mutex_);
+  return !reason_.empty();
+}
+
+void Health::ensure_usable() {
+  std::unique_lock lock(mutex_);
+  if (pending_) {
+    const std::exception_ptr error = std::exchange(pending_, nullptr);
+    lock.unlock();
+    std::rethrow_exception(error);
+  }
   if (!reason_.empty())
     throw PeerFailure(fmt::format("strata [{}]: this communicator is broken by an earlier failure ({}); "
                                   "create a new one (and check the peers) before calling again",
                                   util::where(), reason_));
 }
 
+void Health::break_with(std::string reason) {
+  std::lock_guard lock(mutex_);
+  reason_ = std::move(reason);
+}
+
+void Health::report(std::exception_ptr error, std::string reason, bool breaks) {
+  std::lock_guard lock(mutex_);
+  if (!pending_) pending_ = error;
+  if (breaks && reason_.empty()) reason_ = std::move(reason);
+}
+
 DeadlineExceeded missing_ranks_error(RollCall* roll_call, const plan::CallInfo& call, int rank, int size,
-                                     const util::Deadline& deadline) {
+                                     const util::Deadline& deadline, std::string_view unknown_why) {
   RollCall::Result roll = roll_call ? roll_call->ask(call.sequence) : RollCall::Result{};
   std::string who;
   if (!roll.silent.empty())
@@ -29,9 +51,7 @@ DeadlineExceeded missing_ranks_error(RollCall* roll_call, const plan::CallInfo& 
   if (!roll.earlier.empty())
     who += fmt::format("{}rank(s) {} answered from an earlier call, waiting there themselves (not counted as missing)",
                        who.empty() ? "" : "; ", fmt::join(roll.earlier, ","));
-  if (!roll_call && size > 1)
-    who = "which ranks did not arrive is unknown: the call ran on the progress thread, which may not call MPI at "
-          "this MPI thread level to ask them (MPI_THREAD_MULTIPLE lets it)";
+  if (!roll_call && size > 1) who = fmt::format("which ranks did not arrive is unknown: {}", unknown_why);
   if (who.empty())
     who = "every rank answered from inside this call, so none is missing: it could not finish in time (a slow or "
           "lost link, or a disagreement the call check cannot see)";

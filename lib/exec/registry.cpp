@@ -40,6 +40,14 @@ const Entry& entry_of(const plan::Algorithm& algorithm) {
   return kRegistry[0];  // unreachable for catalogue() pointers
 }
 
+bool host_stages(const plan::Choice& choice) {
+  const auto device_only = [](const plan::Algorithm* algorithm) {
+    return algorithm && entry_of(*algorithm).gpu && algorithm->nccl;
+  };
+  if (!device_only(choice.algorithm)) return true;
+  return choice.shape == plan::Shape::hierarchical && !device_only(choice.cross);
+}
+
 }  // namespace strata::exec
 
 namespace strata {

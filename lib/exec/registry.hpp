@@ -10,6 +10,7 @@
 #include "gpu/algorithm.hpp"
 #include "host/algorithm.hpp"
 #include "plan/algorithm.hpp"
+#include "plan/choose.hpp"
 
 namespace strata::exec {
 
@@ -30,5 +31,11 @@ plan::Catalogue catalogue();
 
 // The entry of a catalogue algorithm (one of catalogue()'s pointers).
 const Entry& entry_of(const plan::Algorithm& algorithm);
+
+// Whether `choice` on CUDA memory has host stages: a level that is not a
+// GPU algorithm over NCCL (psgpu's MPI through pinned memory, or a host
+// algorithm through pinned copies), which the host runs between device
+// copies. Judged from the plan, the same on every rank.
+bool host_stages(const plan::Choice& choice);
 
 }  // namespace strata::exec

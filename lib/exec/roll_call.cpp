@@ -11,7 +11,7 @@ constexpr int kQuestion = 1, kAnswer = 2;
 
 }  // namespace
 
-RollCall::RollCall(MPI_Comm comm, const std::uint64_t* current_call) : current_(current_call) {
+RollCall::RollCall(MPI_Comm comm, const std::atomic<std::uint64_t>* current_call) : current_(current_call) {
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   try {  // the destructor does not run for a constructor that throws
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -31,6 +31,11 @@ RollCall::~RollCall() {
 }
 
 void RollCall::run() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) answer();
+}
+
+void RollCall::answer() {
   for (;;) {
     int pending = 0;
     MPI_Status status;
@@ -40,7 +45,7 @@ void RollCall::run() {
       return;  // no question to answer: the asker hears nothing from us, as from a rank that is gone
     std::uint64_t& latest = asked_by_[static_cast<std::size_t>(status.MPI_SOURCE)];
     latest = std::max(latest, asked);
-    answers_.push_back({asked, *current_});
+    answers_.push_back({asked, current_->load(std::memory_order_relaxed)});
     MPI_Request request;
     if (MPI_Isend(answers_.back().data(), 2, MPI_UINT64_T, status.MPI_SOURCE, kAnswer, comm_, &request) ==
         MPI_SUCCESS)
@@ -49,6 +54,7 @@ void RollCall::run() {
 }
 
 RollCall::Result RollCall::ask(std::uint64_t sequence) {
+  std::lock_guard lock(mutex_);
   questions_.push_back(sequence);
   const std::size_t first = replies_.size();
   replies_.resize(first + static_cast<std::size_t>(size_));
@@ -73,7 +79,7 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
   const auto until = started + kWindow;
   util::Backoff backoff;
   for (;;) {
-    run();  // peers asking at the same time must hear from us too
+    answer();  // peers asking at the same time must hear from us too
     bool progressed = false;
     for (int r = 0; r < size_; ++r) {
       if (answered[r] || receives[r] == MPI_REQUEST_NULL) continue;
@@ -102,7 +108,7 @@ RollCall::Result RollCall::ask(std::uint64_t sequence) {
   };
   backoff.reset();
   while (waiting_to_be_asked() && std::chrono::steady_clock::now() < until + kLinger) {
-    run();
+    answer();
     backoff.pause();
   }
   Result result;

@@ -18,9 +18,11 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <vector>
 
 #include "util/deadline.hpp"
@@ -38,13 +40,16 @@ class RollCall final : public util::IdleWork {
 
   // Collective over `comm` (duplicates it). `current_call` is the number of
   // the call this rank is in, which answers report (the owner's counter).
-  RollCall(MPI_Comm comm, const std::uint64_t* current_call);
+  RollCall(MPI_Comm comm, const std::atomic<std::uint64_t>* current_call);
   // Frees the duplicate; never throws.
   ~RollCall();
   RollCall(const RollCall&) = delete;
   RollCall& operator=(const RollCall&) = delete;
 
   // Answer every pending question (IdleWork: runs while strata waits).
+  // Two threads may use the roll call (where MPI allows any thread: the
+  // GPU watcher too): one at a time; a thread that finds it busy leaves
+  // the answering to the one using it.
   void run() override;
 
   struct Result {
@@ -58,9 +63,12 @@ class RollCall final : public util::IdleWork {
   Result ask(std::uint64_t sequence);
 
  private:
+  void answer();  // run() with mutex_ held
+
+  std::mutex mutex_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  const std::uint64_t* current_;
+  const std::atomic<std::uint64_t>* current_;
   std::vector<std::uint64_t> asked_by_;  // by rank: the latest call number that rank asked about
   // Message buffers MPI may still hold on to after ask() returned (a
   // question to a rank that never received it, a cancelled answer): they

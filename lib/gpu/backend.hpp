@@ -12,11 +12,22 @@
 // the backend's device, and host waits poll against the call's deadline.
 // Failures throw BackendError (CUDA, NCCL) or DeadlineExceeded (NCCL
 // communicators aborted); the execute stage then marks the backend broken.
+//
+// A call runs in one of three modes (CallContext::mode): blocking (the
+// caller's thread waits for the result: complete()), ordered (the call
+// returns once its work is enqueued after the producer stream's, and that
+// stream waits for it: enqueued()), or captured (the producer stream is
+// capturing a CUDA graph: the work goes on that stream itself, into the
+// graph, on memory kept for that graph, and nothing waits or queries).
+// The calls one thread makes on a backend are serialized by its owner; the
+// primitives under "Any thread" below may also be called from other threads
+// (the watcher of ordered work) at the same time.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +42,25 @@
 
 namespace strata::gpu {
 
+// A point in a stream's work that any thread may test: an event from the
+// backend's pool, recorded once (mark(), enqueued()), then given back
+// (release()).
+struct Fence {
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  std::uint32_t index = kNone;
+  bool valid() const { return index != kNone; }
+};
+
+// A caller's stream held by a gate kernel until the host opens it
+// (hold(), open_gate()): gates open in the order they were made.
+struct Gate {
+  std::uint32_t number = 0;
+  bool valid() const { return number != 0; }
+};
+
+// How a call's work relates to its caller (see the header comment).
+enum class Mode { blocking, ordered, captured };
+
 // One call as the backend sees it.
 struct CallContext {
   const util::Deadline* deadline = nullptr;  // the call's; outlives the call
@@ -43,6 +73,15 @@ struct CallContext {
   // device this process sees, replica 0 included (they are combined onto
   // the backend's device). A single tensor must lie on the backend's device.
   bool packed = false;
+  Mode mode = Mode::blocking;
+  // Where the producer was when the call was made (mark(), by replica
+  // device; one fence when `producer` is given): the call orders after
+  // these instead of after the producer as it is at open(). Empty: as it is
+  // at open(). A request started earlier than it runs is ordered so.
+  std::vector<Fence> ready;
+  // false: the call is ordered after its producer already (a batch's later
+  // packs follow its first on the backend's streams); open() orders nothing.
+  bool after_producer = true;
 };
 
 // The replica index of the backend's own device and stream in divide():
@@ -72,15 +111,40 @@ class Backend {
   // nothing strata enqueues reads the tensors before the work the producer
   // stream had enqueued by now. Throws PeerFailure once broken.
   virtual void open(const CallContext& call) = 0;
-  // Waits (polling against the call's deadline) until all of the call's GPU
-  // work finished: the result is in the tensors. Throws DeadlineExceeded
-  // (NCCL communicators aborted), BackendError.
+  // Blocking mode: waits (polling against the call's deadline) until all of
+  // the call's GPU work finished: the result is in the tensors. Throws
+  // DeadlineExceeded (NCCL communicators aborted), BackendError.
   virtual void complete() = 0;
+  // Ordered mode: records a fence after all of the call's work (every
+  // replica's stream) and makes the producer stream, when the call has
+  // one, wait for it; returns the fence, for the caller to test and
+  // release. Captured mode: nothing to record; returns no fence. Never
+  // waits for the GPU.
+  virtual Fence enqueued() = 0;
   // Restores the caller's current device. Never throws; once per open().
   virtual void close() noexcept = 0;
-  // After a timeout or a backend failure: abort the NCCL communicators and
-  // refuse further calls (PeerFailure). Never throws.
+  // After a timeout or a backend failure: abort the NCCL communicators,
+  // open every gate (a held stream must not wait for ever) and refuse
+  // further calls (PeerFailure). Any thread. Never throws.
   virtual void mark_broken(const std::string& reason) noexcept = 0;
+
+  // --- Any thread ---------------------------------------------------------
+  // A fence after the work enqueued so far on `stream` (a cudaStream_t;
+  // null: the legacy default stream of `device`).
+  virtual Fence mark(void* stream, int device) = 0;
+  // Whether `fence` has passed. Throws BackendError when the device failed.
+  virtual bool passed(Fence fence) = 0;
+  // Gives a fence back to the pool (once it passed, or was given up on).
+  virtual void release(Fence fence) noexcept = 0;
+  // The first asynchronous error of the backend's NCCL communicators, or "".
+  virtual std::string async_error() = 0;
+  // Holds `stream` (the caller's) with a gate kernel until open_gate() of
+  // this gate or of a later one. Not in captured mode.
+  virtual Gate hold(void* stream) = 0;
+  virtual void open_gate(Gate gate) noexcept = 0;
+  // Frees memory that grown buffers outgrew once every stream of the
+  // backend is idle (else keeps it for a later try). Never throws.
+  virtual void reclaim() noexcept = 0;
 
   // --- What the open call runs over on the host ---------------------------
   // The MPI communicator of a group (the communicator, its node, its

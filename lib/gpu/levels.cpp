@@ -12,6 +12,12 @@ plan::Level& Levels::made_once(const void* algorithm, plan::Group group, Make&& 
   return *made_.back().level;
 }
 
+bool Levels::made(const void* algorithm, plan::Group group) const {
+  for (const Made& made : made_)
+    if (made.algorithm == algorithm && made.group == group) return true;
+  return false;
+}
+
 plan::Level& Levels::level(const Algorithm& algorithm, plan::Group group) {
   return made_once(&algorithm, group, [&] { return algorithm.make_level(backend_, group); });
 }

@@ -29,6 +29,9 @@ class Levels {
   // The level that runs host algorithm `algorithm` on CUDA data over
   // `group` through pinned host buffers.
   plan::Level& staged(const host::Algorithm& algorithm, plan::Group group);
+  // Whether the level of `algorithm` (a gpu::Algorithm or a
+  // host::Algorithm) over `group` was made already.
+  bool made(const void* algorithm, plan::Group group) const;
 
  private:
   // The level made for (algorithm, group), made by make() the first time.

@@ -20,7 +20,7 @@ constexpr const char* kNotBuilt =
 
 // The plugin's table, or why there is none.
 struct Loaded {
-  const PluginV1* plugin = nullptr;
+  const PluginV2* plugin = nullptr;
   std::string problem;
 };
 
@@ -65,7 +65,7 @@ Loaded load() {
   if (!entry)
     return {nullptr, fmt::format("the GPU backend plugin {} has no entry point: {}", kPluginFile,
                                  last_error(kPluginEntry))};
-  const PluginV1* plugin = entry();
+  const PluginV2* plugin = entry();
   if (std::string(plugin->strata_version) != STRATA_VERSION_STRING) {
     Dl_info info{};
     const bool named = dladdr(reinterpret_cast<const void*>(entry), &info) != 0 && info.dli_fname;
@@ -99,6 +99,15 @@ topo::CudaProbe probe_devices() {
   const Loaded& plugin = loaded();
   if (plugin.plugin) return plugin.plugin->probe_devices();
   return {{}, {}, plugin.problem};
+}
+
+Capture capture_status(void* stream) {
+  const Loaded& plugin = loaded();
+  return plugin.plugin ? plugin.plugin->capture_status(stream) : Capture::none;
+}
+
+void relax_capture_checks() {
+  if (const Loaded& plugin = loaded(); plugin.plugin) plugin.plugin->relax_capture_checks();
 }
 
 std::unique_ptr<Backend> make_backend(MPI_Comm comm, const topo::NodeSplit& split, int device,

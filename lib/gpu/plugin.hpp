@@ -36,6 +36,27 @@ bool device_available(std::string* why = nullptr);
 // discovery calls it).
 topo::CudaProbe probe_devices();
 
+// What work enqueued on a stream would be now.
+enum class Capture {
+  none,         // run
+  active,       // recorded into the CUDA graph the stream is capturing
+  invalidated,  // the stream's capture was already broken by a call capture forbids
+  implicit,     // the legacy default stream while a blocking stream of its device captures: any work there
+                // would break that capture
+};
+
+// The capture status of `stream` (a cudaStream_t; null: the legacy default
+// stream of the calling thread's current device). `none` where the plugin
+// is not loaded. Never throws.
+Capture capture_status(void* stream);
+
+// Makes the calling thread's queries and allocations legal while another
+// thread captures a CUDA graph in CUDA's default (global) mode: its capture
+// interaction mode becomes relaxed, for good. For strata's own threads (the
+// GPU watcher, the progress thread), never the application's. Nothing where
+// the plugin is not loaded. Never throws.
+void relax_capture_checks();
+
 // The backend of one rank over `comm`, driving CUDA device `device` (the
 // rank's row in `rows`, the GPU control plane's table). `comm` and `split`
 // must outlive it. Local: no communication (NCCL communicators are made

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cuda/check.hpp"
+#include "nccl/device_lock.hpp"
 #include "cuda/stream.hpp"
 #include "strata/errors.hpp"
 #include "util/abandoned.hpp"
@@ -44,6 +45,9 @@ std::string init_ranks(std::span<const int> devices, int size, int rank, const n
   config.blocking = 0;
   std::string failure;
   const bool grouped = count > 1;
+  // Non-blocking: the calls return at once, so the devices' locks are held
+  // only while they are made (the creation settles after, lock-free).
+  const auto issuing = lock_devices(devices);
   if (grouped)
     if (const ncclResult_t rc = ncclGroupStart(); rc != ncclSuccess)
       return fmt::format("ncclGroupStart failed: {}", ncclGetErrorString(rc));
@@ -82,12 +86,26 @@ ncclResult_t settle(ncclComm_t comm, const util::Deadline& deadline, bool& expir
   }
 }
 
+namespace {
+
+// The lock of the device `comm` drives (NCCL's rule for threads).
+std::unique_lock<std::mutex> lock_device_of(ncclComm_t comm) {
+  int device = -1;
+  if (ncclCommCuDevice(comm, &device) != ncclSuccess) device = -1;
+  return lock_device(device);
+}
+
+}  // namespace
+
 void close_all(std::span<const ncclComm_t> comms, const util::Deadline& bound) {
   // Finalize flushes outstanding work: start it everywhere first.
   std::vector<ncclComm_t> finalizing;
   for (ncclComm_t comm : comms) {
     if (!comm) continue;
-    const ncclResult_t rc = ncclCommFinalize(comm);
+    const ncclResult_t rc = [&] {
+      const auto issuing = lock_device_of(comm);
+      return ncclCommFinalize(comm);
+    }();
     if (rc == ncclSuccess || rc == ncclInProgress) finalizing.push_back(comm);
     else ncclCommAbort(comm);
   }
@@ -100,8 +118,12 @@ void close_all(std::span<const ncclComm_t> comms, const util::Deadline& bound) {
         ++it;
         continue;
       }
-      if (state == ncclSuccess) ncclCommDestroy(*it);
-      else ncclCommAbort(*it);
+      if (state == ncclSuccess) {
+        const auto issuing = lock_device_of(*it);
+        ncclCommDestroy(*it);
+      } else {
+        ncclCommAbort(*it);
+      }
       it = finalizing.erase(it);
     }
     if (finalizing.empty()) return;

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
+#include "cuda/capture.hpp"
 #include "cuda/check.hpp"
+#include "cuda/kernels.hpp"
 #include "nccl/replicas.hpp"
 #include "strata/errors.hpp"
 #include "util/check.hpp"
@@ -43,11 +46,14 @@ bool Engine::shut_down() noexcept {
   // that cannot finalize because of it, must not hang the destructor, nor
   // cost the bound once per communicator.
   const util::Deadline bound(kTeardownSeconds);
-  const bool idle = broken_.empty() && drained(bound);
-  if (broken_.empty() && !idle)
+  const bool usable = broken_reason().empty();
+  const bool idle = usable && drained(bound);
+  if (usable && !idle)
     abort_all("the GPU work of the last call did not finish within 10 s of the communicator's end");
   if (!idle) {
     // Aborted work may still reference these buffers: leak them on purpose.
+    captured_device_.clear();
+    captured_pinned_.clear();
     retired_.abandon();
     for (auto& b : device_buffers_) b.abandon();
     for (auto& b : pinned_) b.abandon();
@@ -64,63 +70,123 @@ bool Engine::shut_down() noexcept {
   close_all(open, bound);
   replicas_.reset();
   for (auto& c : comms_) c.reset();
+  // Graphs that captured calls of this engine may not replay from now on:
+  // their memory goes with it.
+  for (void* p : captured_device_) cudaFree(p);
+  for (void* p : captured_pinned_) cudaFreeHost(p);
+  captured_device_.clear();
+  captured_pinned_.clear();
+  for (FenceSlot& slot : fences_) {
+    cuda::DeviceGuard on(slot.device);
+    slot.event.reset();
+  }
+  if (gate_word_ && idle) cudaFreeHost(gate_word_);  // (a held stream may still poll it otherwise)
   shut_down_ = idle;
   return idle;
 }
 
-void Engine::open(const util::Deadline& deadline, const plan::CallInfo& info, void* producer,
-                  std::span<const int> devices) {
+void Engine::open(const gpu::CallContext& call, std::span<const int> devices) {
+  scope_.lock();
+  scope_owner_ = std::this_thread::get_id();
   ensure_usable();
-  deadline_ = &deadline;
-  info_ = info;
+  deadline_ = call.deadline;
+  info_ = call.info;
+  mode_ = call.mode;
+  producer_ = call.producer;
+  call_stream_ = nullptr;
   STRATA_CHECK_CUDA(cudaGetDevice(&previous_device_));
   if (previous_device_ != device_) STRATA_CHECK_CUDA(cudaSetDevice(device_));
+  if (mode_ == gpu::Mode::captured) {
+    // The graph holds the work in the producer stream's own order: nothing
+    // to order, and no other stream may join the capture.
+    if (devices.size() > 1 || (!devices.empty() && devices[0] != device_))
+      throw InvalidArgument(util::located(
+          "a call captured into a CUDA graph may not have replicas on other devices than the rank's own"));
+    call_stream_ = static_cast<cudaStream_t>(call.producer);
+    return;
+  }
   // Replica streams exist before anything is ordered on them. The streams
   // to order: the engine's, and each replica slot's (on its device).
   replicas_->arrange(*this, devices);
   std::vector<std::pair<cudaStream_t, int>> streams = {{stream_->get(), device_}};
   for (std::size_t r = 0; r < devices.size(); ++r)
     if (replicas_->has_slot(r)) streams.emplace_back(replicas_->stream(*this, r), devices[r]);
-  const auto event_on = [&](int device) -> cuda::Event& {
-    if (producer_events_.size() <= std::size_t(device)) producer_events_.resize(std::size_t(device) + 1);
-    if (!producer_events_[std::size_t(device)]) {
-      cuda::DeviceGuard on(device);
-      producer_events_[std::size_t(device)] = std::make_unique<cuda::Event>();
+  if (!call.after_producer) {
+    // Replica streams follow the engine's, which follows the producer.
+    if (streams.size() > 1) {
+      cuda::Event& joined = event(0);
+      joined.record(stream_->get());
+      for (std::size_t i = 1; i < streams.size(); ++i)
+        STRATA_CHECK_CUDA(cudaStreamWaitEvent(streams[i].first, joined.get(), 0));
     }
-    return *producer_events_[std::size_t(device)];
-  };
-  if (producer) {
+    return;
+  }
+  if (!call.ready.empty()) {
+    // Where the producer was when the call was made: one fence for a given
+    // stream (every replica waits for it), else one per replica device.
+    std::lock_guard lock(shared_);
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      const gpu::Fence fence = call.ready.size() == 1 ? call.ready[0] : call.ready.at(std::min(i, call.ready.size() - 1));
+      STRATA_CHECK_CUDA(cudaStreamWaitEvent(streams[i].first, fence_event(fence).get(), 0));
+    }
+    return;
+  }
+  if (call.producer) {
     // The caller's stream: everything strata enqueues waits for what it
     // holds now (an event is recorded on the stream's own device).
-    const auto stream = static_cast<cudaStream_t>(producer);
+    const auto stream = static_cast<cudaStream_t>(call.producer);
     int device = device_;
     STRATA_CHECK_CUDA(cudaStreamGetDevice(stream, &device));
-    cuda::Event& produced = event_on(device);
-    {
-      cuda::DeviceGuard on(device);
-      produced.record(stream);
-    }
-    for (const auto& [ours, on] : streams) STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));
+    for (const auto& [ours, on] : streams) order_after(ours, stream, device);
     return;
   }
   // The default: each replica's stream waits for its device's legacy
   // default stream (where cudaMemcpy, kernels launched on stream 0 and
   // PyTorch's default stream put their work), which itself follows every
   // blocking stream of that device.
-  for (const auto& [ours, device] : streams) {
-    cuda::Event& produced = event_on(device);
-    {
-      cuda::DeviceGuard on(device);
-      produced.record(cudaStreamLegacy);
-    }
-    STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));
+  for (const auto& [ours, device] : streams) order_after(ours, cudaStreamLegacy, device);
+}
+
+void Engine::order_after(cudaStream_t stream, cudaStream_t producer, int device) {
+  if (producer_events_.size() <= std::size_t(device)) producer_events_.resize(std::size_t(device) + 1);
+  std::unique_ptr<cuda::Event>& produced = producer_events_[std::size_t(device)];
+  cuda::DeviceGuard on(device);
+  if (!produced) produced = std::make_unique<cuda::Event>();
+  produced->record(producer);
+  STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream, produced->get(), 0));
+}
+
+gpu::Fence Engine::enqueued_fence() {
+  if (mode_ == gpu::Mode::captured) return {};
+  // Every replica stream's work joins the engine's stream, the fence goes
+  // after it, and the producer (the caller's stream) waits for the fence.
+  replicas_->join(*this);
+  const gpu::Fence fence = mark(stream_->get(), device_);
+  if (producer_) {
+    std::lock_guard lock(shared_);
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(producer_), fence_event(fence).get(), 0));
   }
+  return fence;
 }
 
 void Engine::close() noexcept {
   if (previous_device_ >= 0 && previous_device_ != device_) cudaSetDevice(previous_device_);
   previous_device_ = -1;
   deadline_ = nullptr;
+  call_stream_ = nullptr;
+  producer_ = nullptr;
+  mode_ = gpu::Mode::blocking;
+  if (scope_owner_ != std::this_thread::get_id()) return;  // (open() failed before it took the scope)
+  if (abort_requested_.exchange(false)) {
+    std::string reason;
+    {
+      std::lock_guard lock(shared_);
+      reason = requested_reason_;
+    }
+    abort_all(reason);
+  }
+  scope_owner_ = {};
+  scope_.unlock();
 }
 
 MPI_Comm Engine::mpi(plan::Group group) const {
@@ -136,9 +202,124 @@ Comm& Engine::nccl(plan::Group group) {
   std::unique_ptr<Comm>& comm = comms_[int(group)];
   if (!comm) {
     static constexpr const char* names[] = {"whole-communicator", "node-local", "cross-node"};
-    comm = std::make_unique<Comm>(mpi(group), names[int(group)], device_, util::Deadline(topo::setup_seconds()));
+    auto made = std::make_unique<Comm>(mpi(group), names[int(group)], device_, util::Deadline(topo::setup_seconds()));
+    std::lock_guard lock(shared_);  // the watcher reads the pointers
+    comm = std::move(made);
   }
   return *comm;
+}
+
+void* Engine::captured(std::size_t bytes, bool pinned) {
+  cuda::RelaxedCapture relaxed;  // an allocation inside a global-mode capture would break it
+  void* p = nullptr;
+  if (pinned) STRATA_CHECK_CUDA(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable));
+  else STRATA_CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 1));
+  std::lock_guard lock(shared_);
+  (pinned ? captured_pinned_ : captured_device_).push_back(p);
+  return p;
+}
+
+cuda::Event& Engine::fence_event(gpu::Fence fence) { return *fences_.at(fence.index).event; }
+
+gpu::Fence Engine::mark(void* stream, int device) {
+  const auto handle = stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy;
+  if (stream) STRATA_CHECK_CUDA(cudaStreamGetDevice(handle, &device));
+  std::lock_guard lock(shared_);
+  std::uint32_t index = gpu::Fence::kNone;
+  for (std::size_t i = free_fences_.size(); i-- > 0;)
+    if (fences_[free_fences_[i]].device == device) {
+      index = free_fences_[i];
+      free_fences_.erase(free_fences_.begin() + std::ptrdiff_t(i));
+      break;
+    }
+  if (index == gpu::Fence::kNone) {
+    cuda::DeviceGuard on(device);
+    fences_.push_back({device, std::make_unique<cuda::Event>()});
+    index = std::uint32_t(fences_.size() - 1);
+  }
+  try {
+    cuda::DeviceGuard on(device);  // the legacy default stream is the current device's
+    fences_[index].event->record(handle);
+  } catch (...) {
+    free_fences_.push_back(index);
+    throw;
+  }
+  return {index};
+}
+
+bool Engine::passed(gpu::Fence fence) {
+  // Any thread may ask, also while another captures a graph in CUDA's
+  // global mode, which would forbid a query from a thread in that mode.
+  cuda::RelaxedCapture relaxed;
+  std::lock_guard lock(shared_);
+  return fence_event(fence).done();
+}
+
+void Engine::release(gpu::Fence fence) noexcept {
+  if (!fence.valid()) return;
+  std::lock_guard lock(shared_);
+  free_fences_.push_back(fence.index);
+}
+
+std::string Engine::async_error() {
+  std::lock_guard lock(shared_);  // no abort frees a communicator meanwhile
+  for (auto& c : comms_) {
+    if (!c || !c->get()) continue;
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(c->get(), &state) != ncclSuccess) state = ncclSystemError;
+    if (state != ncclSuccess && state != ncclInProgress)
+      return fmt::format("NCCL error on the {} communicator: {}", c->name(), ncclGetErrorString(state));
+  }
+  if (replicas_)
+    if (const std::string error = replicas_->async_error(); !error.empty())
+      return fmt::format("NCCL error on the replica communicator: {}", error);
+  return "";
+}
+
+gpu::Gate Engine::hold(void* stream) {
+  const auto handle = static_cast<cudaStream_t>(stream);
+  int device = device_;
+  STRATA_CHECK_CUDA(cudaStreamGetDevice(handle, &device));
+  std::lock_guard lock(shared_);
+  if (!gate_word_) {
+    void* word = nullptr;
+    STRATA_CHECK_CUDA(cudaHostAlloc(&word, sizeof(unsigned int), cudaHostAllocPortable | cudaHostAllocMapped));
+    gate_word_ = static_cast<unsigned int*>(word);
+    std::atomic_ref<unsigned int>(*gate_word_).store(0, std::memory_order_release);
+  }
+  const std::uint32_t number = ++gates_made_ == 0 ? ++gates_made_ : gates_made_;  // 0 means "no gate"
+  cuda::DeviceGuard on(device);
+  cuda::hold_until(gate_word_, number, handle);
+  return {number};
+}
+
+void Engine::open_gate(gpu::Gate gate) noexcept {
+  if (!gate.valid()) return;
+  std::lock_guard lock(shared_);
+  if (!gate_word_) return;
+  std::atomic_ref<unsigned int> word(*gate_word_);
+  // Gates open in order: never move the word back.
+  if (static_cast<int>(gate.number - word.load(std::memory_order_relaxed)) > 0)
+    word.store(gate.number, std::memory_order_release);
+}
+
+void Engine::reclaim() noexcept {
+  std::unique_lock lock(shared_);
+  // A cudaFree waits for the whole device, gate kernels included, which may
+  // wait for this very process's progress thread: never while one is held.
+  if (gate_word_ && std::atomic_ref<unsigned int>(*gate_word_).load(std::memory_order_acquire) != gates_made_) return;
+  lock.unlock();
+  // Not while a call is open: it may be arranging replicas or retiring
+  // memory its own queued work still uses.
+  std::unique_lock scope(scope_, std::try_to_lock);
+  if (!scope.owns_lock()) return;
+  cuda::RelaxedCapture relaxed;  // (as passed())
+  try {
+    if (!stream_->done() || !replicas_->idle()) return;
+  } catch (const std::exception&) {
+    return;  // a stream in error: nothing is freed
+  }
+  retired_.release();
 }
 
 void* Engine::staging(std::size_t index, std::size_t bytes) {
@@ -151,21 +332,47 @@ cuda::Event& Engine::event(std::size_t index) {
   return *events_[index];
 }
 
+std::string Engine::broken_reason() const {
+  std::lock_guard lock(shared_);
+  return broken_;
+}
+
 void Engine::ensure_usable() const {
-  if (!broken_.empty())
+  if (const std::string reason = broken_reason(); !reason.empty())
     throw PeerFailure(fmt::format("strata [{}]: the GPU backend of this communicator is broken by an earlier "
                                   "failure ({}); create a new communicator before calling again",
-                                  util::where(), broken_));
+                                  util::where(), reason));
 }
 
 void Engine::abort_all(const std::string& reason) noexcept {
+  std::lock_guard lock(shared_);
   if (broken_.empty()) broken_ = reason;
   for (auto& c : comms_)
     if (c) c->abort();
   if (replicas_) replicas_->abort();  // gone once shut down
+  // A stream held for a host stage must not wait for ever.
+  if (gate_word_) std::atomic_ref<unsigned int>(*gate_word_).store(gates_made_, std::memory_order_release);
 }
 
 void Engine::mark_broken(const std::string& reason) noexcept {
+  if (scope_owner_ != std::this_thread::get_id()) {
+    // Another thread drives a call: its communicators must not be aborted
+    // under it. Abort now if no call is open, else let the call do it.
+    std::unique_lock scope(scope_, std::try_to_lock);
+    if (!scope.owns_lock()) {
+      {
+        std::lock_guard lock(shared_);
+        if (requested_reason_.empty()) requested_reason_ = reason;
+        if (broken_.empty()) broken_ = reason;  // no new call starts meanwhile
+        if (gate_word_) std::atomic_ref<unsigned int>(*gate_word_).store(gates_made_, std::memory_order_release);
+      }
+      abort_requested_ = true;
+      return;
+    }
+    abort_all(reason);
+    if (replicas_) drained(util::Deadline(kDrainSeconds));
+    return;
+  }
   abort_all(reason);
   // What this call queued before the failure (pack kernels, copies; the
   // aborted NCCL operations end) may still read or write the caller's
@@ -196,6 +403,18 @@ void Engine::expire() {
   throw DeadlineExceeded(what, {});
 }
 
+void Engine::aborted_elsewhere() {
+  abort_requested_ = false;
+  std::string reason;
+  {
+    std::lock_guard lock(shared_);
+    reason = requested_reason_;
+  }
+  mark_broken(reason);
+  throw PeerFailure(fmt::format("strata [{}]: {} #{} was given up: {}", util::where(), info_.collective,
+                                info_.sequence, reason));
+}
+
 void Engine::check_async() {
   for (auto& c : comms_) {
     if (!c) continue;
@@ -210,7 +429,7 @@ void Engine::check_async() {
   if (const std::string error = replicas_->async_error(); !error.empty()) {
     mark_broken(fmt::format("{} #{}: NCCL error on the replica communicator: {}", info_.collective, info_.sequence,
                             error));
-    throw BackendError(broken_, "NCCL", 0, util::hostname(), util::world_rank());
+    throw BackendError(broken_reason(), "NCCL", 0, util::hostname(), util::world_rank());
   }
 }
 
@@ -238,10 +457,11 @@ void Engine::enqueued(ncclComm_t comm, ncclResult_t rc, const char* call) {
 }
 
 void Engine::wait(cuda::Event* event) {
-  util::Backoff backoff;
+  util::Backoff backoff(util::Backoff::Patience::device);
   while (!(event ? event->done() : stream_->done() && replicas_->idle())) {
     check_async();
     if (deadline_->expired()) expire();
+    if (abort_requested_.load(std::memory_order_relaxed)) aborted_elsewhere();
     backoff.pause();
   }
   check_async();

@@ -4,6 +4,7 @@
 
 #include "cuda/check.hpp"
 #include "nccl/convert.hpp"
+#include "nccl/device_lock.hpp"
 
 namespace strata::nccl {
 namespace {
@@ -33,11 +34,14 @@ void issue(Engine& e, Comm& comm, std::span<const gpu::NcclOp> ops, const char* 
   std::vector<ncclRedOp_t> reductions(ops.size(), ncclSum);
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (reducing(ops[i].kind)) reductions[i] = to_nccl(ops[i].op, ops[i].dtype);
-  STRATA_CHECK_NCCL(ncclGroupStart());
-  ncclResult_t rc = ncclSuccess;
-  for (std::size_t i = 0; i < ops.size() && rc == ncclSuccess; ++i)
-    rc = call(ops[i], reductions[i], comm.get(), e.stream());
-  const ncclResult_t end = ncclGroupEnd();
+  ncclResult_t rc = ncclSuccess, end = ncclSuccess;
+  {
+    const std::unique_lock issuing = lock_device(e.device());
+    STRATA_CHECK_NCCL(ncclGroupStart());
+    for (std::size_t i = 0; i < ops.size() && rc == ncclSuccess; ++i)
+      rc = call(ops[i], reductions[i], comm.get(), e.stream());
+    end = ncclGroupEnd();
+  }
   e.enqueued(comm, rc != ncclSuccess ? rc : end, what);
 }
 

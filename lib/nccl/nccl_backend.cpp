@@ -62,7 +62,7 @@ class NcclBackend final : public gpu::Backend {
     // open() is not matched by close() when it throws: restore the device here.
     engine_.breaking_on_failure([&] {
       try {
-        engine_.open(*call.deadline, call.info, call.producer, devices_);
+        engine_.open(call, devices_);
       } catch (...) {
         engine_.close();
         throw;
@@ -73,6 +73,20 @@ class NcclBackend final : public gpu::Backend {
   void complete() override {
     engine_.breaking_on_failure([&] { engine_.wait(); });
   }
+
+  gpu::Fence enqueued() override {
+    gpu::Fence fence;
+    engine_.breaking_on_failure([&] { fence = engine_.enqueued_fence(); });
+    return fence;
+  }
+
+  gpu::Fence mark(void* stream, int device) override { return engine_.mark(stream, device); }
+  bool passed(gpu::Fence fence) override { return engine_.passed(fence); }
+  void release(gpu::Fence fence) noexcept override { engine_.release(fence); }
+  std::string async_error() override { return engine_.async_error(); }
+  gpu::Gate hold(void* stream) override { return engine_.hold(stream); }
+  void open_gate(gpu::Gate gate) noexcept override { engine_.open_gate(gate); }
+  void reclaim() noexcept override { engine_.reclaim(); }
 
   void close() noexcept override { engine_.close(); }
 

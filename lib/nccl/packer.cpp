@@ -5,6 +5,7 @@
 
 #include "cuda/check.hpp"
 #include "nccl/replicas.hpp"
+#include "util/deadline.hpp"
 
 namespace strata::nccl {
 namespace {
@@ -56,8 +57,8 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
   const std::size_t bytes = packed_bytes(layouts[0]);
   out.count = bytes / element;
   descs_.resize(replicas);
-  while (staged_.size() < replicas) staged_.push_back(std::make_unique<cuda::PinnedBuffer>());
   cuda::Retired& retired = engine.retired();
+  const bool captured = engine.capturing();  // (one replica, on the engine's device: Engine::open)
   for (std::size_t r = 0; r < replicas; ++r) {
     cuda::DeviceGuard on(devices[r]);
     const std::vector<cuda::PackDesc>& host = layouts[r];
@@ -65,15 +66,34 @@ gpu::Packed Packer::pack(Engine& engine, const gpu::GpuPack& pack, std::span<con
     const bool own = set.has_slot(r);  // else replica 0, packed straight into the engine's home buffer
     cuda::DeviceBuffer& device_descs = own ? set.slot(r).descs : descs0_;
     out.data.push_back(own ? set.slot(r).packed.get(bytes, retired) : engine.device_scratch(2, bytes));
-    descs_[r] = {static_cast<cuda::PackDesc*>(device_descs.get(table, retired)), host.size(), largest_piece(host)};
-    void* pinned = staged_[r]->get(table, retired);
+    void* device_table = captured ? engine.captured(table, false) : device_descs.get(table, retired);
+    descs_[r] = {static_cast<cuda::PackDesc*>(device_table), host.size(), largest_piece(host)};
+    void* pinned = captured ? engine.captured(table, true) : table_for(engine, r, table);
     std::memcpy(pinned, host.data(), table);
     const cudaStream_t stream = set.stream(engine, r);
     STRATA_CHECK_CUDA(cudaMemcpyAsync(descs_[r].device, pinned, table, cudaMemcpyHostToDevice, stream));
+    if (!captured) tables_[r][next_]->uploaded = engine.mark(stream, devices[r]);
     cuda::pack(out.data[r], descs_[r].device, descs_[r].count, descs_[r].largest, stream);
   }
+  next_ = (next_ + 1) % kTables;
   out.home = set.has_slot(0) ? engine.device_scratch(2, bytes) : out.data[0];
   return out;
+}
+
+void* Packer::table_for(Engine& engine, std::size_t r, std::size_t bytes) {
+  if (tables_.size() <= r) tables_.resize(r + 1);
+  std::vector<std::unique_ptr<Table>>& ring = tables_[r];
+  if (ring.size() < kTables) ring.resize(kTables);
+  std::unique_ptr<Table>& table = ring[next_];
+  if (!table) table = std::make_unique<Table>();
+  if (table->uploaded.valid()) {
+    // The upload that read it last must have run before the host writes it.
+    util::Backoff backoff(util::Backoff::Patience::device);
+    while (!engine.passed(table->uploaded)) backoff.pause();
+    engine.release(table->uploaded);
+    table->uploaded = {};
+  }
+  return table->pinned.get(bytes, engine.retired());
 }
 
 void Packer::unpack(Engine& engine, const gpu::Packed& packed) {
@@ -87,7 +107,9 @@ void Packer::unpack(Engine& engine, const gpu::Packed& packed) {
 
 void Packer::abandon() {
   descs0_.abandon();
-  for (auto& staged : staged_) staged->abandon();
+  for (auto& ring : tables_)
+    for (auto& table : ring)
+      if (table) table->pinned.abandon();
 }
 
 }  // namespace strata::nccl

@@ -2,8 +2,11 @@
 // its device with strata's pack kernel (a descriptor per piece, copied to
 // the device from pinned memory, so the copy is asynchronous and the
 // descriptors outlive it), and back out with the unpack kernel. The
-// descriptors of the last pack stay for its unpack. Each pack's call
-// completes (Backend::complete) before the next pack writes them again.
+// descriptors of the last pack stay for its unpack. Ordered calls return
+// before their uploads ran, so the pinned tables are a ring of kTables per
+// replica, each reused only once the fence after its upload passed (a host
+// wait only when kTables packs are still queued). A captured pack's tables
+// are memory of its own (the graph uploads them again at every replay).
 #pragma once
 
 #include <memory>
@@ -42,7 +45,17 @@ class Packer {
 
   cuda::DeviceBuffer descs0_;  // replica 0's descriptors (the others' live in their replica slot)
   std::vector<Descriptors> descs_;
-  std::vector<std::unique_ptr<cuda::PinnedBuffer>> staged_;  // each replica's descriptors on the host, pinned
+  static constexpr std::size_t kTables = 16;
+  struct Table {
+    cuda::PinnedBuffer pinned;  // a replica's descriptors on the host
+    gpu::Fence uploaded;        // after the upload that last read it
+  };
+  // The pinned table for replica r's next upload, free to write (Table
+  // ring slot `next_`, made on first use).
+  void* table_for(Engine& engine, std::size_t r, std::size_t bytes);
+
+  std::vector<std::vector<std::unique_ptr<Table>>> tables_;  // [replica][ring slot]
+  std::size_t next_ = 0;                                      // the ring slot of the next pack
 };
 
 }  // namespace strata::nccl

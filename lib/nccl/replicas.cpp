@@ -3,6 +3,7 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels.hpp"
 #include "nccl/convert.hpp"
+#include "nccl/device_lock.hpp"
 #include "nccl/engine.hpp"
 #include "util/check.hpp"
 
@@ -102,16 +103,28 @@ void ReplicaSet::all_reduce(Engine& engine, const std::vector<std::vector<int>>&
                             ReduceOp op) {
   const std::span<const ncclComm_t> comms = world(engine, all);
   const ncclRedOp_t red = to_nccl(op, packed.dtype);
-  ncclResult_t rc = ncclGroupStart();
-  for (std::size_t r = 0; r < packed.data.size() && rc == ncclSuccess; ++r)
-    rc = ncclAllReduce(packed.data[r], packed.data[r], packed.count, to_nccl(packed.dtype), red, comms[r],
-                       stream(engine, r));
-  const ncclResult_t end = ncclGroupEnd();
+  ncclResult_t rc = ncclSuccess, end = ncclSuccess;
+  {
+    const auto issuing = lock_devices(packed.devices);
+    rc = ncclGroupStart();
+    for (std::size_t r = 0; r < packed.data.size() && rc == ncclSuccess; ++r)
+      rc = ncclAllReduce(packed.data[r], packed.data[r], packed.count, to_nccl(packed.dtype), red, comms[r],
+                         stream(engine, r));
+    end = ncclGroupEnd();
+  }
   if (rc == ncclSuccess) rc = end;
   // Non-blocking communicators: each may still be enqueueing; settle all.
   for (ncclComm_t comm : comms) {
     engine.enqueued(comm, rc, "ncclAllReduce (replicas, grouped)");
     if (rc == ncclSuccess) break;
+  }
+}
+
+void ReplicaSet::join(Engine& engine) {
+  for (const auto& s : slots_) {
+    if (!s) continue;
+    s->ready->record(s->stream->get());
+    STRATA_CHECK_CUDA(cudaStreamWaitEvent(engine.stream(), s->ready->get(), 0));
   }
 }
 

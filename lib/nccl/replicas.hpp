@@ -77,6 +77,10 @@ class ReplicaSet {
   // `all` as for world(). op is one NCCL reduces as strata does.
   void all_reduce(Engine& engine, const std::vector<std::vector<int>>& all, const gpu::Packed& packed, ReduceOp op);
 
+  // Makes the engine's stream wait for every slot stream's work so far (an
+  // ordered call's end: one fence on the engine's stream then covers all).
+  void join(Engine& engine);
+
   bool idle() const;               // every slot's stream finished its work
   std::string async_error() const;  // "" or the first NCCL async error text
   void abort();                    // never throws

@@ -87,7 +87,7 @@ void Backoff::pause() {
     return;
   }
   if (idle_work && idle_polls_ % kWorkEvery == 0) idle_work->run();
-  if (idle_polls_ <= spins + yields) {
+  if (idle_polls_ <= spins + yields || (device_ && !shared)) {
     sched_yield();
     return;
   }

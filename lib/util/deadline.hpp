@@ -75,7 +75,15 @@ bool cores_shared();
 // that costs the destructor one branch on a member that stays zero.
 class Backoff {
  public:
+  // What the wait is for. `peers`: other ranks, which may need this very
+  // core (the sleeps above). `device`: the GPU, which needs no core of the
+  // host: while the rank has its core to itself a wait never sleeps (a
+  // sleep's wake-up costs tens of microseconds of timer slack, and would
+  // notice the end of a long kernel that late); it yields instead.
+  enum class Patience { peers, device };
+
   Backoff() = default;
+  explicit Backoff(Patience patience) : device_(patience == Patience::device) {}
   ~Backoff() {
     if (waiting_since_ns_ != 0) [[unlikely]] end_traced_wait();
   }
@@ -99,6 +107,7 @@ class Backoff {
   [[gnu::cold]] void end_traced_wait();
 
   unsigned idle_polls_ = 0;
+  bool device_ = false;                // Patience::device
   std::int64_t waiting_since_ns_ = 0;  // traced waits only
   bool peers_noted_ = false;
   unsigned char peer_count_ = 0;

@@ -3,6 +3,7 @@
 // roll call's private communicator is made over a communicator MPI refuses
 // (MPI_COMM_NULL, with errors returned instead of aborting). And every
 // error strata raises begins with the same "strata [host:rank]: ".
+#include <atomic>
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -33,7 +34,7 @@ TEST_CASE("an MPI call that fails in the roll call's setup raises BackendError n
   // MPI_COMM_SELF (MPI-4): both return instead of aborting here.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  std::uint64_t sequence = 0;
+  std::atomic<std::uint64_t> sequence{0};
   std::string message = "no exception";
   try {
     exec::RollCall roll_call(MPI_COMM_NULL, &sequence);
