@@ -10,7 +10,8 @@
 //     (where cudaMemcpy and PyTorch's default stream put their work);
 //   - default, the producer a blocking stream of the caller's: the legacy
 //     default stream waits for it implicitly, and strata for that;
-//   - stream = a non-blocking stream of the caller's;
+//   - stream = a non-blocking stream of the caller's (the call is then
+//     stream-ordered: the result is read after synchronising that stream);
 //   - the same for a batch (batch_all_reduce, in place: packing copies);
 //   - with two or more devices, the caller's current device is another
 //     one and must be current again after the call (with one device this
@@ -113,6 +114,8 @@ int main(int argc, char** argv) {
     options.timeout_seconds = 120;
     options.stream = static_cast<StreamHandle>(mine);
     comm.all_reduce(t, out, ReduceOp::sum, options);
+    // Stream-ordered: the result is on `mine` after the call's work.
+    cudaStreamSynchronize(mine);
     verdict(holds_sum(result), "all_reduce waits for CommunicationOptions::stream");
 
     // 3. A batch on the caller's stream (two tensors: one pack by default).
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
     std::vector<Tensor> halves = {{d, kCount / 2, DataType::f32, Memory::cuda, device},
                                   {d + kCount / 2, kCount / 2, DataType::f32, Memory::cuda, device}};
     comm.batch_all_reduce(halves, ReduceOp::sum, options);
+    cudaStreamSynchronize(mine);
     verdict(holds_sum(d), "batch_all_reduce waits for CommunicationOptions::stream");
     cudaStreamDestroy(mine);
 
