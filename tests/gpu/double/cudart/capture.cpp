@@ -4,46 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
-#include <set>
 
+#include "capture_state.hpp"
 #include "devices.hpp"
 #include "graph.hpp"
 #include "report.hpp"
 
 namespace gpu_double {
 
-struct Capture {
-  std::uint64_t id = 0;
-  Stream* origin = nullptr;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
-  pid_t thread = 0;  // the thread that began it
-  bool invalidated = false;
-  bool ended = false;
-  Graph* graph = nullptr;  // filled while it lasts; handed out or discarded at its end
-  // Every stream taking part (the origin and the streams that joined),
-  // with its point: the nodes its next node depends on.
-  std::map<Stream*, std::vector<std::size_t>> members;
-
-  std::string describe() const;
-};
-
 namespace {
 
-struct Captures {
-  std::mutex mutex;
-  std::map<Stream*, std::shared_ptr<Capture>> by_stream;  // streams taking part in an ongoing capture
-  std::vector<std::shared_ptr<Capture>> ongoing;
-  std::uint64_t made = 0;
-};
-
-Captures& captures() {
-  static Captures& c = *new Captures;  // never destroyed: stream workers may outlive static destructors
-  return c;
-}
-
-thread_local cudaStreamCaptureMode thread_mode = cudaStreamCaptureModeGlobal;
+thread_local cudaStreamCaptureMode mode_of_thread = cudaStreamCaptureModeGlobal;
 
 const char* mode_name(cudaStreamCaptureMode mode) {
   switch (mode) {
@@ -52,43 +23,6 @@ const char* mode_name(cudaStreamCaptureMode mode) {
     case cudaStreamCaptureModeRelaxed: return "relaxed";
   }
   return "?";
-}
-
-pid_t me() { return ::gettid(); }
-
-cudaError_t refuse(const char* call, cudaError_t code, const std::string& what) {
-  violation(call, what);
-  set_last_error(code);
-  return code;
-}
-
-cudaError_t quietly(cudaError_t code) {
-  set_last_error(code);
-  return code;
-}
-
-bool blocking(const Stream& s) { return s.kind() == StreamKind::blocking || s.kind() == StreamKind::per_thread; }
-
-// Captures whose blocking streams make the legacy stream of `device` unusable.
-std::vector<std::shared_ptr<Capture>> blocking_captures(Captures& all, int device, std::string* streams) {
-  std::vector<std::shared_ptr<Capture>> found;
-  for (const auto& c : all.ongoing)
-    for (const auto& [s, point] : c->members)
-      if (s->device() == device && blocking(*s)) {
-        if (found.empty() || found.back() != c) found.push_back(c);
-        *streams += (streams->empty() ? "" : ", ") + s->name();
-      }
-  return found;
-}
-
-std::string describe_all(const std::vector<std::shared_ptr<Capture>>& list) {
-  std::string text;
-  for (const auto& c : list) text += (text.empty() ? "" : "; ") + c->describe();
-  return text;
-}
-
-void invalidate(const std::vector<std::shared_ptr<Capture>>& list) {
-  for (const auto& c : list) c->invalidated = true;
 }
 
 // Adds a node to `c` after the points of `streams`; it becomes their point.
@@ -116,11 +50,46 @@ void finish(Captures& all, const std::shared_ptr<Capture>& c) {
 
 }  // namespace
 
+Captures& captures() {
+  static Captures& c = *new Captures;  // never destroyed: stream workers may outlive static destructors
+  return c;
+}
+
+namespace capture_detail {
+
+cudaError_t refuse(const char* call, cudaError_t code, const std::string& what) {
+  violation(call, what);
+  set_last_error(code);
+  return code;
+}
+
+cudaError_t quietly(cudaError_t code) {
+  set_last_error(code);
+  return code;
+}
+
+std::string describe_all(const std::vector<std::shared_ptr<Capture>>& list) {
+  std::string text;
+  for (const auto& c : list) text += (text.empty() ? "" : "; ") + c->describe();
+  return text;
+}
+
+void invalidate(const std::vector<std::shared_ptr<Capture>>& list) {
+  for (const auto& c : list) c->invalidated = true;
+}
+
+pid_t thread_id() { return ::gettid(); }
+cudaStreamCaptureMode thread_mode() { return mode_of_thread; }
+
+}  // namespace capture_detail
+
+using namespace capture_detail;
+
 std::string Capture::describe() const {
   return fmt::format("capture #{} ({} mode, begun on {} by thread {})", id, mode_name(mode), origin->name(), thread);
 }
 
-std::string this_thread_name() { return fmt::format("thread {}", me()); }
+std::string this_thread_name() { return fmt::format("thread {}", thread_id()); }
 
 cudaError_t enqueue(const char* call, Stream& stream, Op op, std::uint64_t* seq) {
   if (seq) *seq = 0;
@@ -223,117 +192,8 @@ cudaError_t join(const char* call, Stream& stream, const Mark& mark) {
   return cudaSuccess;
 }
 
-cudaError_t isolation(const char* call, Stream& stream, const std::string& event) {
-  return refuse_in_capture(call, stream, cudaErrorStreamCaptureIsolation,
-                           fmt::format("it waits for {}, recorded outside the capture: a captured graph cannot "
-                                       "depend on uncaptured work (cudaEventWaitExternal makes it an external wait)",
-                                       event));
-}
-
-cudaError_t refuse_in_capture(const char* call, Stream& stream, cudaError_t code, const std::string& what) {
-  Captures& all = captures();
-  std::lock_guard lock(all.mutex);
-  const auto it = all.by_stream.find(&stream);
-  if (it == all.by_stream.end()) return refuse(call, code, fmt::format("{}: {}", stream.name(), what));
-  it->second->invalidated = true;
-  return refuse(call, code,
-                fmt::format("{}, in {}: {}; the capture is invalidated", stream.name(), it->second->describe(), what));
-}
-
-cudaError_t check_stream_wait(const char* call, Stream& stream) {
-  {
-    Captures& all = captures();
-    std::lock_guard lock(all.mutex);
-    if (const auto it = all.by_stream.find(&stream); it != all.by_stream.end()) {
-      it->second->invalidated = true;
-      return refuse(call, cudaErrorStreamCaptureUnsupported,
-                    fmt::format("{} is capturing ({}): its captured work runs only when the graph is launched, so "
-                                "it cannot be synchronised or queried; the capture is invalidated",
-                                stream.name(), it->second->describe()));
-    }
-  }
-  if (const cudaError_t e = check_unsafe(call)) return e;
-  return check_legacy(call, stream);
-}
-
-cudaError_t check_device_wait(const char* call, int device) {
-  {
-    Captures& all = captures();
-    std::lock_guard lock(all.mutex);
-    std::vector<std::shared_ptr<Capture>> found;
-    std::string streams;
-    for (const auto& c : all.ongoing)
-      for (const auto& [s, point] : c->members)
-        if (s->device() == device) {
-          if (found.empty() || found.back() != c) found.push_back(c);
-          streams += (streams.empty() ? "" : ", ") + s->name();
-        }
-    if (!found.empty()) {
-      invalidate(found);
-      return refuse(call, cudaErrorStreamCaptureUnsupported,
-                    fmt::format("device {} cannot be synchronised while streams of it capture ({}: {}): the "
-                                "device encompasses the capture; invalidated",
-                                device, streams, describe_all(found)));
-    }
-  }
-  return check_unsafe(call);
-}
-
-cudaError_t check_unsafe(const char* call) {
-  const cudaStreamCaptureMode mode = thread_mode;
-  if (mode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
-  const pid_t self = me();
-  Captures& all = captures();
-  std::lock_guard lock(all.mutex);
-  std::vector<std::shared_ptr<Capture>> own, others;
-  for (const auto& c : all.ongoing) {
-    if (c->thread == self && c->mode != cudaStreamCaptureModeRelaxed) own.push_back(c);
-    else if (mode == cudaStreamCaptureModeGlobal && c->thread != self && c->mode == cudaStreamCaptureModeGlobal)
-      others.push_back(c);
-  }
-  if (own.empty() && others.empty()) return cudaSuccess;
-  std::string why;
-  if (!own.empty())
-    why = fmt::format("this thread ({}) has {} ongoing, not begun in relaxed mode", this_thread_name(),
-                      describe_all(own));
-  if (!others.empty())
-    why += fmt::format("{}this thread's ({}) interaction mode is global and another thread has {} ongoing",
-                       why.empty() ? "" : "; and ", this_thread_name(), describe_all(others));
-  invalidate(own);
-  invalidate(others);
-  return refuse(call, cudaErrorStreamCaptureUnsupported,
-                fmt::format("{} is potentially unsafe during stream capture and CUDA's interaction-mode rule "
-                            "prohibits it here: {} (a thread whose mode is relaxed may make it, and one whose mode "
-                            "is thread-local may during other threads' captures: "
-                            "cudaThreadExchangeStreamCaptureMode); invalidated",
-                            call, why));
-}
-
-cudaError_t check_legacy(const char* call, Stream& stream, bool invalidate_them) {
-  if (stream.kind() != StreamKind::legacy) return cudaSuccess;
-  Captures& all = captures();
-  std::lock_guard lock(all.mutex);
-  std::string streams;
-  const auto found = blocking_captures(all, stream.device(), &streams);
-  if (found.empty()) return cudaSuccess;
-  if (invalidate_them) invalidate(found);
-  return refuse(call, cudaErrorStreamCaptureImplicit,
-                fmt::format("the legacy default stream of device {} is used while blocking stream(s) of that "
-                            "device capture ({}: {}): the legacy stream would depend on captured work (use a "
-                            "non-blocking stream){}",
-                            stream.device(), streams, describe_all(found),
-                            invalidate_them ? "; invalidated" : ""));
-}
-
-cudaError_t captured_event(const char* call, const Mark& mark) {
-  return refuse(call, cudaErrorCapturedEvent,
-                fmt::format("the event was last recorded in {}: it marks a point of a graph, not of a stream, so "
-                            "it cannot be queried, synchronised with or timed",
-                            mark.capture->describe()));
-}
-
 cudaStreamCaptureMode exchange_mode(cudaStreamCaptureMode mode) {
-  std::swap(mode, thread_mode);
+  std::swap(mode, mode_of_thread);
   return mode;
 }
 
@@ -353,7 +213,7 @@ cudaError_t begin_capture(const char* call, Stream& stream, cudaStreamCaptureMod
   c->id = ++all.made;
   c->origin = &stream;
   c->mode = mode;
-  c->thread = me();
+  c->thread = thread_id();
   c->graph = new_graph(c->id);
   c->members[&stream] = {};
   all.by_stream[&stream] = c;
@@ -376,7 +236,7 @@ cudaError_t end_capture(const char* call, Stream& stream, Graph** graph) {
                   fmt::format("{} joined {} but did not begin it: end it on {}; invalidated", stream.name(),
                               c->describe(), c->origin->name()));
   }
-  if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != me())
+  if (c->mode != cudaStreamCaptureModeRelaxed && c->thread != thread_id())
     return refuse(call, cudaErrorStreamCaptureWrongThread,
                   fmt::format("{} is ended by {}: a capture not begun in relaxed mode must end on the thread that "
                               "began it",

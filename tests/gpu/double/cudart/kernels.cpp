@@ -205,8 +205,11 @@ Op gate_op(const Launch& l, void** args, std::string* problem) {
   const void* at = const_cast<const unsigned*>(flag);  // for messages
   const Allocation a = find(const_cast<const unsigned*>(flag));
   const auto address = reinterpret_cast<std::uintptr_t>(flag);
-  if (!a.base) *problem = "is not pinned host memory (a kernel cannot read pageable memory; use cudaHostAlloc with cudaHostAllocMapped)";
-  else if (a.space == Space::device) *problem = fmt::format("is device memory ({}), which the host cannot write", a.describe());
+  if (!a.base)
+    *problem = "is not pinned host memory (a kernel cannot read pageable memory; use cudaHostAlloc with "
+               "cudaHostAllocMapped)";
+  else if (a.space == Space::device)
+    *problem = fmt::format("is device memory ({}), which the host cannot write", a.describe());
   else if (a.freed) *problem = fmt::format("points into freed memory: {}", a.describe());
   else if (address % alignof(unsigned) != 0 || address + sizeof(unsigned) > a.base + a.size)
     *problem = fmt::format("is not an aligned word inside {}", a.describe());

@@ -123,6 +123,15 @@ void busy() {
   check(ms >= kNanoseconds / 1e6f, "the busy kernel held its stream for its whole duration");
 }
 
+// A gate whose word is pageable memory: the kernel would fault on it.
+void gate_on_pageable_word() {
+  cudaStream_t s = nullptr;
+  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static unsigned word = 0;
+  SELFTEST_OK(launch_gate(&word, 0, s));
+  expect(cudaStreamSynchronize(s), cudaErrorIllegalAddress, "the gate on a pageable word faulted");
+}
+
 // A gate nobody opens: the double ends the process naming it, after
 // STRATA_FAKE_HANG_SECONDS (meson sets 2 for this case).
 void gate_never_opens() {
@@ -147,6 +156,7 @@ void add_memory_cases(Cases& cases) {
   cases["pageable-upload"] = {pageable_upload, "a pageable cudaMemcpy upload lands later, on the legacy stream"};
   cases["gate"] = {gate, "strata::cuda::gate_kernel waits for the host's word, also when replayed"};
   cases["busy"] = {busy, "strata::bench::busy_kernel keeps its stream busy"};
+  cases["gate-pageable"] = {gate_on_pageable_word, "a gate whose word is not pinned memory faults"};
   cases["gate-hang"] = {gate_never_opens, "a gate that never opens ends the process, named"};
 }
 
