@@ -3,15 +3,19 @@
 #include <cxxabi.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <regex>
+#include <thread>
 
 #include "call.hpp"
+#include "capture.hpp"
 #include "elementwise.hpp"
 #include "memory.hpp"
+#include "settings.hpp"
 
 namespace gpu_double {
 namespace {
@@ -20,6 +24,10 @@ using strata::DataType;
 using strata::ReduceOp;
 
 constexpr std::size_t kVectorBytes = 16;
+
+// Kernels known by their whole demangled name (as nvcc 13 registers them).
+constexpr const char* kGate = "strata::cuda::gate_kernel(unsigned int const volatile*, unsigned int)";
+constexpr const char* kBusy = "strata::bench::busy_kernel(long long)";
 
 // Layout of strata::cuda::PackDesc (lib/cuda/kernels.hpp).
 struct PackDesc {
@@ -67,7 +75,11 @@ Kernel decode(const char* device_name) {
   static const std::regex native_divide(R"(divide_kernel<[^<]*NativeCodec<([a-z ]+)>)");
   static const std::regex half_divide(R"(divide_kernel<[^<]*::(BF16Codec|F16Codec)>)");
   static const std::regex pack(R"(pack_kernel<(true|false)>)");
-  if (std::regex_search(k.name, m, native_reduce) && dtype_of(m[1], &k.dtype)) {
+  if (k.name == kGate) {
+    k.family = Family::gate;
+  } else if (k.name == kBusy) {
+    k.family = Family::busy;
+  } else if (std::regex_search(k.name, m, native_reduce) && dtype_of(m[1], &k.dtype)) {
     k.family = Family::reduce;
     k.op = ReduceOp(std::stoi(m[2]));
   } else if (std::regex_search(k.name, m, half_reduce)) {
@@ -183,6 +195,64 @@ Op pack_op(const Launch& l, void** args) {
   return op;
 }
 
+// gate_kernel(flag, target): one thread spins until (int)(*flag - target)
+// >= 0, reading a word of mapped pinned host memory that a host thread
+// writes. The double polls it on the stream's worker; a gate that never
+// opens is what a real GPU would hang on.
+Op gate_op(const Launch& l, void** args, std::string* problem) {
+  const auto* flag = arg<const volatile unsigned*>(args, 0);
+  const auto target = arg<unsigned>(args, 1);
+  const void* at = const_cast<const unsigned*>(flag);  // for messages
+  const Allocation a = find(const_cast<const unsigned*>(flag));
+  const auto address = reinterpret_cast<std::uintptr_t>(flag);
+  if (!a.base)
+    *problem = "is not pinned host memory (a kernel cannot read pageable memory; use cudaHostAlloc with "
+               "cudaHostAllocMapped)";
+  else if (a.space == Space::device)
+    *problem = fmt::format("is device memory ({}), which the host cannot write", a.describe());
+  else if (a.freed) *problem = fmt::format("points into freed memory: {}", a.describe());
+  else if (address % alignof(unsigned) != 0 || address + sizeof(unsigned) > a.base + a.size)
+    *problem = fmt::format("is not an aligned word inside {}", a.describe());
+  if (!problem->empty()) *problem = fmt::format("flag = {} {}", at, *problem);
+  Op op;
+  op.label = fmt::format("{} (flag {}, target {})", l.label, at, target);
+  op.uses = {range_of(const_cast<const unsigned*>(flag), sizeof(unsigned))};
+  const int device = l.device;
+  const bool bad = !problem->empty();
+  op.run = [=, label = op.label] {
+    if (bad) return fail_device(device, cudaErrorIllegalAddress);
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::duration<double>(settings().hang_seconds);
+    auto pause = std::chrono::microseconds(1);
+    for (;;) {
+      const unsigned word = __atomic_load_n(const_cast<const unsigned*>(flag), __ATOMIC_ACQUIRE);
+      if (int(word - target) >= 0) return;
+      if (find(const_cast<const unsigned*>(flag)).freed) {
+        violation(label.c_str(), "the gate's flag word was freed while the gate waited on it");
+        return fail_device(device, cudaErrorIllegalAddress);
+      }
+      if (std::chrono::steady_clock::now() > limit)
+        fatal(label.c_str(), fmt::format("the gate never opened: waited {} s (STRATA_FAKE_HANG_SECONDS) for the word "
+                                         "at {} to reach {}; it holds {} (a host stage that never released it?)",
+                                         settings().hang_seconds, at, target,
+                                         word));
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+    }
+  };
+  return op;
+}
+
+// busy_kernel(nanoseconds): compute that keeps its stream busy that long.
+Op busy_op(const Launch& l, void** args) {
+  const auto nanoseconds = arg<long long>(args, 0);
+  Op op;
+  op.label = fmt::format("{} ({} ns)", l.label, nanoseconds);
+  op.run = [nanoseconds] {
+    if (nanoseconds > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(nanoseconds));
+  };
+  return op;
+}
+
 }  // namespace
 
 void register_kernel(const void* host_function, const char* device_name) {
@@ -222,8 +292,14 @@ cudaError_t launch(const char* name, const Kernel& kernel, dim3 grid, dim3 block
                                    kernel.name, stream->name(), stream->device(), device));
   Launch l{&kernel, fmt::format("kernel {}", kernel.name), device, {}};
   std::string problem;
-  Op op = kernel.family == Family::pack || kernel.family == Family::unpack ? pack_op(l, args)
-                                                                          : elementwise_op(l, args, &problem);
+  Op op;
+  switch (kernel.family) {
+    case Family::pack:
+    case Family::unpack: op = pack_op(l, args); break;
+    case Family::gate: op = gate_op(l, args, &problem); break;
+    case Family::busy: op = busy_op(l, args); break;
+    default: op = elementwise_op(l, args, &problem); break;
+  }
   if (!problem.empty()) violation(name, fmt::format("{}: {}", kernel.name, problem));
   // Pointers that are not device memory of this device would fault on the
   // GPU: name them now, at the launch (the operation fails when it runs).
@@ -234,11 +310,10 @@ cudaError_t launch(const char* name, const Kernel& kernel, dim3 grid, dim3 block
     for (int i = 0; i < (kernel.family == Family::reduce ? 3 : 1); ++i)
       device_bytes(name, kernel.family == Family::reduce ? names[i] : "data", arg<void*>(args, i), count * element,
                    device);
-  } else {
+  } else if (kernel.family == Family::pack || kernel.family == Family::unpack) {
     device_bytes(name, "descs", arg<void*>(args, 1), arg<std::size_t>(args, 2) * sizeof(PackDesc), device);
   }
-  submit(*stream, std::move(op));
-  return cudaSuccess;
+  return enqueue(name, *stream, std::move(op));
 }
 
 }  // namespace gpu_double

@@ -6,6 +6,8 @@
 //   reduce_kernel<NativeOps<T, op> | HalfOps<__half2 | __nv_bfloat162, op>>(dst, a, b, head, vectors, count)
 //   divide_kernel<NativeCodec<T> | F16Codec | BF16Codec>(data, head, vectors, count, divisor)
 //   pack_kernel<true | false>(packed, descs, n)   (pack / unpack)
+//   strata::cuda::gate_kernel(flag, target)      (waits for a word the host writes)
+//   strata::bench::busy_kernel(nanoseconds)      (compute that takes that long)
 // A launch is checked as a GPU would fault: the stream on the current
 // device, every pointer device memory of that device and long enough, the
 // 16-byte vector body aligned; the arithmetic is elementwise.hpp's. Any
@@ -21,7 +23,7 @@
 
 namespace gpu_double {
 
-enum class Family { unknown, reduce, divide, pack, unpack };
+enum class Family { unknown, reduce, divide, pack, unpack, gate, busy };
 
 struct Kernel {
   std::string name;  // demangled

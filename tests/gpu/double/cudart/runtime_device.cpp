@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "call.hpp"
+#include "capture.hpp"
 #include "faults.hpp"
 #include "kernels.hpp"
 #include "settings.hpp"
@@ -119,6 +120,7 @@ cudaError_t cudaDeviceSynchronize() {
   Call call("cudaDeviceSynchronize");
   const int device = current_device();
   if (const cudaError_t e = check_device(call, device)) return e;
+  if (const cudaError_t e = check_device_wait(call.name(), device)) return e;
   const auto streams = all_streams();
   for (Stream* s : streams)
     if (s->device() == device && !call.stream_usable(s)) return cudaErrorIllegalState;
@@ -175,6 +177,15 @@ const char* cudaGetErrorName(cudaError_t error) {
     NAME(cudaErrorNotPermitted)
     NAME(cudaErrorNotSupported)
     NAME(cudaErrorPeerAccessAlreadyEnabled)
+    NAME(cudaErrorStreamCaptureUnsupported)
+    NAME(cudaErrorStreamCaptureInvalidated)
+    NAME(cudaErrorStreamCaptureMerge)
+    NAME(cudaErrorStreamCaptureUnmatched)
+    NAME(cudaErrorStreamCaptureUnjoined)
+    NAME(cudaErrorStreamCaptureIsolation)
+    NAME(cudaErrorStreamCaptureImplicit)
+    NAME(cudaErrorCapturedEvent)
+    NAME(cudaErrorStreamCaptureWrongThread)
 #undef NAME
     default: return "cudaErrorUnknown";
   }
@@ -199,6 +210,18 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorNotPermitted: return "operation not permitted";
     case cudaErrorNotSupported: return "operation not supported";
     case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureMerge: return "operation would result in a merge of separate capture sequences";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
+    case cudaErrorStreamCaptureUnjoined: return "capturing stream has unjoined work";
+    case cudaErrorStreamCaptureIsolation:
+      return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
     default: return "unknown error";
   }
 }

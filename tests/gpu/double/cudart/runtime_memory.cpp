@@ -1,5 +1,14 @@
 // Runtime entry points: allocation, copies and sets.
 //
+// A synchronous cudaMemcpy from pageable host memory to the device returns
+// before the data lands, as CUDA may: the source is staged (copied into
+// the double's own memory) at the call, so the caller may reuse its
+// buffer, and the device write is an operation on the legacy default
+// stream, with its seeded delay. Whatever reads that memory must be
+// ordered after the legacy stream (a blocking stream, an event recorded on
+// it, a synchronous copy back); the other synchronous copies and sets
+// return when done.
+//
 // Stricter than CUDA on purpose, where strata's correctness would otherwise
 // rest on an implementation detail:
 //   - cudaFree and cudaFreeHost of memory that queued work still uses is a
@@ -16,6 +25,7 @@
 #include <vector>
 
 #include "call.hpp"
+#include "capture.hpp"
 #include "faults.hpp"
 #include "memory.hpp"
 
@@ -120,26 +130,41 @@ cudaError_t copy(Call& call, void* dst, const void* src, std::size_t bytes, cuda
                  bool async) {
   cudaError_t sticky = cudaSuccess;
   if (call.failed(&sticky)) return call.error(sticky);
+  if (!async)
+    if (const cudaError_t e = check_unsafe(call.name())) return e;
   Side d, s;
   if (!resolve(call, kind, dst, src, bytes, &d, &s)) return call.error(cudaErrorInvalidValue);
   Stream* stream = stream_of(call.name(), async ? handle : nullptr);
   if (!call.stream_usable(stream)) return call.error(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t e = check_legacy(call.name(), *stream)) return e;
   const bool pageable_source = !s.device && !s.pinned, pageable_target = !d.device && !d.pinned;
-  if (async && bytes > 0 && (pageable_source || pageable_target) && (d.device || s.device))
+  if (async && bytes > 0 && (pageable_source || pageable_target) && (d.device || s.device)) {
+    const void* at = pageable_source ? src : static_cast<const void*>(dst);
+    const char* which = pageable_source ? "src" : "dst";
+    if (capturing(*stream))
+      return refuse_in_capture(call.name(), *stream, cudaErrorStreamCaptureUnsupported,
+                               fmt::format("{} = {} is pageable host memory, which a captured copy cannot use (the "
+                                           "graph would read or write it at every launch; use pinned memory)",
+                                           which, at));
     violation(call.name(), fmt::format("{} = {} is pageable host memory: CUDA makes this copy synchronous (it "
                                        "drains the stream first), and nothing keeps the buffer alive until an "
                                        "asynchronous copy would run; use pinned memory (cudaHostAlloc)",
-                                       pageable_source ? "src" : "dst", pageable_source ? src : static_cast<const void*>(dst)));
+                                       which, at));
+  }
   const std::string label = fmt::format("{} {}, {} bytes", call.name(), kind_name(kind), bytes);
-  // Pageable sources are read now, as CUDA stages them before returning.
+  // Pageable sources are staged now, after the stream drained, as CUDA
+  // does before it returns; a synchronous upload then lands later.
+  const bool staged_upload = !async && pageable_source && d.device && bytes > 0;
   std::shared_ptr<std::vector<std::byte>> snapshot;
-  if (async && pageable_source && bytes > 0) {
+  if ((async && pageable_source && bytes > 0) || staged_upload) {
     wait_until([&] { return stream->idle(); }, call.name(), [&] { return stream->name() + " to drain"; });
     snapshot = std::make_shared<std::vector<std::byte>>(static_cast<const std::byte*>(src),
                                                         static_cast<const std::byte*>(src) + bytes);
   }
-  const std::uint64_t seq = submit(*stream, copy_op(label, d, s, bytes, stream->device(), snapshot));
-  if (!async || pageable_target)
+  std::uint64_t seq = 0;
+  if (const cudaError_t e = enqueue(call.name(), *stream, copy_op(label, d, s, bytes, stream->device(), snapshot), &seq))
+    return e;
+  if (seq && ((!async && !staged_upload) || pageable_target))
     wait_until([&] { return stream->reached(seq); }, call.name(), [&] { return stream->name() + " to finish " + label; });
   if (call.failed(&sticky)) return call.error(sticky);
   return cudaSuccess;
@@ -148,6 +173,8 @@ cudaError_t copy(Call& call, void* dst, const void* src, std::size_t bytes, cuda
 cudaError_t set(Call& call, void* p, int value, std::size_t bytes, cudaStream_t handle, bool async) {
   cudaError_t sticky = cudaSuccess;
   if (call.failed(&sticky)) return call.error(sticky);
+  if (!async)
+    if (const cudaError_t e = check_unsafe(call.name())) return e;
   if (bytes > 0 && !device_bytes(call.name(), "devPtr", p, bytes, -1)) return call.error(cudaErrorInvalidValue);
   Stream* stream = stream_of(call.name(), async ? handle : nullptr);
   if (!call.stream_usable(stream)) return call.error(cudaErrorInvalidResourceHandle);
@@ -160,9 +187,22 @@ cudaError_t set(Call& call, void* p, int value, std::size_t bytes, cudaStream_t 
     if (std::byte* at = device_bytes(label.c_str(), "devPtr", p, bytes, -1)) std::memset(at, value, bytes);
     else fail_device(device, cudaErrorIllegalAddress);
   };
-  const std::uint64_t seq = submit(*stream, std::move(op));
-  if (!async) wait_until([&] { return stream->reached(seq); }, call.name(), [&] { return stream->name() + " to finish a memset"; });
+  std::uint64_t seq = 0;
+  if (const cudaError_t e = enqueue(call.name(), *stream, std::move(op), &seq)) return e;
+  if (!async && seq) wait_until([&] { return stream->reached(seq); }, call.name(), [&] { return stream->name() + " to finish a memset"; });
   return cudaSuccess;
+}
+
+cudaError_t host_alloc(Call& call, void** p, std::size_t bytes, unsigned flags) {
+  if (!p) return call.misuse(cudaErrorInvalidValue, "the result pointer is null");
+  *p = nullptr;
+  if (device_count() == 0) return call.error(cudaErrorNoDevice);
+  constexpr unsigned kKnown = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+  if (flags & ~kKnown) return call.misuse(cudaErrorInvalidValue, fmt::format("flags {:#x} are not cudaHostAlloc's", flags));
+  if (const cudaError_t e = check_unsafe(call.name())) return e;
+  if (fault_now(Fault::host_alloc)) return call.error(cudaErrorMemoryAllocation);
+  *p = allocate(Space::pinned, -1, bytes);
+  return *p ? cudaSuccess : call.error(cudaErrorMemoryAllocation);
 }
 
 }  // namespace
@@ -173,6 +213,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   Call call("cudaMalloc");
   cudaError_t sticky = cudaSuccess;
   if (call.failed(&sticky)) return call.error(sticky);
+  if (const cudaError_t e = check_unsafe(call.name())) return e;
   const int device = current_device();
   if (device_count() == 0) return call.error(cudaErrorNoDevice);
   if (fault_now(Fault::malloc)) return *p = nullptr, call.error(cudaErrorMemoryAllocation);
@@ -183,24 +224,44 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 cudaError_t cudaFree(void* p) {
   Call call("cudaFree");
   if (!p) return cudaSuccess;
+  if (const cudaError_t e = check_unsafe(call.name())) return e;
   check_unused("cudaFree", p);
   if (const std::string why = release(p, Space::device); !why.empty()) return call.misuse(cudaErrorInvalidValue, why);
   return cudaSuccess;
 }
 
-cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
   Call call("cudaHostAlloc");
-  if (device_count() == 0) return call.error(cudaErrorNoDevice);
-  if (fault_now(Fault::host_alloc)) return *p = nullptr, call.error(cudaErrorMemoryAllocation);
-  *p = allocate(Space::pinned, -1, bytes);
-  return *p ? cudaSuccess : call.error(cudaErrorMemoryAllocation);
+  return host_alloc(call, p, bytes, flags);
 }
 
-cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  Call call("cudaMallocHost");
+  return host_alloc(call, p, bytes, cudaHostAllocDefault);
+}
+
+// Under unified addressing (every device the double simulates) pinned
+// memory is mapped whatever its flags say, and the device pointer is the
+// host pointer: cudaHostAllocMapped memory is how strata's gate kernel
+// reads a word the host writes.
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
+  Call call("cudaHostGetDevicePointer");
+  if (!device) return call.misuse(cudaErrorInvalidValue, "pDevice is null");
+  *device = nullptr;
+  if (flags != 0) return call.misuse(cudaErrorInvalidValue, fmt::format("flags = {} (must be 0)", flags));
+  const Allocation a = find(host);
+  if (!a.base || a.space != Space::pinned || a.freed)
+    return call.misuse(cudaErrorInvalidValue,
+                       fmt::format("pHost = {} is not live pinned host memory ({})", host,
+                                   a.base ? a.describe() : std::string("never allocated by cudaHostAlloc")));
+  *device = host;
+  return cudaSuccess;
+}
 
 cudaError_t cudaFreeHost(void* p) {
   Call call("cudaFreeHost");
   if (!p) return cudaSuccess;
+  if (const cudaError_t e = check_unsafe(call.name())) return e;
   check_unused("cudaFreeHost", p);
   if (const std::string why = release(p, Space::pinned); !why.empty()) return call.misuse(cudaErrorInvalidValue, why);
   return cudaSuccess;

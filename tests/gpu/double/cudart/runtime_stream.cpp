@@ -6,6 +6,7 @@
 #include <set>
 
 #include "call.hpp"
+#include "capture.hpp"
 
 using namespace gpu_double;
 
@@ -39,6 +40,16 @@ EventState* event_of(Call& call, cudaEvent_t handle) {
     return nullptr;
   }
   return e;
+}
+
+// Host waits and queries of an event: the interaction-mode rule, and an
+// event last recorded in a capture marks no point a host can see.
+cudaError_t check_recorded_outside(Call& call, EventState* e) {
+  if (const cudaError_t c = check_unsafe(call.name())) return c;
+  std::unique_lock lock(events().mutex);
+  const Mark mark = e->mark;
+  lock.unlock();
+  return mark.capture ? captured_event(call.name(), mark) : cudaSuccess;
 }
 
 cudaError_t sticky_or(Call& call, cudaError_t otherwise) {
@@ -90,6 +101,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t handle) {
     return call.misuse(cudaErrorInvalidResourceHandle, "a default stream cannot be destroyed");
   Stream* stream = stream_of(call.name(), handle);
   if (!stream) return call.error(cudaErrorInvalidResourceHandle);
+  if (capturing(*stream))
+    return refuse_in_capture(call.name(), *stream, cudaErrorStreamCaptureUnsupported,
+                             "cudaStreamDestroy of a stream taking part in a capture (end the capture first)");
   // Legal with work pending: CUDA finishes it, then releases the stream.
   stream->destroy();
   return cudaSuccess;
@@ -99,6 +113,7 @@ cudaError_t cudaStreamQuery(cudaStream_t handle) {
   Call call("cudaStreamQuery");
   Stream* stream = stream_of(call.name(), handle);
   if (!call.stream_usable(stream)) return call.error(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t e = check_stream_wait(call.name(), *stream)) return e;
   return sticky_or(call, stream->idle() ? cudaSuccess : cudaErrorNotReady);
 }
 
@@ -106,23 +121,49 @@ cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
   Call call("cudaStreamSynchronize");
   Stream* stream = stream_of(call.name(), handle);
   if (!call.stream_usable(stream)) return call.error(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t e = check_stream_wait(call.name(), *stream)) return e;
   wait_until([&] { return stream->idle(); }, call.name(),
              [&] { return fmt::format("{} to finish (it is at: {})", stream->name(), stream->next_label()); });
   return sticky_or(call, cudaSuccess);
 }
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned int) {
+cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned int flags) {
   Call call("cudaStreamWaitEvent");
   Stream* stream = stream_of(call.name(), handle);
   if (!call.stream_usable(stream)) return call.error(cudaErrorInvalidResourceHandle);
   EventState* e = event_of(call, event);
   if (!e) return cudaErrorInvalidResourceHandle;
+  if (flags & ~unsigned(cudaEventWaitExternal))
+    return call.misuse(cudaErrorInvalidValue, fmt::format("flags {:#x} (cudaEventWaitDefault or cudaEventWaitExternal)", flags));
+  Mark mark;
+  Point point;
+  {
+    std::lock_guard lock(events().mutex);
+    mark = e->mark;
+    point = e->point;
+  }
+  // An event recorded in a capture: the stream joins it (or merges the point).
+  if (mark.capture) return join(call.name(), *stream, mark);
+  const std::string label = fmt::format("cudaStreamWaitEvent on {}", point.stream ? point.stream->name() : "nothing");
+  if (capturing(*stream)) {
+    if (!point.stream) return cudaSuccess;  // never recorded: nothing to wait for
+    if (!(flags & cudaEventWaitExternal))
+      return isolation(call.name(), *stream, fmt::format("an event last recorded on {}", point.stream->name()));
+    // An external wait: every launch waits for the event's record of that time.
+    return record_node(call.name(), {stream}, label + " (external)", [e, label] {
+      Op op;
+      op.label = label + " (external)";
+      std::lock_guard lock(events().mutex);
+      if (e->point.stream && !e->mark.capture) op.after.push_back(e->point);
+      op.run = [] {};
+      return op;
+    });
+  }
   Op op;
-  op.label = fmt::format("cudaStreamWaitEvent on {}", e->point.stream ? e->point.stream->name() : "nothing");
-  if (e->point.stream) op.after.push_back(e->point);  // an event never recorded is complete
+  op.label = label;
+  if (point.stream) op.after.push_back(point);  // an event never recorded is complete
   op.run = [] {};
-  submit(*stream, std::move(op));
-  return cudaSuccess;
+  return enqueue(call.name(), *stream, std::move(op));
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t handle, int* device) {
@@ -144,8 +185,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t function, void*
     function(data);
     set_in_host_function(false);
   };
-  submit(*stream, std::move(op));
-  return cudaSuccess;
+  return enqueue(call.name(), *stream, std::move(op));
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -177,6 +217,17 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t handle) {
     return call.misuse(cudaErrorInvalidResourceHandle,
                        fmt::format("event of device {} recorded on {} (device {}): they must share a device", e->device,
                                    stream->name(), stream->device()));
+  Mark mark;
+  if (const cudaError_t c = capture_mark(call.name(), *stream, &mark)) return c;
+  if (mark.capture) {
+    // A point of the capture, not of the stream: nothing is enqueued.
+    std::lock_guard lock(events().mutex);
+    ++e->generation;
+    e->seconds = -1;
+    e->mark = std::move(mark);
+    return cudaSuccess;
+  }
+  if (const cudaError_t c = check_legacy(call.name(), *stream)) return c;
   Op op;
   op.label = "event record";
   std::uint64_t generation = 0;
@@ -189,7 +240,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t handle) {
     std::lock_guard lock(events().mutex);
     if (e->generation == generation) e->seconds = now_seconds();
   };
-  e->point = {stream, submit(*stream, std::move(op))};
+  const std::uint64_t seq = submit(*stream, std::move(op));
+  std::lock_guard lock(events().mutex);
+  e->point = {stream, seq};
+  e->mark = {};
   return cudaSuccess;
 }
 
@@ -197,6 +251,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   Call call("cudaEventQuery");
   EventState* e = event_of(call, event);
   if (!e) return cudaErrorInvalidResourceHandle;
+  if (const cudaError_t c = check_recorded_outside(call, e)) return c;
   if (e->point.stream && !call.stream_usable(e->point.stream)) return cudaErrorIllegalState;
   return sticky_or(call, e->point.reached() ? cudaSuccess : cudaErrorNotReady);
 }
@@ -205,6 +260,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   Call call("cudaEventSynchronize");
   EventState* e = event_of(call, event);
   if (!e) return cudaErrorInvalidResourceHandle;
+  if (const cudaError_t c = check_recorded_outside(call, e)) return c;
   const Point point = e->point;
   wait_until([&] { return point.reached(); }, call.name(),
              [&] { return fmt::format("an event on {} (it is at: {})", point.stream->name(), point.stream->next_label()); });
@@ -216,6 +272,12 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   EventState* a = event_of(call, start);
   EventState* b = event_of(call, end);
   if (!a || !b) return cudaErrorInvalidResourceHandle;
+  for (EventState* e : {a, b}) {
+    std::unique_lock lock(events().mutex);
+    const Mark mark = e->mark;
+    lock.unlock();
+    if (mark.capture) return captured_event(call.name(), mark);
+  }
   if (!a->timing || !b->timing)
     return call.misuse(cudaErrorInvalidResourceHandle, "an event created with cudaEventDisableTiming");
   if (!a->point.stream || !b->point.stream) return call.error(cudaErrorInvalidResourceHandle);

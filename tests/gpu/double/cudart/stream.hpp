@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -116,6 +117,16 @@ void notify_progress();
 // table (devices.hpp); workers skip operations of a failed device.
 bool device_failed(int device);
 
+struct Capture;  // capture.hpp
+
+// Where an event was last recorded inside a capture: the capture and the
+// nodes that precede that point (capture.hpp). `capture` is null for an
+// event recorded outside any capture, or never.
+struct Mark {
+  std::shared_ptr<Capture> capture;
+  std::vector<std::size_t> tips;
+};
+
 struct EventState {
   int device = 0;
   bool timing = true;
@@ -123,6 +134,7 @@ struct EventState {
   Point point;                   // the last record; stream == nullptr: never recorded
   std::uint64_t generation = 0;  // records so far
   double seconds = -1;           // steady-clock time when the last record completed
+  Mark mark;                     // the last record was in a capture: where
 };
 
 }  // namespace gpu_double

@@ -3,8 +3,10 @@
 // of one process only inside one group, ncclInProgress settled before the
 // next call on a communicator, buffers of the communicator's device and
 // large enough, NCCL's in-place forms only, the stream on the
-// communicator's device, and every communicator's calls cross-checked
-// across ranks as they run.
+// communicator's device, every communicator's calls cross-checked across
+// ranks as they run, and calls for one device serialized across threads
+// (threads.hpp). An operation on a capturing stream is recorded into the
+// capture and made anew, with its number, at each cudaGraphLaunch.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,12 +14,14 @@
 #include <string_view>
 #include <thread>
 
+#include "capture.hpp"
 #include "comm.hpp"
 #include "devices.hpp"
 #include "faults.hpp"
 #include "group.hpp"
 #include "memory.hpp"
 #include "report.hpp"
+#include "threads.hpp"
 
 using namespace gpu_double;
 using namespace gpu_double::nccl;
@@ -67,6 +71,7 @@ Stream* stream_for(const char* call, ncclComm* comm, cudaStream_t handle) {
                                 stream->name(), stream->held_by.load()));
     return nullptr;
   }
+  if (check_legacy(call, *stream) != cudaSuccess) return nullptr;
   return stream;
 }
 
@@ -91,22 +96,30 @@ bool op_supported(const char* call, ncclRedOp_t op) {
   return false;
 }
 
-// The faults an operation call may carry; a stall holds this thread here.
-void inject(Work& work) {
+// An nccl-stall fault holds the calling thread here.
+void stall(const std::string& what) {
   double seconds = 0;
   if (fault_now(Fault::nccl_stall, &seconds)) {
-    trace(fmt::format("stalling {} s in {}", seconds, work.label()));
+    trace(fmt::format("stalling {} s in {}", seconds, what));
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   }
-  work.hang = fault_now(Fault::nccl_hang);
-  work.error = fault_now(Fault::nccl_error);
 }
 
-ncclResult_t enqueue(const char* call, ncclComm* comm, cudaStream_t handle, std::unique_ptr<Work> work) {
+// An operation call: made and enqueued now, or on a capturing stream
+// recorded as a recipe that every graph launch makes anew.
+ncclResult_t enqueue(const char* call, ncclComm* comm, cudaStream_t handle, Recipe make, const std::string& what) {
   Stream* stream = stream_for(call, comm, handle);
   if (!stream) return ncclInvalidArgument;
+  if (capturing(*stream)) {
+    if (const int e = comm->error.load(); e != ncclSuccess) return ncclResult_t(e);
+    stall(what);
+    return add_captured(call, stream, comm, std::move(make), what);
+  }
+  std::unique_ptr<Work> work = make();
   if (const int e = comm->error.load(); e != ncclSuccess) return ncclResult_t(e);
-  inject(*work);
+  stall(work->label());
+  work->hang = fault_now(Fault::nccl_hang);
+  work->error = fault_now(Fault::nccl_error);
   return add_work(call, stream, std::move(work));
 }
 
@@ -114,6 +127,7 @@ ncclResult_t collective(const char* call, CollKind kind, const void* send, void*
                         ncclDataType_t dtype, int op, int root, ncclComm_t handle, cudaStream_t stream) {
   ncclComm* comm = usable(call, handle);
   if (!comm) return ncclInvalidUsage;
+  Inside inside(call, comm->device);
   const std::size_t element = nccl_element_bytes(dtype);
   if (element == 0) return misuse(call, ncclInvalidArgument, fmt::format("datatype {} is not simulated", int(dtype)));
   if (op >= 0 && !op_supported(call, ncclRedOp_t(op))) return ncclInvalidArgument;
@@ -136,7 +150,9 @@ ncclResult_t collective(const char* call, CollKind kind, const void* send, void*
     if (kind == CollKind::reduce_scatter && s + comm->rank * bytes == r) in_place = send;
     if (!placement(call, comm, send, send_bytes, recv, recv_bytes, in_place)) return ncclInvalidArgument;
   }
-  return enqueue(call, comm, stream, gpu_double::nccl::collective(comm, kind, send, recv, count, dtype, op, root));
+  return enqueue(
+      call, comm, stream, [=] { return gpu_double::nccl::collective(comm, kind, send, recv, count, dtype, op, root); },
+      fmt::format("{}(count {}, datatype {}) on {}", call, count, int(dtype), comm->label));
 }
 
 // ncclSend (call "ncclSend") or ncclRecv of `count` elements at `buffer`.
@@ -145,14 +161,19 @@ ncclResult_t point_to_point(const char* call, void* buffer, std::size_t count, n
   const bool sending = std::string_view(call) == "ncclSend";
   ncclComm* comm = usable(call, handle);
   if (!comm) return ncclInvalidUsage;
+  Inside inside(call, comm->device);
   if (peer < 0 || peer >= comm->nranks)
     return misuse(call, ncclInvalidArgument, fmt::format("peer {} of {}", peer, comm->label));
   if (nccl_element_bytes(dtype) == 0) return misuse(call, ncclInvalidArgument, "datatype not simulated");
   if (!device_buffer(call, sending ? "sendbuff" : "recvbuff", comm, buffer, count * nccl_element_bytes(dtype)))
     return ncclInvalidArgument;
-  return enqueue(call, comm, stream,
-                 sending ? gpu_double::nccl::send(comm, buffer, count, dtype, peer)
-                         : gpu_double::nccl::receive(comm, buffer, count, dtype, peer));
+  return enqueue(
+      call, comm, stream,
+      [=]() -> std::unique_ptr<Work> {
+        return sending ? gpu_double::nccl::send(comm, buffer, count, dtype, peer)
+                       : gpu_double::nccl::receive(comm, buffer, count, dtype, peer);
+      },
+      fmt::format("{}(count {}, datatype {}, peer {}) on {}", call, count, int(dtype), peer, comm->label));
 }
 
 ncclResult_t init(const char* call, ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
@@ -166,6 +187,7 @@ ncclResult_t init(const char* call, ncclComm_t* out, int nranks, const ncclUniqu
   const int device = current_device();
   if (!valid_device(device))
     return misuse(call, ncclUnhandledCudaError, fmt::format("the current CUDA device {} does not exist", device));
+  Inside inside(call, device);
   if (const std::string why = claim_rank(id, rank, group_id()); !why.empty())
     return misuse(call, ncclInvalidUsage, why);
   std::string error;
@@ -221,6 +243,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t handle, ncclResult_t* state) {
 ncclResult_t ncclCommFinalize(ncclComm_t handle) {
   ncclComm* comm = usable("ncclCommFinalize", handle);
   if (!comm) return ncclInvalidUsage;
+  Inside inside("ncclCommFinalize", comm->device);
   record_lifecycle("ncclCommFinalize", comm);
   comm->life = ncclComm::Life::finalizing;
   comm->finalize_hangs = fault_now(Fault::nccl_finalize);
@@ -237,6 +260,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t handle) {
 ncclResult_t ncclCommDestroy(ncclComm_t handle) {
   ncclComm* comm = comm_of("ncclCommDestroy", handle);
   if (!comm) return ncclInvalidArgument;
+  Inside inside("ncclCommDestroy", comm->device);
   if (comm->held)
     violation("ncclCommDestroy", fmt::format("{} is destroyed while work of an ncclInProgress return is still held",
                                              comm->label));
@@ -284,13 +308,16 @@ ncclResult_t ncclCommUserRank(const ncclComm_t handle, int* rank) {
 
 ncclResult_t ncclGroupStart() {
   trace("ncclGroupStart");
+  if (group_depth() == 0) begin_span();
   group_start();
   return ncclSuccess;
 }
 
 ncclResult_t ncclGroupEnd() {
   trace("ncclGroupEnd");
-  return group_end("ncclGroupEnd");
+  const ncclResult_t result = group_end("ncclGroupEnd");
+  if (group_depth() == 0) end_span();
+  return result;
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t dtype, ncclRedOp_t op,

@@ -11,6 +11,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "capture.hpp"
 #include "devices.hpp"
 #include "faults.hpp"
 #include "report.hpp"
@@ -32,8 +33,10 @@ struct Pending {
   const char* call;
   ncclComm* comm;
   Stream* stream;              // null for an initialisation
-  std::unique_ptr<Work> work;  // null for an initialisation
+  std::unique_ptr<Work> work;  // null for an initialisation and for captured work
   bool counted = false;        // counted in stream->grouped (made inside an explicit group)
+  Recipe recipe;               // captured work: made at each graph launch
+  std::string what;            // captured work, for messages
 };
 
 struct GroupState {
@@ -131,6 +134,36 @@ Op stream_op(std::vector<std::unique_ptr<Work>> works) {
   return op;
 }
 
+// What a captured group's node makes at each graph launch: its works,
+// numbered on their communicators now, driven together as one operation.
+struct Captured {
+  Recipe make;
+  ncclComm* comm;
+};
+
+Maker replay(std::vector<Captured> recipes) {
+  return [recipes = std::move(recipes)] {
+    std::vector<std::unique_ptr<Work>> works;
+    for (const Captured& r : recipes) {
+      const ncclComm::Life life = r.comm->life.load();
+      if (life != ncclComm::Life::live || r.comm->aborted.load()) {
+        violation("cudaGraphLaunch", fmt::format("the graph replays NCCL work on {}, which is no longer live (it "
+                                                 "was finalized, destroyed or aborted): that work is skipped",
+                                                 r.comm->label));
+        continue;
+      }
+      std::unique_ptr<Work> w = r.make();
+      w->hang = fault_now(Fault::nccl_hang);
+      w->error = fault_now(Fault::nccl_error);
+      ++r.comm->running;
+      works.push_back(std::move(w));
+    }
+    Op op = stream_op(std::move(works));
+    op.label = "graph replay of " + (op.label.empty() ? std::string("nothing") : op.label);
+    return op;
+  };
+}
+
 void release(Held* held) {
   if (held->released) return;
   held->released = true;
@@ -165,7 +198,7 @@ ncclResult_t group_end(const char* call) {
   // Initialisations: join now; blocking ones wait for every rank.
   std::vector<ncclComm*> blocking_inits;
   for (Pending& p : pending)
-    if (!p.work) {
+    if (!p.work && !p.recipe) {
       p.comm->init_held = false;
       join(p.comm);
       if (p.comm->blocking) blocking_inits.push_back(p.comm);
@@ -178,6 +211,24 @@ ncclResult_t group_end(const char* call) {
     if (c->error.load() != ncclSuccess) result = ncclResult_t(c->error.load());
   }
 
+  // Captured operations: one node of their capture, after every stream's point.
+  std::vector<Stream*> captured_streams;
+  std::vector<Captured> recipes;
+  std::string captured_label;
+  for (Pending& p : pending) {
+    if (!p.recipe) continue;
+    if (p.counted) --p.stream->grouped;
+    if (std::find(captured_streams.begin(), captured_streams.end(), p.stream) == captured_streams.end())
+      captured_streams.push_back(p.stream);
+    recipes.push_back({std::move(p.recipe), p.comm});
+    captured_label += (captured_label.empty() ? "" : "; ") + p.what;
+  }
+  if (!recipes.empty()) {
+    if (recipes.size() > 1) captured_label = fmt::format("NCCL group of {}: {}", recipes.size(), captured_label);
+    if (record_node(call, captured_streams, captured_label, replay(std::move(recipes))) != cudaSuccess)
+      result = ncclUnhandledCudaError;
+  }
+
   // Operations: one stream operation per stream, in call order.
   std::vector<Stream*> streams;
   std::vector<std::vector<std::unique_ptr<Work>>> works;
@@ -186,6 +237,10 @@ ncclResult_t group_end(const char* call) {
   for (Pending& p : pending) {
     if (!p.work) continue;
     if (p.counted) --p.stream->grouped;
+    if (capturing(*p.stream))
+      violation(call, fmt::format("{} began capturing while '{}' for it waited in an open ncclGroupStart: that work "
+                                  "was made for running now, and runs outside the capture",
+                                  p.stream->name(), p.work->label()));
     auto at = std::find(streams.begin(), streams.end(), p.stream);
     if (at == streams.end()) streams.push_back(p.stream), works.emplace_back(), at = streams.end() - 1;
     works[std::size_t(at - streams.begin())].push_back(std::move(p.work));
@@ -221,11 +276,11 @@ ncclResult_t add_init(const char* call, ncclComm* comm) {
   if (group.depth > 0) {
     comm->init_held = true;
     if (group.pending.empty()) ++open_with_work;
-    group.pending.push_back({call, comm, nullptr, nullptr, false});
+    group.pending.push_back({call, comm, nullptr, nullptr, false, nullptr, ""});
     return ncclSuccess;
   }
   group_start();
-  group.pending.push_back({call, comm, nullptr, nullptr, false});
+  group.pending.push_back({call, comm, nullptr, nullptr, false, nullptr, ""});
   ++open_with_work;
   return group_end(call);
 }
@@ -236,7 +291,17 @@ ncclResult_t add_work(const char* call, Stream* stream, std::unique_ptr<Work> wo
   if (outside) group_start();
   if (group.pending.empty()) ++open_with_work;
   if (!outside) ++stream->grouped;
-  group.pending.push_back({call, comm, stream, std::move(work), !outside});
+  group.pending.push_back({call, comm, stream, std::move(work), !outside, nullptr, ""});
+  return outside ? group_end(call) : ncclSuccess;
+}
+
+ncclResult_t add_captured(const char* call, Stream* stream, ncclComm* comm, Recipe make, const std::string& what) {
+  const bool outside = group.depth == 0;
+  if (outside) group_start();
+  if (group.pending.empty()) ++open_with_work;
+  if (!outside) ++stream->grouped;
+  Pending p{call, comm, stream, nullptr, !outside, std::move(make), what};
+  group.pending.push_back(std::move(p));
   return outside ? group_end(call) : ncclSuccess;
 }
 

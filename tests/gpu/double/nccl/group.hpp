@@ -5,10 +5,14 @@
 // stream driving all of that stream's work together. For non-blocking
 // communicators the end sometimes (seeded) returns ncclInProgress and holds
 // the work back until ncclCommGetAsyncError is polled, as NCCL may: a stream
-// touched meanwhile is reported (stream.hpp: Stream::held).
+// touched meanwhile is reported (stream.hpp: Stream::held). Work for a
+// capturing stream becomes one node of its capture per group end, which
+// makes the group's works anew (numbered then) at every graph launch.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "work.hpp"
 
@@ -27,6 +31,12 @@ ncclResult_t group_end(const char* call);
 // to the thread's group; outside a group, runs it at once.
 ncclResult_t add_init(const char* call, ncclComm* comm);
 ncclResult_t add_work(const char* call, Stream* stream, std::unique_ptr<Work> work);
+
+// An operation for a capturing stream: `make` makes its work at each launch
+// of the graph (NCCL numbering is not consumed at capture time); `what`
+// names it in messages.
+using Recipe = std::function<std::unique_ptr<Work>()>;
+ncclResult_t add_captured(const char* call, Stream* stream, ncclComm* comm, Recipe make, const std::string& what);
 
 // ncclCommGetAsyncError's state: ncclInProgress while the initialisation,
 // held work or a finalisation is pending (releasing held work once due).
