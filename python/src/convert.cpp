@@ -101,8 +101,8 @@ namespace {
 // builds need no CUDA header.
 constexpr std::uintptr_t kLegacyStream = 1;
 
-// `handle`, reached as `where`, as a stream: an int in [0, 2^64) that fits
-// a pointer.
+// `handle`, reached as `where`, as a stream: an int in [0, 2^64), the null
+// stream 0 meaning cudaStreamLegacy.
 strata::StreamHandle stream_handle(py::handle handle, const std::string& where) {
   if (!is_int(handle))
     throw InvalidArgument(strata::util::located(
