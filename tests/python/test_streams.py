@@ -1,66 +1,26 @@
-"""stream= and Communicator.check().
+"""stream= and Communicator.check(), without CUDA memory (test_streams_cuda
+has it, on the GPU test double).
 
-Everywhere: every call, request and facade method takes stream= in each
-form (None, an int cudaStream_t, an object with __cuda_stream__(),
-.cuda_stream or .ptr) and ignores it for host arrays; bad values raise
-TypeError or ValueError (strata.InvalidArgument) naming the argument, on
-every rank, before anything is sent; check() on a usable communicator,
-after a timeout broke it, and once closed. Without a GPU, fake CUDA arrays
-show what the module makes of the stream: a DLPack CUDA array is exported
-for the call's stream (0 -> 1, the legacy default stream), and the call
-reaches strata's CUDA path (strata.Unavailable).
-
-On CUDA memory (registered on the GPU test double; skipped without a
-device): the call's stream in each form orders the call after the caller's
-work on it (the producer holds its stream back 200 ms before uploading,
-and strata is called at once; the result is read through the same stream),
-an array whose __cuda_array_interface__ names another producer stream is
-ordered after it on the GPU, DLPack arrays are exported for the call's
-stream, requests (started and persistent) and facades alike, and check()
-is quiet afterwards."""
+Every call, request and facade method takes stream= in each form (None,
+an int cudaStream_t, an object with __cuda_stream__(), .cuda_stream or
+.ptr) and ignores it for host arrays; bad values raise TypeError or
+ValueError (strata.InvalidArgument) naming the argument, from every method,
+before anything is sent; check() on a usable communicator, after a timeout
+broke it, and once closed. Without a GPU, fake CUDA arrays show what the
+module makes of the stream: a DLPack CUDA array is exported for the call's
+stream (0 -> 1, the legacy default stream), and the call reaches strata's
+CUDA path (strata.Unavailable)."""
 import numpy as np
 import pytest
 
 import strata
 from strata import _strata
-from helpers import WORLD, FakeDLPack, KDL_CUDA, KDL_FLOAT, all_inputs, assert_equal, rank_input, reference
+from helpers import (WORLD, CupyLikeStream, FakeDLPack, KDL_CUDA, KDL_FLOAT, ProtocolStream, TorchLikeStream, all_inputs,
+                     assert_equal, rank_input, reference)
 
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 NO_GPU = _strata._cuda_device_count() == 0
 SOME_STREAM = 0x7F5A00001230  # a handle no call on host arrays may use
-
-
-class ProtocolStream:
-    """The CUDA stream protocol (cuda.core, numba-cuda): __cuda_stream__()
-    returns (version, handle)."""
-
-    def __init__(self, handle, version=0):
-        self.handle, self.version = handle, version
-
-    def __cuda_stream__(self):
-        return (self.version, self.handle)
-
-
-class TorchLikeStream:
-    """torch.cuda.Stream's attribute: .cuda_stream, the cudaStream_t as an int."""
-
-    def __init__(self, handle):
-        self.cuda_stream = handle
-
-
-class CupyLikeStream:
-    """cupy.cuda.Stream's attribute: .ptr."""
-
-    def __init__(self, handle):
-        self.ptr = handle
-
-
-FORMS = {
-    "int": lambda h: h,
-    "__cuda_stream__": ProtocolStream,
-    ".cuda_stream": TorchLikeStream,
-    ".ptr": CupyLikeStream,
-}
 
 
 @pytest.fixture(scope="module")
@@ -298,131 +258,3 @@ def test_check_after_a_timeout_broke_the_communicator():
         assert c.check() is None
     WORLD.Barrier()  # mpi4py's own communicator: still fine
     c.close()
-
-
-# --- on CUDA memory (the GPU test double, or a GPU) ----------------------------------
-
-N = 4096
-
-
-def cuda_input(rank, round_):
-    """Distinct per rank and round, so that reading an earlier round's input
-    fails; multiples of 0.5, so every f32 sum over the ranks is exact."""
-    return ((rank + 1) * (round_ + 1) + 0.5 * (np.arange(N) % 13)).astype(np.float32)
-
-
-def cuda_sum(round_):
-    return reference([cuda_input(r, round_) for r in range(SIZE)], "float32", "sum")
-
-
-@pytest.fixture(scope="module")
-def cuda():
-    if NO_GPU:
-        pytest.skip("no CUDA device (these run on the GPU test double)")
-    import cudart
-    cudart.check(cudart.lib().cudaSetDevice(0), "cudaSetDevice")
-    return cudart
-
-
-@pytest.fixture
-def device(cuda):
-    """A caller's non-blocking stream and three device arrays on it; freed after."""
-    stream = cuda.new_stream()
-    arrays = [cuda.DeviceArray(N) for _ in range(3)]
-    yield stream, arrays
-    cuda.synchronize(stream)
-    for a in arrays:
-        a.free()
-    cuda.destroy_stream(stream)
-
-
-@pytest.mark.parametrize("form", list(FORMS), ids=list(FORMS))
-def test_cuda_calls_order_after_the_callers_stream(comm, cuda, device, form):
-    stream, (x, out, _) = device
-    given = FORMS[form](stream)
-    calls = [("all_reduce", lambda: comm.all_reduce(x, out=out, stream=given), out),
-             ("all_reduce_async", lambda: comm.all_reduce_async(x, out=out, stream=given).wait(), out),
-             ("batch_all_reduce", lambda: comm.batch_all_reduce([x], stream=given), x)]  # in place
-    for round_, (name, call, result) in enumerate(calls):
-        out.fill(-1, stream)
-        x.produce(cuda_input(RANK, round_), stream)
-        call()
-        assert_equal(result.read(stream), cuda_sum(round_), f"{name}, stream given as {form}")
-    assert comm.check() is None
-
-
-def test_cuda_default_stream_handles(comm, cuda, device):
-    # 0 means the legacy default stream, as PyTorch's and CuPy's null
-    # streams do; 2 is the calling thread's per-thread default stream.
-    _, (x, out, _) = device
-    for round_, (produced_on, given) in enumerate([(cuda.LEGACY, 0), (cuda.LEGACY, TorchLikeStream(0)),
-                                                   (cuda.PER_THREAD, 2), (cuda.PER_THREAD, ProtocolStream(2))]):
-        out.fill(-1, produced_on)
-        x.produce(cuda_input(RANK, round_), produced_on)
-        comm.all_reduce(x, out=out, stream=given)
-        assert_equal(out.read(produced_on), cuda_sum(round_), f"produced on {produced_on}, stream={given!r}")
-
-
-def test_cuda_array_interface_producer_on_another_stream(comm, cuda, device):
-    # x's producer names its own stream; the call runs on the caller's: the
-    # module orders the call's stream after the producer's, on the GPU.
-    stream, (_, out, _) = device
-    producer = cuda.new_stream()
-    x = cuda.DeviceArray(N, producer=producer)
-    try:
-        for round_ in range(2):
-            out.fill(-1, stream)
-            x.produce(cuda_input(RANK, round_), producer)
-            comm.all_reduce(x, out=out, stream=stream)
-            assert_equal(out.read(stream), cuda_sum(round_), f"stream-ordered, round {round_}")
-        # Persistent: each start() orders after the producer anew.
-        request = comm.all_reduce_init(x, out=out, stream=ProtocolStream(stream))
-        for round_ in range(2, 4):
-            out.fill(-1, stream)
-            x.produce(cuda_input(RANK, round_), producer)
-            request.start()
-            request.wait()
-            assert_equal(out.read(stream), cuda_sum(round_), f"persistent, round {round_}")
-        # Blocking (no stream=): the module waits for the producer on the host.
-        out.fill(-1, stream)
-        x.produce(cuda_input(RANK, 4), producer)
-        comm.all_reduce(x, out=out)
-        assert_equal(out.read(stream), cuda_sum(4), "blocking")
-    finally:
-        cuda.synchronize(producer)
-        x.free()
-        cuda.destroy_stream(producer)
-
-
-def test_cuda_dlpack_arrays_are_exported_for_the_calls_stream(comm, cuda, device):
-    stream, (x, out, _) = device
-    dl_x = FakeDLPack(np.empty(N, np.float32), KDL_FLOAT, 32, device_type=KDL_CUDA, address=x.pointer)
-    dl_out = FakeDLPack(np.empty(N, np.float32), KDL_FLOAT, 32, device_type=KDL_CUDA, address=out.pointer)
-    out.fill(-1, stream)
-    x.produce(cuda_input(RANK, 0), stream)
-    comm.all_reduce(dl_x, out=dl_out, stream=CupyLikeStream(stream))
-    assert_equal(out.read(stream), cuda_sum(0), "DLPack")
-    assert dl_x.requested_streams == [stream] and dl_out.requested_streams == [stream]
-
-
-def test_cuda_facade_and_blockwise_calls_on_a_stream(comm, cuda, device):
-    stream, (x, out, whole) = device
-    ops = strata.NcclAllReduce(comm)
-    x.produce(cuda_input(RANK, 0), stream)
-    ops.reduce("sum", x, stream=stream)
-    assert_equal(x.read(stream), cuda_sum(0), "NcclAllReduce.reduce")
-    if N % SIZE == 0:
-        block = N // SIZE
-        part = cuda.DeviceArray(block)
-        try:
-            whole.produce(cuda_input(RANK, 1), stream)
-            comm.reduce_scatter(whole, out=part, stream=stream)
-            assert_equal(part.read(stream), cuda_sum(1)[RANK * block:(RANK + 1) * block], "reduce_scatter")
-            part.produce(cuda_input(RANK, 2)[:block], stream)
-            comm.all_gather(part, out=out, stream=stream)
-            assert_equal(out.read(stream), np.concatenate([cuda_input(r, 2)[:block] for r in range(SIZE)]),
-                         "all_gather")
-        finally:
-            cuda.synchronize(stream)
-            part.free()
-    assert comm.check() is None
