@@ -71,12 +71,17 @@ module strata
   end type
 
   ! strata_options: per-call options and where the call's buffers live.
+  ! stream: c_null_ptr (a blocking call), or a cudaStream_t as type(c_ptr)
+  ! for a stream-ordered call on CUDA buffers (CUDA Fortran:
+  ! transfer(stream, c_null_ptr) of an integer(cuda_stream_kind) stream;
+  ! transfer(1_c_intptr_t, c_null_ptr) is cudaStreamLegacy); see strata.h.
   type, bind(c), public :: strata_options
     integer(c_long_long) :: bytes_per_pack = 0
     real(c_double) :: timeout_seconds = 0
     integer(c_int) :: implementation = STRATA_IMPL_AUTO
     integer(c_int) :: memory = STRATA_MEMORY_HOST
     integer(c_int) :: device = -1
+    type(c_ptr) :: stream = c_null_ptr
   end type
 
   ! strata_packing: how strata_batch_all_reduce packs buffers.
@@ -87,6 +92,7 @@ module strata
   end type
 
   public :: strata_comm_create_f, strata_comm_free, strata_comm_rank, strata_comm_size, strata_comm_broken
+  public :: strata_comm_check
   public :: strata_all_reduce, strata_reduce, strata_broadcast, strata_reduce_scatter, strata_all_gather
   public :: strata_batch_all_reduce
   public :: strata_iall_reduce, strata_ireduce, strata_ibroadcast, strata_ireduce_scatter, strata_iall_gather
@@ -129,6 +135,14 @@ module strata
       import :: c_int, c_ptr
       type(c_ptr), value :: handle
       integer(c_int), intent(out) :: broken
+    end function
+
+    ! STRATA_OK while the communicator is usable; else the error that broke
+    ! it (once: DEADLINE_EXCEEDED or BACKEND from after a stream-ordered
+    ! call returned), then STRATA_ERR_PEER_FAILURE. Local, never waits.
+    integer(c_int) function strata_comm_check(handle) bind(c, name='strata_comm_check')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
     end function
 
     ! In place when in and out are the same c_loc.

@@ -11,8 +11,10 @@
  * Ownership: strata never keeps a pointer passed to a call after the call
  * returns (buffers, options, config, spec strings), except the buffers of a
  * request (a non-blocking or persistent call), which are strata's until the
- * request completes (persistent: until it is freed). The objects strata
- * allocates for the caller are the strata_comm, released by
+ * request completes (persistent: until it is freed), and the buffers of a
+ * stream-ordered call (strata_options' stream), which the GPU uses until
+ * the stream passes the call, as for any work enqueued on it. The objects
+ * strata allocates for the caller are the strata_comm, released by
  * strata_comm_free, and the strata_request, released by strata_request_free.
  */
 #ifndef STRATA_STRATA_H
@@ -126,8 +128,21 @@ typedef struct strata_options {
   strata_implementation implementation;  /* default STRATA_IMPL_AUTO */
   strata_memory memory;                  /* default STRATA_MEMORY_HOST */
   int device;                            /* CUDA device of CUDA buffers; -1 = this rank's device */
+  /* CUDA buffers: a cudaStream_t, passed opaquely (strata.h includes no CUDA
+   * header; cast it: (void*)stream). NULL (the default): a blocking call
+   * with MPI's semantics; it orders after the legacy default stream of the
+   * buffers' device and returns once the result is in `out`. Non-NULL: a
+   * stream-ordered call, as NCCL's: strata's work for the call runs after
+   * everything already enqueued on `stream`, later work on `stream` sees
+   * the result, and the call returns as soon as the work is enqueued. Its
+   * errors after that return are asynchronous: they break the communicator
+   * and come back from strata_comm_check, the next call or a request's
+   * test/wait. For the legacy default stream pass cudaStreamLegacy ((void*)1;
+   * NULL means no stream), for the per-thread one cudaStreamPerThread
+   * ((void*)2). Ignored for host memory. docs/C_API.md, "Streams". */
+  void* stream;
 } strata_options;
-#define STRATA_OPTIONS_INIT {0, 0.0, STRATA_IMPL_AUTO, STRATA_MEMORY_HOST, -1}
+#define STRATA_OPTIONS_INIT {0, 0.0, STRATA_IMPL_AUTO, STRATA_MEMORY_HOST, -1, NULL}
 
 /* How strata_batch_all_reduce packs buffers (strata::PackingOptions).
  * num_packs > 0 wins; else small-buffer aggregation when both agg_* > 0;
@@ -182,6 +197,17 @@ strata_status strata_comm_size(const strata_comm* comm, int* size);
  * INVALID_ARGUMENT if comm or broken is NULL. */
 strata_status strata_comm_broken(const strata_comm* comm, int* broken);
 
+/* The status of Communicator::check(): STRATA_OK while the communicator is
+ * usable; else, once, the error of a failure that happened after a
+ * stream-ordered call (options->stream set) had returned --
+ * STRATA_ERR_DEADLINE_EXCEEDED naming the ranks that did not arrive, or
+ * STRATA_ERR_BACKEND for an asynchronous NCCL or CUDA error -- with its
+ * message in strata_last_error(); afterwards, and for a communicator a
+ * blocking call's timeout or a peer failure broke, STRATA_ERR_PEER_FAILURE.
+ * Local: it looks at the communicator's outstanding GPU work once and never
+ * waits for the GPU or the other ranks. INVALID_ARGUMENT if comm is NULL. */
+strata_status strata_comm_check(strata_comm* comm);
+
 /* ---- collectives -----------------------------------------------------------
  * All collectives: every rank of the communicator calls them in the same
  * order with the same count, dtype, op and root. `options` may be NULL
@@ -191,7 +217,9 @@ strata_status strata_comm_broken(const strata_comm* comm, int* broken);
  * the communicator stays usable. Other failures: DEADLINE_EXCEEDED (the
  * timeout expired; the message names the ranks still awaited),
  * PEER_FAILURE (the communicator was already broken), UNAVAILABLE (CUDA
- * memory without a usable GPU), BACKEND, INTERNAL. */
+ * memory without a usable GPU), BACKEND, INTERNAL. A stream-ordered call
+ * (options->stream set, CUDA memory) returns once its work is enqueued:
+ * what fails after that comes from strata_comm_check or the next call. */
 
 /* Every rank's `out` receives op over all ranks' `in` (count elements of
  * dtype each). In place when in == out; otherwise the buffers must not

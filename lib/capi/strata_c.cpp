@@ -58,9 +58,14 @@ struct Call {
 Call call_of(const strata_options* options) {
   strata_options c = STRATA_OPTIONS_INIT;
   if (options != nullptr) c = *options;
-  return {{c.bytes_per_pack, c.timeout_seconds, static_cast<Implementation>(static_cast<int>(c.implementation))},
-          static_cast<Memory>(static_cast<int>(c.memory)),
-          c.device};
+  Call call;  // by member: CommunicationOptions may grow fields
+  call.options.bytes_per_pack = c.bytes_per_pack;
+  call.options.timeout_seconds = c.timeout_seconds;
+  call.options.implementation = static_cast<Implementation>(static_cast<int>(c.implementation));
+  call.options.stream = c.stream;
+  call.memory = static_cast<Memory>(static_cast<int>(c.memory));
+  call.device = c.device;
+  return call;
 }
 
 // strata only reads `in` buffers; the const_cast is for Tensor's one pointer type.
@@ -211,6 +216,10 @@ strata_status strata_comm_broken(const strata_comm* comm, int* broken) {
     require_out(broken, "broken");
     *broken = comm_of(const_cast<strata_comm*>(comm)).broken() ? 1 : 0;
   });
+}
+
+strata_status strata_comm_check(strata_comm* comm) {
+  return guarded("strata_comm_check", [&] { comm_of(comm).check(); });
 }
 
 strata_status strata_all_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,

@@ -151,7 +151,8 @@ bool is_numpy_bfloat16(py::handle obj) {
   return name && py::isinstance<py::str>(name) && name.cast<std::string>() == "bfloat16" && optional_attr(obj, "view");
 }
 
-ArrayView::ArrayView(py::handle obj, std::string field, Access access) : field_(std::move(field)) {
+ArrayView::ArrayView(py::handle obj, std::string field, Access access, strata::StreamHandle stream)
+    : field_(std::move(field)) {
   try {
     if (py::object interface = optional_attr(obj, "__cuda_array_interface__")) {
       view_cuda_array_interface(interface, access);
@@ -160,7 +161,7 @@ ArrayView::ArrayView(py::handle obj, std::string field, Access access) : field_(
     } else if (PyObject_CheckBuffer(obj.ptr())) {
       view_buffer(obj, access, /*as_bfloat16=*/false);
     } else if (optional_attr(obj, "__dlpack__") && optional_attr(obj, "__dlpack_device__")) {
-      view_dlpack(obj);
+      view_dlpack(obj, stream);
     } else {
       throw py::type_error(fmt::format("{} is a {}, not an array: pass a numpy array (or any object with the buffer "
                                        "protocol), an object with __cuda_array_interface__, or a DLPack tensor",
@@ -274,7 +275,7 @@ void ArrayView::view_cuda_array_interface(py::handle interface, Access access) {
   tensor_.device = cuda::device_of(tensor_.data);
 }
 
-void ArrayView::view_dlpack(py::handle obj) {
+void ArrayView::view_dlpack(py::handle obj, strata::StreamHandle stream) {
   const auto device = py::tuple(obj.attr("__dlpack_device__")());
   if (device.size() != 2)
     throw InvalidArgument(strata::util::located(fmt::format("{}.__dlpack_device__() must return (type, id)", field_)));
@@ -286,9 +287,12 @@ void ArrayView::view_dlpack(py::handle obj) {
         fmt::format("{} lives on DLPack device type {} (id {}); strata takes CPU ({}) and CUDA ({}) "
                     "memory",
                     field_, type, id, int(kDLCPU), int(kDLCUDA))));
-  // For CUDA, ask the producer to order its work before the legacy default
-  // stream (DLPack's stream = 1), which wait_for_producer() then waits for.
-  py::object capsule = on_cuda ? obj.attr("__dlpack__")(py::arg("stream") = 1) : obj.attr("__dlpack__")();
+  // For CUDA, ask the producer to order its work before the call's stream,
+  // which strata orders after; in a blocking call before the legacy default
+  // stream (DLPack's stream = 1), which order_after_producer() then waits
+  // for on the host.
+  const auto consumer = stream ? reinterpret_cast<std::uintptr_t>(stream) : std::uintptr_t{1};
+  py::object capsule = on_cuda ? obj.attr("__dlpack__")(py::arg("stream") = consumer) : obj.attr("__dlpack__")();
   if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
     throw InvalidArgument(
         strata::util::located(fmt::format("{}.__dlpack__() did not return an unused 'dltensor' capsule", field_)));
@@ -315,7 +319,7 @@ void ArrayView::view_dlpack(py::handle obj) {
   if (on_cuda) {
     tensor_.memory = strata::Memory::cuda;
     tensor_.device = id;
-    stream_ = 1;
+    stream_ = consumer;  // nothing to do when it is the call's stream
   } else {
     tensor_.memory = strata::Memory::host;
   }
@@ -333,12 +337,17 @@ std::vector<std::size_t> ArrayView::shape() const {
   return Shape(cuda_shape_.begin(), cuda_shape_.end());
 }
 
-void ArrayView::wait_for_producer() const {
-  if (tensor_.memory == strata::Memory::cuda && stream_) cuda::synchronize(*stream_, tensor_.device);
+void ArrayView::order_after_producer(strata::StreamHandle stream) const {
+  if (tensor_.memory != strata::Memory::cuda || !stream_) return;
+  if (stream == nullptr) {
+    cuda::synchronize(*stream_, tensor_.device);
+  } else {
+    cuda::stream_wait(reinterpret_cast<std::uintptr_t>(stream), *stream_, tensor_.device);
+  }
 }
 
-void wait_for_producers(const ArrayViews& views) {
-  for (const ArrayView& view : views) view.wait_for_producer();
+void order_after_producers(const ArrayViews& views, strata::StreamHandle stream) {
+  for (const ArrayView& view : views) view.order_after_producer(stream);
 }
 
 }  // namespace strata_py

@@ -57,10 +57,12 @@ strata::PackingOptions packing_options(int num_packs, long long agg_small_grads_
 enum class Form { blocking, started, persistent };
 
 // Runs the call of `form`: `call(c)` makes the C++ call of that form on the
-// communicator. Blocking: returns `result` once the call returned. Started
-// and persistent: returns a strata.Request (`name`) holding `arrays` and
-// `result`, which its wait() returns. Waits for the arrays' CUDA producers
-// before the call runs (persistent: at each start()).
+// communicator. Blocking: returns `result` once the call returned (a
+// stream-ordered one: once enqueued). Started and persistent: returns a
+// strata.Request (`name`) holding `arrays` and `result`, which its wait()
+// returns. Orders the call after the arrays' CUDA producers before it runs
+// (persistent: at each start()): on the host without a stream, on the
+// call's stream with one.
 template <Form form, class Call>
 py::object launch(const std::shared_ptr<PyCommunicator>& self, CallArrays& arrays, py::object result,
                   const char* name, Call&& call) {
@@ -68,14 +70,14 @@ py::object launch(const std::shared_ptr<PyCommunicator>& self, CallArrays& array
     (void)name;
     {
       py::gil_scoped_release release;
-      wait_for_producers(*arrays.views);
+      order_after_producers(*arrays.views, arrays.stream);
       self->call(call);
     }
     return result;
   } else {
     strata::Request request = [&] {
       py::gil_scoped_release release;
-      if constexpr (form == Form::started) wait_for_producers(*arrays.views);
+      if constexpr (form == Form::started) order_after_producers(*arrays.views, arrays.stream);
       return self->call(call);
     }();
     return py::cast(std::make_unique<PyRequest>(self, std::move(request), std::move(arrays), std::move(result),
@@ -91,11 +93,11 @@ const char* method_name(const char* blocking, const char* started, const char* p
 
 template <Form form>
 py::object all_reduce(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle op,
-                      py::handle options) {
+                      py::handle options, py::handle stream) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   const bool in_place = out.is_none() || out.is(x);
-  CallArrays arrays(form != Form::blocking);
+  CallArrays arrays(form != Form::blocking, opts.stream);
   const strata::Tensor in = arrays.view(x, "x", in_place ? Access::write : Access::read).tensor();
   const strata::Tensor result = in_place ? in : arrays.view(out, "out", Access::write).tensor();
   return launch<form>(self, arrays, in_place ? x : out,
@@ -109,11 +111,11 @@ py::object all_reduce(std::shared_ptr<PyCommunicator> self, py::object x, py::ob
 
 template <Form form>
 py::object reduce(std::shared_ptr<PyCommunicator> self, py::object x, int root, py::object out, py::handle op,
-                  py::handle options) {
+                  py::handle options, py::handle stream) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   const bool in_place = out.is_none() || out.is(x);
-  CallArrays arrays(form != Form::blocking);
+  CallArrays arrays(form != Form::blocking, opts.stream);
   const strata::Tensor in = arrays.view(x, "x", in_place ? Access::write : Access::read).tensor();
   const strata::Tensor result = in_place ? in : arrays.view(out, "out", Access::write).tensor();
   return launch<form>(self, arrays, in_place ? x : out, method_name<form>("reduce", "reduce_async", "reduce_init"),
@@ -125,9 +127,10 @@ py::object reduce(std::shared_ptr<PyCommunicator> self, py::object x, int root, 
 }
 
 template <Form form>
-py::object broadcast(std::shared_ptr<PyCommunicator> self, py::object x, int root, py::handle options) {
-  const strata::CommunicationOptions opts = to_options(options, "options");
-  CallArrays arrays(form != Form::blocking);
+py::object broadcast(std::shared_ptr<PyCommunicator> self, py::object x, int root, py::handle options,
+                     py::handle stream) {
+  const strata::CommunicationOptions opts = call_options(options, stream);
+  CallArrays arrays(form != Form::blocking, opts.stream);
   const strata::Tensor buffer = arrays.view(x, "x", Access::write).tensor();
   return launch<form>(self, arrays, x, method_name<form>("broadcast", "broadcast_async", "broadcast_init"),
                       [&](strata::Communicator& c) {
@@ -184,11 +187,11 @@ py::object new_result(py::handle x, const ArrayView& in, const py::tuple& shape,
 
 template <Form form>
 py::object reduce_scatter(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle op,
-                          py::handle options) {
+                          py::handle options, py::handle stream) {
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   const char* name = method_name<form>("reduce_scatter", "reduce_scatter_async", "reduce_scatter_init");
-  CallArrays arrays(form != Form::blocking);
+  CallArrays arrays(form != Form::blocking, opts.stream);
   const ArrayView& in = arrays.view(x, "x", Access::read);
   // x's size // ranks: when x's size is no multiple of the ranks, strata
   // refuses the call (on every rank, naming the counts), as for any `out`.
@@ -204,10 +207,11 @@ py::object reduce_scatter(std::shared_ptr<PyCommunicator> self, py::object x, py
 }
 
 template <Form form>
-py::object all_gather(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle options) {
-  const strata::CommunicationOptions opts = to_options(options, "options");
+py::object all_gather(std::shared_ptr<PyCommunicator> self, py::object x, py::object out, py::handle options,
+                      py::handle stream) {
+  const strata::CommunicationOptions opts = call_options(options, stream);
   const char* name = method_name<form>("all_gather", "all_gather_async", "all_gather_init");
-  CallArrays arrays(form != Form::blocking);
+  CallArrays arrays(form != Form::blocking, opts.stream);
   const ArrayView& in = arrays.view(x, "x", Access::read);
   if (out.is_none()) {
     // (size, *x.shape): out[r] is rank r's x, and the elements lie as the
@@ -234,11 +238,12 @@ void check_array_list(py::handle arrays) {
 }
 
 // The tensors of a batch's arrays, viewed through `views` ("arrays[i]" in errors).
-std::vector<strata::Tensor> tensors_of(py::handle arrays, ArrayViews& views, Access access) {
+std::vector<strata::Tensor> tensors_of(py::handle arrays, ArrayViews& views, Access access,
+                                       strata::StreamHandle stream) {
   std::vector<strata::Tensor> tensors;
   std::size_t i = 0;
   for (py::handle array : arrays)
-    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), access).tensor());
+    tensors.push_back(views.emplace_back(array, fmt::format("arrays[{}]", i++), access, stream).tensor());
   return tensors;
 }
 
@@ -246,14 +251,14 @@ std::vector<strata::Tensor> tensors_of(py::handle arrays, ArrayViews& views, Acc
 template <Form form>
 py::object batch_all_reduce(std::shared_ptr<PyCommunicator> self, py::object arrays, py::handle op,
                             py::handle options, int num_packs, long long agg_small_grads_max_bytes,
-                            int agg_small_grads_max_group) {
+                            int agg_small_grads_max_group, py::handle stream) {
   static_assert(form != Form::persistent);
   check_array_list(arrays);
   const strata::ReduceOp reduce_op = to_reduce_op(op, "op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
-  CallArrays views(form != Form::blocking);
-  std::vector<strata::Tensor> tensors = tensors_of(arrays, *views.views, Access::write);
+  CallArrays views(form != Form::blocking, opts.stream);
+  std::vector<strata::Tensor> tensors = tensors_of(arrays, *views.views, Access::write, opts.stream);
   // The list and each array: the caller may change the list meanwhile.
   views.keep(arrays);
   for (py::handle array : arrays) views.keep(array);
@@ -279,7 +284,7 @@ py::list plan_for(PyCommunicator& self, py::handle arrays, py::handle options, i
   const strata::CommunicationOptions opts = to_options(options, "options");
   const strata::PackingOptions packing = packing_options(num_packs, agg_small_grads_max_bytes, agg_small_grads_max_group);
   ArrayViews views;
-  const std::vector<strata::Tensor> tensors = tensors_of(arrays, views, Access::read);
+  const std::vector<strata::Tensor> tensors = tensors_of(arrays, views, Access::read, nullptr);
   strata::Plan plan;
   {
     py::gil_scoped_release release;
@@ -349,6 +354,20 @@ in a long-lived structure.)doc")
           },
           "True once a timeout or a peer failure broke the communicator; every later call raises "
           "strata.PeerFailure.")
+      .def(
+          "check",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            self.call([](strata::Communicator& c) { c.check(); });
+          },
+          R"doc(
+Returns None while the communicator is usable. Else raises, once, the error
+of a failure that happened after a stream-ordered call (stream=) returned:
+strata.DeadlineExceeded naming the ranks that did not arrive, or
+strata.BackendError for an asynchronous NCCL or CUDA error; afterwards, and
+once a blocking call's timeout or a peer failure broke it,
+strata.PeerFailure. Local: it looks at the outstanding GPU work once and
+never waits for the GPU or the other ranks. ValueError once closed.)doc")
       .def_property_readonly(
           "closed",
           [](PyCommunicator& self) {
@@ -357,7 +376,8 @@ in a long-lived structure.)doc")
           },
           "True after close().")
       .def("all_reduce", &all_reduce<Form::blocking>, py::arg("x"), py::arg("out") = py::none(), py::arg("op") = "sum",
-           py::arg("options") = py::none(), R"doc(
+           py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Every rank's `out` receives op over every rank's `x`; in place (into `x`)
 when out is None or out is x. Returns the array holding the result.
 All ranks pass the same size, dtype and op. Identical bits on every rank;
@@ -367,19 +387,37 @@ and buffers are host memory, __cuda_array_interface__ / DLPack CUDA arrays
 CUDA memory. Raises ValueError (strata.InvalidArgument, before anything is
 sent), strata.DeadlineExceeded (a TimeoutError; options.timeout_seconds),
 strata.PeerFailure, strata.Unavailable (CUDA arrays without a GPU backend),
-strata.BackendError. Runs without the GIL.)doc")
+strata.BackendError. Runs without the GIL.
+stream (keyword; every collective and request takes it): None (the
+default) makes the call blocking, with MPI's semantics: it returns once the
+result is in place, after waiting on the host for the arrays' producer
+streams. A CUDA stream -- a cudaStream_t as an int (0 = the legacy default
+stream, as PyTorch's default stream and CuPy's Stream.null mean it; 1 =
+cudaStreamLegacy, 2 = cudaStreamPerThread), or an object with
+__cuda_stream__(), .cuda_stream (torch.cuda.Stream) or .ptr
+(cupy.cuda.Stream) -- makes a call on CUDA arrays stream-ordered, as NCCL's
+calls are: it runs after the work already on that stream, work enqueued
+there later sees the result, and it returns once enqueued. Arrays whose
+producer named another stream are ordered before it on the GPU (DLPack
+arrays are exported for it), never by waiting on the host. Errors after the
+return are asynchronous: check(), the next call or a request raise them.
+Keep the arrays alive until the stream passes the call. Host arrays ignore
+it. TypeError for another type, ValueError for a bad handle.)doc")
       .def("reduce", &reduce<Form::blocking>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Like all_reduce, but only rank `root` receives the result (in `out`, or in
 `x` when out is None or out is x); other ranks' buffers are not written.
 Returns `out` (or `x`) on every rank. ValueError for a root outside
 [0, size).)doc")
       .def("broadcast", &broadcast<Form::blocking>, py::arg("x"), py::arg("root"), py::arg("options") = py::none(),
+           py::kw_only(), py::arg("stream") = py::none(),
            R"doc(
 Copies rank `root`'s `x` into every other rank's `x` (same size and dtype
 everywhere; writable everywhere). Returns `x`.)doc")
       .def("reduce_scatter", &reduce_scatter<Form::blocking>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Rank r's result is op over every rank's block r of `x`, where x's elements
 (C order, any shape) are `size` blocks of x.size // size elements, block r
 the r-th (MPI_Reduce_scatter_block, ncclReduceScatter). The result goes to
@@ -391,7 +429,8 @@ x.size is not size times out's size (with out=None: not a multiple of
 size). op, dtypes and errors as all_reduce; "mean" divides by size. Runs
 without the GIL.)doc")
       .def("all_gather", &all_gather<Form::blocking>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("options") = py::none(), R"doc(
+           py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Every rank receives every rank's `x`, rank r's at block r of the result
 (MPI_Allgather, ncclAllGather): `out` holds size x x.size elements (any
 shape; block r is its r-th run of x.size elements in C order), or, when out
@@ -403,7 +442,8 @@ size is not size times x.size. Errors as all_reduce. Runs without the
 GIL.)doc")
       .def("batch_all_reduce", &batch_all_reduce<Form::blocking>, py::arg("arrays"), py::arg("op") = "sum",
            py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
-           py::arg("agg_small_grads_max_group") = 10, R"doc(
+           py::arg("agg_small_grads_max_group") = 10, py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 All-reduces each array of the list in place, packed into few transfers:
 num_packs > 0 cuts each dtype's arrays into that many packs; else small-
 gradient aggregation when agg_small_grads_max_bytes and
@@ -412,7 +452,8 @@ automatic). Arrays must not overlap. Returns `arrays`. Packed floating-point
 results may differ in the last bits from per-array all_reduce (still
 identical on every rank).)doc")
       .def("all_reduce_async", &all_reduce<Form::started>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 all_reduce, started: returns a strata.Request at once, whose wait()
 returns what all_reduce returns (the array holding the result). Arguments,
 results and errors as all_reduce; the errors (ValueError for this rank's
@@ -422,25 +463,31 @@ completes: do not read `out` (or an in-place `x`) or write `x` meanwhile.
 Requests complete in the order started; a blocking call completes those
 started before it.)doc")
       .def("reduce_async", &reduce<Form::started>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "reduce, started: returns a strata.Request whose wait() returns what reduce returns (see all_reduce_async).")
-      .def("broadcast_async", &broadcast<Form::started>, py::arg("x"), py::arg("root"), py::arg("options") = py::none(),
+      .def("broadcast_async", &broadcast<Form::started>, py::arg("x"), py::arg("root"),
+           py::arg("options") = py::none(), py::kw_only(), py::arg("stream") = py::none(),
            "broadcast, started: returns a strata.Request whose wait() returns x (see all_reduce_async).")
       .def("reduce_scatter_async", &reduce_scatter<Form::started>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "reduce_scatter, started: returns a strata.Request whose wait() returns the array holding the result (with "
            "out=None the new array, allocated now; see all_reduce_async).")
       .def("all_gather_async", &all_gather<Form::started>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("options") = py::none(),
+           py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "all_gather, started: returns a strata.Request whose wait() returns the array holding the result (with "
            "out=None the new array, allocated now; see all_reduce_async).")
       .def("batch_all_reduce_async", &batch_all_reduce<Form::started>, py::arg("arrays"), py::arg("op") = "sum",
            py::arg("options") = py::none(), py::arg("num_packs") = 0, py::arg("agg_small_grads_max_bytes") = 0,
-           py::arg("agg_small_grads_max_group") = 10,
+           py::arg("agg_small_grads_max_group") = 10, py::kw_only(),
+           py::arg("stream") = py::none(),
            "batch_all_reduce, started: returns a strata.Request whose wait() returns `arrays` (see all_reduce_async). "
            "The request holds the list and each array until it completes.")
       .def("all_reduce_init", &all_reduce<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(), R"doc(
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 all_reduce, bound for repeated use: returns an inactive, persistent
 strata.Request; each start() runs all_reduce(x, out, op, options) again on
 the same arrays, reading x anew, and wait() returns what all_reduce
@@ -448,17 +495,21 @@ returns. Local: nothing is sent until start(). Arguments as all_reduce;
 invalid arguments surface from each run's test() or wait(). The request
 holds the arrays for its whole life.)doc")
       .def("reduce_init", &reduce<Form::persistent>, py::arg("x"), py::arg("root"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "reduce, bound for repeated use: a persistent strata.Request (see all_reduce_init).")
       .def("broadcast_init", &broadcast<Form::persistent>, py::arg("x"), py::arg("root"),
-           py::arg("options") = py::none(),
+           py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "broadcast, bound for repeated use: a persistent strata.Request (see all_reduce_init).")
       .def("reduce_scatter_init", &reduce_scatter<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("op") = "sum", py::arg("options") = py::none(),
+           py::arg("op") = "sum", py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "reduce_scatter, bound for repeated use: a persistent strata.Request (see all_reduce_init); with out=None "
            "the result array is allocated once, now, and every run writes into it.")
       .def("all_gather_init", &all_gather<Form::persistent>, py::arg("x"), py::arg("out") = py::none(),
-           py::arg("options") = py::none(),
+           py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(),
            "all_gather, bound for repeated use: a persistent strata.Request (see all_reduce_init); with out=None the "
            "result array is allocated once, now, and every run writes into it.")
       .def("algorithm_for", &algorithm_for, py::arg("nbytes"), py::arg("collective") = "all_reduce",

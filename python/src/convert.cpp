@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -91,6 +92,74 @@ strata::CommunicationOptions to_options(py::handle value, const char* field) {
     throw py::type_error(
         fmt::format("{} = {}: pass None or a strata.CommunicationOptions", field, repr_of(value)));
   return value.cast<strata::CommunicationOptions>();
+}
+
+namespace {
+
+// cudaStreamLegacy's value (cuda_runtime_api.h: ((cudaStream_t)0x1)), which
+// the null stream of a Python library means; spelled out so that host-only
+// builds need no CUDA header.
+constexpr std::uintptr_t kLegacyStream = 1;
+
+// `handle`, reached as `where`, as a stream: an int in [0, 2^64), the null
+// stream 0 meaning cudaStreamLegacy.
+strata::StreamHandle stream_handle(py::handle handle, const std::string& where) {
+  if (!is_int(handle))
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} = {} is not an int; a stream's handle is its cudaStream_t as an int", where,
+                    repr_of(handle))));
+  static_assert(sizeof(std::uintptr_t) == sizeof(unsigned long long), "a pointer is 64 bits here");
+  const py::int_ zero(0);
+  if (PyObject_RichCompareBool(handle.ptr(), zero.ptr(), Py_LT) == 1)
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} = {} is negative; a cudaStream_t is an address (0 = the legacy default stream)", where,
+                    repr_of(handle))));
+  const unsigned long long bits = PyLong_AsUnsignedLongLong(handle.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    throw InvalidArgument(strata::util::located(
+        fmt::format("{} = {} does not fit a pointer; pass a cudaStream_t's value", where, repr_of(handle))));
+  }
+  return reinterpret_cast<strata::StreamHandle>(bits == 0 ? kLegacyStream : static_cast<std::uintptr_t>(bits));
+}
+
+}  // namespace
+
+strata::StreamHandle to_stream(py::handle value, const char* field) {
+  if (value.is_none()) return nullptr;
+  if (is_int(value)) return stream_handle(value, field);
+  if (py::hasattr(value, "__cuda_stream__")) {
+    const std::string where = fmt::format("{}.__cuda_stream__()", field);
+    const py::object protocol = value.attr("__cuda_stream__");
+    if (!PyCallable_Check(protocol.ptr()))
+      throw InvalidArgument(strata::util::located(
+          fmt::format("{}.__cuda_stream__ = {} is not a method; in the CUDA stream protocol it returns "
+                      "(version, handle)",
+                      field, repr_of(protocol))));
+    const py::object answer = protocol();
+    if (!py::isinstance<py::tuple>(answer) || py::len(answer) != 2)
+      throw InvalidArgument(strata::util::located(
+          fmt::format("{} returned {}, not a (version, handle) tuple", where, repr_of(answer))));
+    const auto pair = py::reinterpret_borrow<py::tuple>(answer);
+    const py::object version = pair[0], handle = pair[1];
+    if (!is_int(version) || PyObject_RichCompareBool(version.ptr(), py::int_(0).ptr(), Py_EQ) != 1)
+      throw InvalidArgument(strata::util::located(fmt::format(
+          "{} returned version {}; strata reads version 0 of the CUDA stream protocol", where, repr_of(version))));
+    return stream_handle(handle, where + "[1]");
+  }
+  if (py::hasattr(value, "cuda_stream"))
+    return stream_handle(value.attr("cuda_stream"), fmt::format("{}.cuda_stream", field));
+  if (py::hasattr(value, "ptr")) return stream_handle(value.attr("ptr"), fmt::format("{}.ptr", field));
+  throw py::type_error(fmt::format(
+      "{} = {}: pass None (a blocking call), a cudaStream_t as an int, or a stream object with __cuda_stream__ "
+      "(the CUDA stream protocol), .cuda_stream (torch.cuda.Stream) or .ptr (cupy.cuda.Stream)",
+      field, repr_of(value)));
+}
+
+strata::CommunicationOptions call_options(py::handle options, py::handle stream) {
+  strata::CommunicationOptions opts = to_options(options, "options");
+  opts.stream = to_stream(stream, "stream");
+  return opts;
 }
 
 std::string spec_text(py::handle spec, const char* field) {

@@ -35,6 +35,21 @@ strata::Memory to_memory(py::handle value, const char* field);
 // None (defaults) or a strata.CommunicationOptions.
 strata::CommunicationOptions to_options(py::handle value, const char* field);
 
+// The stream= argument as a cudaStream_t (docs/PYTHON.md, "Streams"):
+// None -> nullptr (a blocking call); an int is a cudaStream_t value, 0 (the
+// null stream: PyTorch's default stream, CuPy's Stream.null) taken as
+// cudaStreamLegacy (1), 2 being cudaStreamPerThread; an object's handle
+// from __cuda_stream__() (the CUDA stream protocol: (0, handle)), else
+// .cuda_stream (torch.cuda.Stream), else .ptr (cupy.cuda.Stream), read as
+// an int is. py::type_error for any other type, InvalidArgument for a
+// handle below 0 or wider than a pointer, or a malformed __cuda_stream__
+// answer; each names `field` and how the handle was reached.
+strata::StreamHandle to_stream(py::handle value, const char* field);
+
+// A call's options: its options= (None or a strata.CommunicationOptions)
+// with the stream of its stream= argument.
+strata::CommunicationOptions call_options(py::handle options, py::handle stream);
+
 // An all_reduce_spec as strata's text: None -> "" (STRATA_SPEC or "auto"),
 // a string checked and printed back (strata::AllReduceSpec), TensorFlow's
 // tuple form -- one (alg, shards, limit) or a list of them -- converted to

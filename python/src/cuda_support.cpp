@@ -33,6 +33,10 @@ struct Runtime {
   decltype(&cudaGetDevice) get_device = nullptr;
   decltype(&cudaSetDevice) set_device = nullptr;
   decltype(&cudaStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&cudaEventCreateWithFlags) event_create_with_flags = nullptr;
+  decltype(&cudaEventRecord) event_record = nullptr;
+  decltype(&cudaStreamWaitEvent) stream_wait_event = nullptr;
+  decltype(&cudaEventDestroy) event_destroy = nullptr;
   decltype(&cudaGetLastError) get_last_error = nullptr;
   decltype(&cudaGetErrorName) get_error_name = nullptr;
   decltype(&cudaGetErrorString) get_error_string = nullptr;
@@ -67,6 +71,10 @@ Loaded load() {
   resolve(l.runtime.get_device, "cudaGetDevice");
   resolve(l.runtime.set_device, "cudaSetDevice");
   resolve(l.runtime.stream_synchronize, "cudaStreamSynchronize");
+  resolve(l.runtime.event_create_with_flags, "cudaEventCreateWithFlags");
+  resolve(l.runtime.event_record, "cudaEventRecord");
+  resolve(l.runtime.stream_wait_event, "cudaStreamWaitEvent");
+  resolve(l.runtime.event_destroy, "cudaEventDestroy");
   resolve(l.runtime.get_last_error, "cudaGetLastError");
   resolve(l.runtime.get_error_name, "cudaGetErrorName");
   resolve(l.runtime.get_error_string, "cudaGetErrorString");
@@ -85,6 +93,41 @@ const Loaded& loaded() {
   }();
   return once;
 }
+
+cudaStream_t stream_of(std::uintptr_t stream) {
+  return stream == 1 ? cudaStreamLegacy : stream == 2 ? cudaStreamPerThread : reinterpret_cast<cudaStream_t>(stream);
+}
+
+[[noreturn]] void cuda_failed(const Runtime& rt, cudaError_t status, const std::string& what) {
+  rt.get_last_error();  // clear a non-sticky error, so that strata's next CUDA call starts clean
+  throw strata::BackendError(
+      strata::util::located(fmt::format("{} failed: {} ({})", what, rt.get_error_name(status),
+                                        rt.get_error_string(status))),
+      "CUDA", static_cast<int>(status), strata::util::hostname(), strata::util::world_rank());
+}
+
+// Makes `device` current (-1: leaves the current one) until destroyed, then
+// restores the caller's (the Python program's) choice: the default streams
+// are per device.
+class DeviceScope {
+ public:
+  DeviceScope(const Runtime& rt, int device, const char* purpose) : rt_(rt) {
+    if (device < 0 || rt.get_device(&previous_) != cudaSuccess || previous_ == device) return;
+    if (const cudaError_t status = rt.set_device(device); status != cudaSuccess)
+      cuda_failed(rt, status, fmt::format("cudaSetDevice({}) before {}", device, purpose));
+    switched_ = true;
+  }
+  ~DeviceScope() {
+    if (switched_) rt_.set_device(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  const Runtime& rt_;
+  int previous_ = -1;
+  bool switched_ = false;
+};
 
 }  // namespace
 
@@ -120,27 +163,30 @@ int device_of(const void* ptr) {
 void synchronize(std::uintptr_t stream, int device) {
   if (device_count() == 0) return;
   const Runtime& rt = loaded().runtime;
-  cudaStream_t handle = stream == 1   ? cudaStreamLegacy
-                        : stream == 2 ? cudaStreamPerThread
-                                      : reinterpret_cast<cudaStream_t>(stream);
-  // The default streams are per device: make the array's device current for
-  // the wait, then restore the caller's (the Python program's) choice.
-  int previous = -1;
-  const bool switch_device = device >= 0 && rt.get_device(&previous) == cudaSuccess && previous != device;
-  if (switch_device && rt.set_device(device) != cudaSuccess) {
-    rt.get_last_error();
-    throw strata::BackendError(
-        strata::util::located(fmt::format("cudaSetDevice({}) failed before waiting for the array's stream", device)),
-        "CUDA", 0, strata::util::hostname(), strata::util::world_rank());
-  }
-  const cudaError_t status = rt.stream_synchronize(handle);
-  if (switch_device) rt.set_device(previous);
-  if (status != cudaSuccess)
-    throw strata::BackendError(
-        strata::util::located(fmt::format("cudaStreamSynchronize on the array's stream {:#x} (device {}) failed: {} "
-                                          "({})",
-                                          stream, device, rt.get_error_name(status), rt.get_error_string(status))),
-        "CUDA", static_cast<int>(status), strata::util::hostname(), strata::util::world_rank());
+  const DeviceScope scope(rt, device, "waiting for the array's stream");
+  if (const cudaError_t status = rt.stream_synchronize(stream_of(stream)); status != cudaSuccess)
+    cuda_failed(rt, status, fmt::format("cudaStreamSynchronize on the array's stream {:#x} (device {})", stream,
+                                        device));
+}
+
+void stream_wait(std::uintptr_t waiter, std::uintptr_t producer, int device) {
+  if (waiter == producer || device_count() == 0) return;
+  const Runtime& rt = loaded().runtime;
+  const DeviceScope scope(rt, device, "ordering the call's stream after the array's");
+  cudaEvent_t event = nullptr;
+  if (const cudaError_t status = rt.event_create_with_flags(&event, cudaEventDisableTiming); status != cudaSuccess)
+    cuda_failed(rt, status, fmt::format("cudaEventCreateWithFlags (device {})", device));
+  const cudaError_t recorded = rt.event_record(event, stream_of(producer));
+  const cudaError_t waited = recorded == cudaSuccess ? rt.stream_wait_event(stream_of(waiter), event, 0) : recorded;
+  // An event may be destroyed while waits on it are queued: CUDA frees it
+  // once they are done.
+  rt.event_destroy(event);
+  if (recorded != cudaSuccess)
+    cuda_failed(rt, recorded, fmt::format("cudaEventRecord on the array's stream {:#x} (device {})", producer, device));
+  if (waited != cudaSuccess)
+    cuda_failed(rt, waited, fmt::format("cudaStreamWaitEvent of the call's stream {:#x} on the array's stream {:#x} "
+                                        "(device {})",
+                                        waiter, producer, device));
 }
 
 #else
@@ -149,6 +195,7 @@ std::string runtime_problem() { return ""; }
 int device_count() { return 0; }
 int device_of(const void*) { return -1; }
 void synchronize(std::uintptr_t, int) {}
+void stream_wait(std::uintptr_t, std::uintptr_t, int) {}
 
 #endif
 

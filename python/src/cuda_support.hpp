@@ -1,6 +1,8 @@
 // The little CUDA runtime the module itself needs for CUDA arrays: which
-// device owns a pointer, and waiting for the stream the array's producer
-// queued its work on (strata's own streams do not wait for it). The
+// device owns a pointer, and ordering after the stream the array's producer
+// queued its work on (strata orders after the call's stream, or the legacy
+// default stream, not after the producer's): on the host for a blocking
+// call, on the GPU for a stream-ordered one. The
 // extension links no libcudart: the first CUDA array (or device_count())
 // dlopens libcudart.so.<CUDA major> and resolves these few calls, so that
 // `import strata` and host arrays work where the CUDA runtime is missing.
@@ -42,5 +44,16 @@ int device_of(const void* ptr);
 // strata::BackendError (backend "CUDA") if the synchronisation itself fails.
 // Call it without the GIL.
 void synchronize(std::uintptr_t stream, int device);
+
+// Makes `waiter` wait, on the GPU, for the work queued so far on
+// `producer` (an event recorded on `producer`, waited on by `waiter`);
+// returns at once, never waiting for the GPU. Handles as for synchronize();
+// `device` (-1 = current) is current while the event is recorded, so that
+// a default-stream handle means that device's. Does nothing where
+// synchronize() does nothing, or when the two handles are equal. Throws
+// strata::BackendError (backend "CUDA") if CUDA refuses (a capturing
+// `waiter` with a `producer` outside the capture, for one). Call it
+// without the GIL.
+void stream_wait(std::uintptr_t waiter, std::uintptr_t producer, int device);
 
 }  // namespace strata_py::cuda

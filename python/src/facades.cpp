@@ -41,14 +41,17 @@ Facade make_facade(py::handle comm, Make&& make) {
 
 // A per-replica value: one array (one replica) or a list/tuple of arrays
 // (one per local replica), viewed into `views`.
-strata::PerReplica replicas_of(py::handle value, const std::string& field, ArrayViews& views) {
+// `stream` is the call's (see ArrayView).
+strata::PerReplica replicas_of(py::handle value, const std::string& field, ArrayViews& views,
+                               strata::StreamHandle stream) {
   strata::PerReplica replicas;
   if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
     std::size_t r = 0;
     for (py::handle replica : value)
-      replicas.push_back(views.emplace_back(replica, fmt::format("{}[{}]", field, r++), Access::write).tensor());
+      replicas.push_back(
+          views.emplace_back(replica, fmt::format("{}[{}]", field, r++), Access::write, stream).tensor());
   } else {
-    replicas.push_back(views.emplace_back(value, field, Access::write).tensor());
+    replicas.push_back(views.emplace_back(value, field, Access::write, stream).tensor());
   }
   return replicas;
 }
@@ -63,26 +66,26 @@ strata::Destination destination_of(py::handle destinations, const std::string& f
 }
 
 py::object reduce(PyCrossDeviceOps& self, py::handle reduce_op, py::object per_replica_value, py::handle destinations,
-                  py::handle options) {
+                  py::handle options, py::handle stream) {
   const strata::ReduceOp op = to_reduce_op(reduce_op, "reduce_op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   ArrayViews views;
-  const strata::PerReplica value = replicas_of(per_replica_value, "per_replica_value", views);
+  const strata::PerReplica value = replicas_of(per_replica_value, "per_replica_value", views, opts.stream);
   const strata::Destination destination = destination_of(destinations, "destinations");
   {
     py::gil_scoped_release release;
-    wait_for_producers(views);
+    order_after_producers(views, opts.stream);
     self.comm->call([&](strata::Communicator&) { self.ops->reduce(op, value, destination, opts); });
   }
   return per_replica_value;
 }
 
 py::list batch_reduce(PyCrossDeviceOps& self, py::handle reduce_op, py::handle value_destination_pairs,
-                      py::handle options) {
+                      py::handle options, py::handle stream) {
   if (!py::isinstance<py::list>(value_destination_pairs) && !py::isinstance<py::tuple>(value_destination_pairs))
     throw py::type_error("value_destination_pairs: pass a list of (per_replica_value, destinations) pairs");
   const strata::ReduceOp op = to_reduce_op(reduce_op, "reduce_op");
-  const strata::CommunicationOptions opts = to_options(options, "options");
+  const strata::CommunicationOptions opts = call_options(options, stream);
   ArrayViews views;
   std::vector<std::pair<strata::PerReplica, strata::Destination>> pairs;
   py::list values;
@@ -92,26 +95,26 @@ py::list batch_reduce(PyCrossDeviceOps& self, py::handle reduce_op, py::handle v
     if ((!py::isinstance<py::tuple>(pair) && !py::isinstance<py::list>(pair)) || py::len(pair) != 2)
       throw py::type_error(fmt::format("{}: pass a (per_replica_value, destinations) pair", field));
     const auto seq = py::reinterpret_borrow<py::sequence>(pair);
-    pairs.emplace_back(replicas_of(seq[0], field + "[0]", views), destination_of(seq[1], field + "[1]"));
+    pairs.emplace_back(replicas_of(seq[0], field + "[0]", views, opts.stream), destination_of(seq[1], field + "[1]"));
     values.append(seq[0]);
   }
   {
     py::gil_scoped_release release;
-    wait_for_producers(views);
+    order_after_producers(views, opts.stream);
     self.comm->call([&](strata::Communicator&) { self.ops->batch_reduce(op, pairs, opts); });
   }
   return values;
 }
 
 py::object broadcast(PyCrossDeviceOps& self, py::object tensor, py::handle destinations, int source_rank,
-                     py::handle options) {
-  const strata::CommunicationOptions opts = to_options(options, "options");
+                     py::handle options, py::handle stream) {
+  const strata::CommunicationOptions opts = call_options(options, stream);
   ArrayViews views;
-  const strata::PerReplica value = replicas_of(tensor, "tensor", views);
+  const strata::PerReplica value = replicas_of(tensor, "tensor", views, opts.stream);
   const strata::Destination destination = destination_of(destinations, "destinations");
   {
     py::gil_scoped_release release;
-    wait_for_producers(views);
+    order_after_producers(views, opts.stream);
     self.comm->call([&](strata::Communicator&) { self.ops->broadcast(value, destination, source_rank, opts); });
   }
   return tensor;
@@ -126,16 +129,20 @@ list/tuple of arrays (one per local replica, all the same size and dtype).
 destinations: None = every rank (all-reduce), an int = that rank (reduce).
 Results are written into the arrays themselves; the methods return them.)doc")
       .def("reduce", &reduce, py::arg("reduce_op"), py::arg("per_replica_value"),
-           py::arg("destinations") = py::none(), py::arg("options") = py::none(), R"doc(
+           py::arg("destinations") = py::none(), py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Reduces per_replica_value over every replica of every rank into every
 replica on the destination rank(s); "mean" divides by ranks x replicas.
-Returns per_replica_value. Raises as Communicator.all_reduce.)doc")
+Returns per_replica_value. Raises as Communicator.all_reduce. stream: as
+for Communicator.all_reduce (None: blocking; a CUDA stream:
+stream-ordered).)doc")
       .def("batch_reduce", &batch_reduce, py::arg("reduce_op"), py::arg("value_destination_pairs"),
-           py::arg("options") = py::none(), R"doc(
+           py::arg("options") = py::none(), py::kw_only(), py::arg("stream") = py::none(), R"doc(
 Several reductions in one call: values with the same destination are packed
-together. Returns the list of values, in input order.)doc")
+together. Returns the list of values, in input order. stream: as reduce.)doc")
       .def("broadcast", &broadcast, py::arg("tensor"), py::arg("destinations") = py::none(),
-           py::arg("source_rank") = 0, py::arg("options") = py::none(), R"doc(
+           py::arg("source_rank") = 0, py::arg("options") = py::none(), py::kw_only(),
+           py::arg("stream") = py::none(), R"doc(
 Copies replica 0 of `tensor` on source_rank into every replica on the
 destination rank(s); collective over all ranks, other ranks keep their
 arrays. Returns tensor.)doc")

@@ -53,7 +53,10 @@ py::object PyRequest::wait() {
 
 void PyRequest::start() {
   py::gil_scoped_release release;
-  if (persistent_) wait_for_producers(*arrays_.views);  // (another start() refuses without touching them)
+  // Each run reads the inputs anew, so it orders after their producers
+  // anew (for a run still going, strata refuses the start after this,
+  // which did no harm).
+  if (persistent_) order_after_producers(*arrays_.views, arrays_.stream);
   comm_->locked([&] { request_.start(); });
 }
 

@@ -22,14 +22,15 @@ namespace py = pybind11;
 
 // One call's arrays: the views strata reads and writes through, and, for a
 // request (`keep_objects`), references to the Python objects behind them
-// (a view alone need not keep its object alive: __cuda_array_interface__).
-// Use with the GIL held.
+// (a view alone need not keep its object alive: __cuda_array_interface__),
+// and the call's stream (stream=; nullptr for a blocking call), which the
+// views' producers are ordered before. Use with the GIL held.
 struct CallArrays {
-  explicit CallArrays(bool keep_objects) : keep_objects(keep_objects) {}
+  CallArrays(bool keep_objects, strata::StreamHandle stream) : stream(stream), keep_objects(keep_objects) {}
 
   // Views `obj` (see ArrayView), keeping a reference to it if asked to.
   const ArrayView& view(py::handle obj, std::string field, Access access) {
-    const ArrayView& made = views->emplace_back(obj, std::move(field), access);
+    const ArrayView& made = views->emplace_back(obj, std::move(field), access, stream);
     keep(obj);
     return made;
   }
@@ -39,6 +40,7 @@ struct CallArrays {
 
   std::unique_ptr<ArrayViews> views = std::make_unique<ArrayViews>();
   std::vector<py::object> objects;
+  strata::StreamHandle stream;
   bool keep_objects;
 };
 

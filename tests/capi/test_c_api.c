@@ -1,9 +1,12 @@
-/* The C API end to end, at any rank count (registered at 2 and 3): every
- * collective against results computed here from known inputs, the option
- * structs, and every error path a test can trigger (bad arguments give
+/* The C API end to end, at any rank count (registered at 1 and 4; the
+ * install test runs it at 2 and 3): every collective against results
+ * computed here from known inputs, the option structs (a stream defaults
+ * to NULL, and host memory ignores one), strata_comm_check, and every
+ * error path a test can trigger (bad arguments give
  * STRATA_ERR_INVALID_ARGUMENT on every rank with a message naming the
  * field; CUDA memory without a GPU gives STRATA_ERR_UNAVAILABLE on every
- * rank; a missing rank gives DEADLINE_EXCEEDED, then PEER_FAILURE), and
+ * rank; a missing rank gives DEADLINE_EXCEEDED, then PEER_FAILURE from
+ * strata_comm_check and the next call), and
  * the requests (non-blocking and persistent calls; with and without the
  * progress thread): every form against the same computed values, several
  * outstanding and waited out of order, persistent reruns on new data,
@@ -93,6 +96,33 @@ static void test_version_and_names(void) {
   CHECK(strcmp(strata_status_name(STRATA_ERR_BACKEND), "STRATA_ERR_BACKEND") == 0);
   CHECK(strcmp(strata_status_name(STRATA_ERR_INTERNAL), "STRATA_ERR_INTERNAL") == 0);
   CHECK(strcmp(strata_status_name((strata_status)42), "STRATA_ERR_UNKNOWN") == 0);
+}
+
+/* The option structs' defaults, from the INIT macro and the _init function
+ * alike: a stream that is NULL (a blocking call) among them. */
+static void test_option_defaults(void) {
+  const strata_options macro = STRATA_OPTIONS_INIT;
+  strata_options function;
+  g_step = "option defaults";
+  memset(&function, 0x5A, sizeof function);
+  strata_options_init(&function);
+  strata_options_init(NULL);
+  CHECK(macro.stream == NULL);
+  CHECK(function.stream == NULL);
+  CHECK(function.bytes_per_pack == 0 && function.timeout_seconds == 0.0);
+  CHECK(function.implementation == STRATA_IMPL_AUTO && function.memory == STRATA_MEMORY_HOST && function.device == -1);
+}
+
+/* strata_comm_check on a usable communicator: STRATA_OK, and the last
+ * error left alone; a NULL handle is refused naming it. */
+static void test_check(strata_comm* comm) {
+  char saved[512];
+  g_step = "check";
+  EXPECT(strata_comm_check(NULL), STRATA_ERR_INVALID_ARGUMENT, "strata_comm_check", "comm");
+  snprintf(saved, sizeof saved, "%s", strata_last_error());
+  EXPECT(strata_comm_check(comm), STRATA_OK, "strata_comm_check", "");
+  EXPECT(strata_comm_check(comm), STRATA_OK, "strata_comm_check", "");
+  CHECK(strcmp(saved, strata_last_error()) == 0);
 }
 
 /* f32 sum (out of place and in place), i32 max, and mean in i32 (truncating)
@@ -838,7 +868,8 @@ static void test_progress_thread(strata_comm* comm) {
 }
 
 /* The last rank never calls; the others time out after 1 s with
- * DEADLINE_EXCEEDED, and their next call gets PEER_FAILURE. */
+ * DEADLINE_EXCEEDED, and then strata_comm_check and their next call get
+ * PEER_FAILURE; the last rank's communicator still checks out fine. */
 static void test_deadline(void) {
   strata_comm* comm = NULL;
   strata_options options = STRATA_OPTIONS_INIT;
@@ -850,8 +881,12 @@ static void test_deadline(void) {
     options.timeout_seconds = 1.0;
     EXPECT(strata_all_reduce(comm, buf, buf, N, STRATA_F32, STRATA_SUM, &options), STRATA_ERR_DEADLINE_EXCEEDED,
            "strata_all_reduce", "exceeded its timeout");
+    EXPECT(strata_comm_check(comm), STRATA_ERR_PEER_FAILURE, "strata_comm_check", "broken");
+    EXPECT(strata_comm_check(comm), STRATA_ERR_PEER_FAILURE, "strata_comm_check", "broken"); /* every time */
     EXPECT(strata_all_reduce(comm, buf, buf, N, STRATA_F32, STRATA_SUM, &options), STRATA_ERR_PEER_FAILURE,
            "strata_all_reduce", "broken");
+  } else {
+    EXPECT(strata_comm_check(comm), STRATA_OK, "strata_comm_check", "");
   }
   EXPECT(strata_comm_broken(comm, &broken), STRATA_OK, "strata_comm_broken", "");
   CHECK(broken == (g_rank != g_size - 1));
@@ -876,6 +911,7 @@ int main(int argc, char** argv) {
   alarm(watchdog ? (unsigned)atoi(watchdog) : 60u);
 
   test_version_and_names();
+  test_option_defaults();
 
   g_step = "create";
   EXPECT(strata_comm_create(MPI_COMM_WORLD, NULL, &comm), STRATA_OK, "strata_comm_create", "");
@@ -920,6 +956,20 @@ int main(int argc, char** argv) {
     test_persistent(comm, NULL);
     test_persistent(xring, &options);
     test_request_errors(comm);
+    test_check(comm);
+    /* A stream on host memory is ignored: every call and request form
+     * takes it and gives the same results. The value is no stream at all,
+     * so a call that used it would fail. */
+    strata_options_init(&options);
+    options.stream = (void*)&g_failures;
+    options.timeout_seconds = 30;
+    test_all_reduce(comm, N, &options);
+    test_reduce_scatter(comm, 41, &options);
+    test_all_gather(comm, 41, &options);
+    test_batch(comm, NULL, &options);
+    test_nonblocking(comm, 41, &options);
+    test_persistent(comm, &options);
+    test_check(comm);
   }
   /* The same requests with the progress thread on. */
   g_step = "create with progress_thread";

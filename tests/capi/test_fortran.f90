@@ -2,8 +2,9 @@
 ! real(4) (sum out of place, mean in place) and integer (max) arrays,
 ! broadcast and reduce with a 0-based root, a batch, options,
 ! reduce_scatter (real(4) sum) and all_gather (integer, in place) at
-! 0-based blocks, and an invalid root giving STRATA_ERR_INVALID_ARGUMENT
-! with a message; requests: non-blocking all_reduce, broadcast,
+! 0-based blocks, an invalid root giving STRATA_ERR_INVALID_ARGUMENT
+! with a message, options%stream defaulting to c_null_ptr and
+! strata_comm_check on a healthy communicator; requests: non-blocking all_reduce, broadcast,
 ! reduce_scatter, all_gather, reduce and batch outstanding together and
 ! waited out of order (one by a test loop), a persistent all_reduce started
 ! on new data each round, freeing an active request, an invalid root on the
@@ -71,9 +72,16 @@ program test_fortran
   call check(all(y == expected), 'real(4) sum values')
   call check(all(x == 0.5 * (rank + 1) + mod([(i, i = 1, n)], 17)), 'real(4) sum left the input alone')
 
-  ! real(4) mean in place, with options.
+  ! The options start out as STRATA_OPTIONS_INIT: no stream (blocking
+  ! calls); a healthy communicator checks out fine.
+  call check(.not. c_associated(options%stream), 'options%stream starts as c_null_ptr')
+  status = strata_comm_check(comm)
+  call expect_ok(status, 'strata_comm_check')
+
+  ! real(4) mean in place, with options (a stream too, which host memory ignores).
   options%timeout_seconds = 30
   options%implementation = STRATA_IMPL_RING
+  options%stream = c_loc(d)
   status = strata_all_reduce(comm, c_loc(x), c_loc(x), int(n, c_size_t), STRATA_F32, STRATA_MEAN, options)
   call expect_ok(status, 'strata_all_reduce real(4) mean')
   call check(all(x == expected / real(nranks, c_float)), 'real(4) mean values')

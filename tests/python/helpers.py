@@ -161,3 +161,39 @@ def bfloat16_bits(values):
 
 def bfloat16_values(bits):
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+# --- CUDA streams as Python libraries hand them out, without those libraries
+
+class ProtocolStream:
+    """The CUDA stream protocol (cuda.core, numba-cuda): __cuda_stream__()
+    returns (version, handle)."""
+
+    def __init__(self, handle, version=0):
+        self.handle, self.version = handle, version
+
+    def __cuda_stream__(self):
+        return (self.version, self.handle)
+
+
+class TorchLikeStream:
+    """torch.cuda.Stream's attribute: .cuda_stream, the cudaStream_t as an int."""
+
+    def __init__(self, handle):
+        self.cuda_stream = handle
+
+
+class CupyLikeStream:
+    """cupy.cuda.Stream's attribute: .ptr."""
+
+    def __init__(self, handle):
+        self.ptr = handle
+
+
+# The forms of stream=, each made from a cudaStream_t's value.
+STREAM_FORMS = {
+    "int": lambda h: h,
+    "__cuda_stream__": ProtocolStream,
+    ".cuda_stream": TorchLikeStream,
+    ".ptr": CupyLikeStream,
+}
