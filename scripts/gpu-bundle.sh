@@ -9,8 +9,10 @@
 # bundle holds; --from-build DIR takes an existing build made with the GPU
 # backend as it is (the bundle test does that with CI's build/).
 # Then, on the GPU machine: bash gpu-bundle/gpu-check.sh [--out DIR]
-# (docs/GPU.md, "Checking on a GPU machine"). What goes in and why:
-# scripts/gpu/assemble.py.
+# (docs/GPU.md, "Checking on a GPU machine"), or the lent-GPU session,
+# bash gpu-bundle/session.sh (docs/BENCHMARKING.md, "The lent-GPU
+# session"). What goes in and why: scripts/gpu/assemble.py, and for the
+# session scripts/gpu/bundle_session.py.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -19,7 +21,7 @@ out=$ROOT/gpu-bundle
 while [ $# -gt 0 ]; do
   case $1 in
     --from-build) from_build=${2:?--from-build needs a build directory}; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "gpu-bundle: unknown option $1" >&2; exit 2 ;;
     *) out=$1; shift ;;
   esac
@@ -39,8 +41,10 @@ else
     meson setup "$build" "$ROOT" -Dcuda=enabled >"$build.setup.log" 2>&1 || { cat "$build.setup.log" >&2; exit 1; }
     rm -f "$build.setup.log"
   fi
-  mapfile -t targets < <(python3 "$ROOT/scripts/gpu/assemble.py" --targets "$build")
+  mapfile -t targets < <(python3 "$ROOT/scripts/gpu/assemble.py" --targets "$build"
+    python3 "$ROOT/scripts/gpu/bundle_session.py" --targets "$build")
   ninja -C "$build" "${targets[@]}"
 fi
 
 python3 "$ROOT/scripts/gpu/assemble.py" "$build" "$out"
+python3 "$ROOT/scripts/gpu/bundle_session.py" "$build" "$out"

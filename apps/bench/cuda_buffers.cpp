@@ -167,6 +167,7 @@ extern "C" __attribute__((visibility("default"))) const bench::cuda::Module* str
       .device_name = in_module::device_name,
       .device_memory = in_module::device_memory,
       .pinned_copy_bandwidth = in_module::pinned_copy_bandwidth,
+      .device_stream = open_device_stream,
       .nccl_baseline = open_nccl_baseline,
   };
   return &table;

@@ -1,6 +1,7 @@
 // What strata-bench needs from CUDA, behind a header without CUDA types:
-// probing for devices, device memory for Buffers, and the pinned
-// host<->device copy reference. The executable's implementation
+// probing for devices, device memory for Buffers, streams with events for
+// --stream-ordered and --overlap, and the pinned host<->device copy
+// reference. The executable's implementation
 // (cuda_loader.cpp) loads strata-bench-cuda.so on the first call of
 // device_count() and forwards to it (cuda_buffers.cpp, in the module); where
 // the module cannot be loaded, or the build has no CUDA, device_count()
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "buffers.hpp"
+#include "strata/options.hpp"
 
 namespace bench::cuda {
 
@@ -47,6 +49,35 @@ std::string pci_bus_id(int device);
 // the host copies. Throws std::runtime_error (on every call that fails,
 // naming the call, the size and CUDA's text).
 std::unique_ptr<DeviceMemory> device_memory(int device);
+
+// A CUDA stream of the bench's own on one device (non-blocking: it does not
+// wait for the legacy default stream, as a framework's streams do not),
+// with a pair of events to time what is enqueued between mark_start() and
+// mark_stop() on it. --stream-ordered passes it to strata's calls
+// (CommunicationOptions::stream) and to the NCCL baseline; --overlap runs
+// its busy kernel on another one. Every method throws std::runtime_error
+// naming the CUDA call and CUDA's text.
+class DeviceStream {
+ public:
+  virtual ~DeviceStream() = default;
+  // The cudaStream_t.
+  virtual strata::StreamHandle handle() const = 0;
+  // Records the start / the stop event on the stream.
+  virtual void mark_start() = 0;
+  virtual void mark_stop() = 0;
+  // Returns when everything enqueued on the stream so far has completed.
+  virtual void synchronize() = 0;
+  // Seconds between the last mark_start() and mark_stop() as the device
+  // saw them (cudaEventElapsedTime, about 0.5 us resolution). Call it after
+  // synchronize().
+  virtual double elapsed_seconds() = 0;
+  // Enqueues strata::bench::busy_kernel (busy_kernel.cu): one block that
+  // keeps the device busy for `nanoseconds` once it starts.
+  virtual void busy(long long nanoseconds) = 0;
+};
+
+// A new stream on `device` (made current). Throws std::runtime_error.
+std::unique_ptr<DeviceStream> device_stream(int device);
 
 // Pinned host <-> device copy bandwidth on `device`, GB/s (1e9 bytes/s):
 // the median of `iters` cudaMemcpyAsync copies of `bytes` between a

@@ -141,6 +141,7 @@ std::unique_ptr<DeviceMemory> device_memory(int device) { return module("device_
 CopyBandwidth pinned_copy_bandwidth(int device, std::size_t bytes, int iters) {
   return module("pinned_copy_bandwidth").pinned_copy_bandwidth(device, bytes, iters);
 }
+std::unique_ptr<DeviceStream> device_stream(int device) { return module("device_stream").device_stream(device); }
 std::unique_ptr<NcclBaseline> nccl_baseline(MPI_Comm comm, int device) {
   return module("nccl_baseline").nccl_baseline(comm, device);
 }

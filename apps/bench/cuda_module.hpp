@@ -1,6 +1,6 @@
 // The boundary between strata-bench and strata-bench-cuda.so, the module
 // that holds every CUDA runtime and NCCL call the bench makes
-// (cuda_buffers.cpp, nccl_baseline.cpp). The executable links neither
+// (cuda_buffers.cpp, cuda_streams.cpp, busy_kernel.cu, nccl_baseline.cpp). The executable links neither
 // libcudart nor libnccl: it dlopens the module the first time --memory cuda
 // needs it (cuda_loader.cpp), so that the same strata-bench starts, and
 // benchmarks host memory, on a node without the CUDA runtime.
@@ -23,7 +23,7 @@
 namespace bench::cuda {
 
 // Bump whenever Module changes.
-inline constexpr int kModuleAbi = 1;
+inline constexpr int kModuleAbi = 2;
 // The module's file name, in the build tree next to strata-bench and
 // installed in <libdir>/strata (meson.build).
 inline constexpr const char* kModuleFile = "strata-bench-cuda.so";
@@ -40,12 +40,15 @@ struct Module {
   std::string (*device_name)(int device) = nullptr;
   std::unique_ptr<DeviceMemory> (*device_memory)(int device) = nullptr;
   CopyBandwidth (*pinned_copy_bandwidth)(int device, std::size_t bytes, int iters) = nullptr;
+  std::unique_ptr<DeviceStream> (*device_stream)(int device) = nullptr;
   std::unique_ptr<NcclBaseline> (*nccl_baseline)(MPI_Comm comm, int device) = nullptr;
 };
 
-// Inside the module: --baseline nccl's implementation (nccl_baseline.cpp),
-// which the entry point's table points at.
+// Inside the module: --baseline nccl's implementation (nccl_baseline.cpp)
+// and the streams (cuda_streams.cpp), which the entry point's table points
+// at.
 std::unique_ptr<NcclBaseline> open_nccl_baseline(MPI_Comm comm, int device);
+std::unique_ptr<DeviceStream> open_device_stream(int device);
 
 }  // namespace bench::cuda
 

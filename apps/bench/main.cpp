@@ -1,6 +1,7 @@
 // strata-bench's driver: parses the command line, then for every size
 // initialises data, checks one call against the exact reference, times
-// strata in the --form asked for (forms.hpp; the check runs that form too),
+// strata in the --form asked for (forms.hpp; the check runs that form too;
+// --stream-ordered adds host and device times, stream_timing.hpp),
 // (optionally) the MPI or NCCL baseline and --overlap's figures
 // (overlap.hpp), and prints a row. The
 // collective-specific parts are the descriptors in collectives.cpp; what is
@@ -35,6 +36,7 @@
 #include "report.hpp"
 #include "results.hpp"
 #include "strata/strata.hpp"
+#include "stream_timing.hpp"
 #include "timing.hpp"
 
 namespace bench {
@@ -156,18 +158,36 @@ std::size_t check_once(const Collective& c, FormCall& call, Context& ctx, Buffer
   return static_cast<std::size_t>(wrong);
 }
 
-// `baseline`: one blocking call of the baseline, or empty for none.
+// The baseline's call: `blocking` makes one complete call (empty: no
+// baseline); with --stream-ordered --baseline nccl, `enqueue` puts the same
+// call on `stream` and returns, and the baseline is timed as strata's
+// stream-ordered call is.
+struct BaselineCall {
+  std::function<void()> blocking;
+  std::function<void()> enqueue;
+  cuda::DeviceStream* stream = nullptr;
+};
+
+// --stream-ordered's streams, all on the rank's device: strata's calls
+// (ctx.call.stream), the NCCL baseline's, and --overlap's busy kernel. Null
+// where not used.
+struct Streams {
+  std::unique_ptr<cuda::DeviceStream> call, baseline, compute;
+};
+
 // `simulated`: the device is a simulator's (RunInfo::simulated_device), so the
 // row gets times but no bandwidth, ratio or overhead.
 Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& pattern, const Options& o, const World& w,
-            const std::string& spec, double bus_factor, bool simulated, const std::function<void()>& baseline) {
+            const std::string& spec, double bus_factor, bool simulated, const BaselineCall& baseline,
+            const Streams& streams) {
   Row row;
   row.simulated = simulated;
   row.count = buffers.total_count();
   row.bytes = buffers.total_bytes();
   row.tensors = buffers.in().size();
   row.algorithm = algorithm_label(c, ctx.comm, buffers, spec);
-  FormCall call(c, ctx, buffers, o.form);  // after set_count: a persistent request binds this size's views
+  // After set_count: a persistent request binds this size's views.
+  FormCall call(c, ctx, buffers, o.form, streams.call.get());
   if (o.check) {
     row.wrong = check_once(c, call, ctx, buffers, pattern, w);
   } else {
@@ -175,10 +195,26 @@ Row measure(const Collective& c, Context& ctx, Buffers& buffers, const Pattern& 
       pattern.fill(w.rank, buffers.host_in(t), buffers.in()[t].count, t * 17);
     buffers.upload();
   }
-  row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { call.run(); });
-  if (baseline) row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline);
+  if (streams.call) {
+    const StreamTiming t = time_on_stream(ctx.mpi_comm, o.warmup, o.iters, *streams.call, [&] { call.start(); });
+    row.time = t.complete;
+    row.host_time = t.host;
+    row.device_time = t.device;
+  } else {
+    row.time = time_collective(ctx.mpi_comm, o.warmup, o.iters, [&] { call.run(); });
+  }
+  if (baseline.enqueue) {
+    const StreamTiming t = time_on_stream(ctx.mpi_comm, o.warmup, o.iters, *baseline.stream, baseline.enqueue);
+    row.baseline_time = t.complete;
+    row.baseline_host_time = t.host;
+    row.baseline_device_time = t.device;
+  } else if (baseline.blocking) {
+    row.baseline_time = time_collective(ctx.mpi_comm, o.warmup, o.iters, baseline.blocking);
+  }
   if (o.overlap) {
-    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, [&] { c.run(ctx, buffers); }, o.overlap_sleep);
+    const OverlapMethod method = streams.compute ? stream_overlap(call, *streams.compute)
+                                                 : host_overlap([&] { c.run(ctx, buffers); }, o.overlap_sleep);
+    row.overlap = measure_overlap(ctx.mpi_comm, o.warmup, o.iters, call, method);
     if (simulated) row.overlap->percent.reset();  // a simulator's times say nothing about a GPU's overlap
   }
   fill_bandwidths(row, bus_factor);
@@ -236,6 +272,12 @@ int run(const Options& o, const World& w) {
     cuda::set_device(cuda_run.device);
     cuda_run.memory = cuda::device_memory(cuda_run.device);
   }
+  Streams streams;
+  if (o.stream_ordered) {
+    streams.call = cuda::device_stream(cuda_run.device);
+    if (o.baseline == Baseline::nccl) streams.baseline = cuda::device_stream(cuda_run.device);
+    if (o.overlap) streams.compute = cuda::device_stream(cuda_run.device);
+  }
   // Rank 0's outputs, opened now that the run will happen (past the usage
   // checks and the CUDA skips), so that a file that cannot be created fails
   // the run in seconds rather than after the sweep.
@@ -278,8 +320,9 @@ int run(const Options& o, const World& w) {
   // As strata decides it: the flag, or the environment (session.cpp).
   const char* thread_env = std::getenv("STRATA_PROGRESS_THREAD");
   info.progress_thread = o.progress_thread || (thread_env && std::string(thread_env) == "1");
+  info.stream_ordered = o.stream_ordered;
   info.overlap = o.overlap;
-  if (o.overlap) info.overlap_compute = o.overlap_sleep ? "sleep" : "spin";
+  if (o.overlap) info.overlap_compute = o.stream_ordered ? "busy_kernel" : o.overlap_sleep ? "sleep" : "spin";
   if (o.collective == CollectiveKind::batch)
     info.packing = o.num_packs > 0        ? fmt::format("num_packs={}", o.num_packs)
                    : o.bytes_per_pack > 0 ? fmt::format("bytes_per_pack={}", o.bytes_per_pack)
@@ -302,13 +345,19 @@ int run(const Options& o, const World& w) {
                   cuda_run.memory.get(), layout, o.offset);
   const Pattern pattern(o.dtype, o.op, w.size, c.reduces ? -1 : o.root);
   Context ctx{comm, mpi_comm, o.op, o.root,
-              strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack, .timeout_seconds = o.timeout_seconds},
+              strata::CommunicationOptions{.bytes_per_pack = o.bytes_per_pack,
+                                           .timeout_seconds = o.timeout_seconds,
+                                           .stream = streams.call ? streams.call->handle() : nullptr},
               strata::PackingOptions{.num_packs = o.num_packs}};
   std::unique_ptr<NcclBaseline> nccl;
   if (o.baseline == Baseline::nccl) nccl = cuda::nccl_baseline(mpi_comm, cuda_run.device);
-  std::function<void()> baseline;
-  if (o.baseline == Baseline::mpi) baseline = [&] { c.run_baseline(ctx, buffers); };
-  if (o.baseline == Baseline::nccl) baseline = [&] { nccl->run(o.collective, ctx, buffers); };
+  BaselineCall baseline;
+  if (o.baseline == Baseline::mpi) baseline.blocking = [&] { c.run_baseline(ctx, buffers); };
+  if (o.baseline == Baseline::nccl) baseline.blocking = [&] { nccl->run(o.collective, ctx, buffers); };
+  if (o.baseline == Baseline::nccl && streams.baseline) {
+    baseline.enqueue = [&] { nccl->enqueue(o.collective, ctx, buffers, streams.baseline->handle()); };
+    baseline.stream = streams.baseline.get();
+  }
 
   if (w.rank == 0) print_header(table, info);
   std::vector<std::size_t> row_bytes;
@@ -321,7 +370,8 @@ int run(const Options& o, const World& w) {
   const std::size_t nrows = sweep ? counts.size() : 1;
   for (std::size_t k = 0; k < nrows; ++k) {
     if (sweep) buffers.set_count(counts[k]);
-    rows.push_back(measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, info.simulated(), baseline));
+    rows.push_back(
+        measure(c, ctx, buffers, pattern, o, w, spec, info.bus_factor, info.simulated(), baseline, streams));
     if (w.rank == 0) {
       progress.finish();
       print_row(table, info, rows.back());

@@ -1,5 +1,6 @@
 // --baseline nccl, inside strata-bench-cuda.so: one NCCL communicator of
-// the whole job, on the rank's device, with its own stream.
+// the whole job, on the rank's device, with its own stream for the blocking
+// baseline; the stream-ordered one enqueues on the stream it is given.
 #include "nccl_baseline.hpp"
 
 #include <cuda_runtime_api.h>
@@ -72,8 +73,12 @@ class NcclComm final : public NcclBaseline {
  public:
   NcclComm(MPI_Comm comm, int device);
   void run(CollectiveKind kind, const Context& ctx, Buffers& b) override;
+  void enqueue(CollectiveKind kind, const Context& ctx, Buffers& b, strata::StreamHandle stream) override;
 
  private:
+  // The calls of `kind` on `stream`; `each_tensor`: a batch synchronises
+  // `stream` after each tensor's call (the blocking baseline).
+  void issue(CollectiveKind kind, const Context& ctx, Buffers& b, cudaStream_t stream, bool each_tensor);
   NcclResources r_;
 };
 
@@ -95,51 +100,60 @@ NcclComm::NcclComm(MPI_Comm comm, int device) {
 }
 
 void NcclComm::run(CollectiveKind kind, const Context& ctx, Buffers& b) {
+  issue(kind, ctx, b, r_.stream, true);
+  check_cuda(cudaStreamSynchronize(r_.stream), "cudaStreamSynchronize");
+}
+
+void NcclComm::enqueue(CollectiveKind kind, const Context& ctx, Buffers& b, strata::StreamHandle stream) {
+  issue(kind, ctx, b, static_cast<cudaStream_t>(stream), false);
+}
+
+void NcclComm::issue(CollectiveKind kind, const Context& ctx, Buffers& b, cudaStream_t stream, bool each_tensor) {
   const ncclRedOp_t op = nccl_op(ctx.op);
   auto count = [](const strata::Tensor& t) { return t.count; };
   switch (kind) {
     case CollectiveKind::all_reduce: {
       const auto& in = b.in()[0];
-      check_nccl(ncclAllReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, r_.comm, r_.stream),
+      check_nccl(ncclAllReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, r_.comm, stream),
                  "ncclAllReduce");
       break;
     }
     case CollectiveKind::reduce: {
       // recvbuff is only written on the root; send == recv there is NCCL's in place.
       const auto& in = b.in()[0];
-      check_nccl(ncclReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, ctx.root, r_.comm, r_.stream),
+      check_nccl(ncclReduce(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), op, ctx.root, r_.comm, stream),
                  "ncclReduce");
       break;
     }
     case CollectiveKind::broadcast: {
       const auto& t = b.in()[0];
-      check_nccl(ncclBroadcast(t.data, t.data, count(t), nccl_type(t.dtype), ctx.root, r_.comm, r_.stream),
+      check_nccl(ncclBroadcast(t.data, t.data, count(t), nccl_type(t.dtype), ctx.root, r_.comm, stream),
                  "ncclBroadcast");
       break;
     }
     case CollectiveKind::reduce_scatter: {
       const auto& in = b.in()[0];
       check_nccl(ncclReduceScatter(in.data, b.out()[0].data, count(b.out()[0]), nccl_type(in.dtype), op, r_.comm,
-                                   r_.stream),
+                                   stream),
                  "ncclReduceScatter");
       break;
     }
     case CollectiveKind::all_gather: {
       const auto& in = b.in()[0];
-      check_nccl(ncclAllGather(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), r_.comm, r_.stream),
+      check_nccl(ncclAllGather(in.data, b.out()[0].data, count(in), nccl_type(in.dtype), r_.comm, stream),
                  "ncclAllGather");
       break;
     }
     case CollectiveKind::batch:
-      // What a framework without a batching library does: one blocking call
-      // per tensor, in place, as the MPI baseline does.
+      // What a framework without a batching library does: one call per
+      // tensor, in place, as the MPI baseline does; blocking, each waited
+      // for, or stream-ordered, one after the other on the stream.
       for (const auto& t : b.in()) {
-        check_nccl(ncclAllReduce(t.data, t.data, count(t), nccl_type(t.dtype), op, r_.comm, r_.stream), "ncclAllReduce");
-        check_cuda(cudaStreamSynchronize(r_.stream), "cudaStreamSynchronize");
+        check_nccl(ncclAllReduce(t.data, t.data, count(t), nccl_type(t.dtype), op, r_.comm, stream), "ncclAllReduce");
+        if (each_tensor) check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       }
-      return;
+      break;
   }
-  check_cuda(cudaStreamSynchronize(r_.stream), "cudaStreamSynchronize");
 }
 
 }  // namespace

@@ -27,6 +27,14 @@ class NcclBaseline {
   // ncclAvg is not what strata computes; the communication is the same).
   // Throws std::runtime_error on a CUDA or NCCL error.
   virtual void run(CollectiveKind kind, const Context& ctx, Buffers& b) = 0;
+
+  // The same calls enqueued on `stream` (a stream of the baseline's device,
+  // cuda::DeviceStream::handle()), returning as soon as NCCL has enqueued
+  // them, with no synchronisation (batch: every tensor's ncclAllReduce, one
+  // after the other): what a stream-ordered program calls, for
+  // --stream-ordered's side-by-side host and device times. Throws
+  // std::runtime_error on a CUDA or NCCL error.
+  virtual void enqueue(CollectiveKind kind, const Context& ctx, Buffers& b, strata::StreamHandle stream) = 0;
 };
 
 namespace cuda {

@@ -231,8 +231,9 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
       ("num-packs", po::value(&num_packs)->default_value(num_packs), "with --collective batch: PackingOptions::num_packs (0 = use bytes_per_pack)")
       ("form", po::value(&form)->default_value(form), "how strata's call is made in the timed loop: blocking | nonblocking (iall_reduce etc., then Request::wait) | persistent (all_reduce_init etc. once per size, then start + wait per call; not for batch)")
       ("progress-thread", po::bool_switch(&o.progress_thread), "Config::progress_thread: started requests may run on the communicator's progress thread (strata/request.hpp)")
-      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns")
-      ("overlap-compute", po::value(&overlap_compute)->default_value(overlap_compute), "with --overlap: spin (a CPU-bound loop, default) | sleep (the core stays free, as for a host thread waiting on its GPU or on I/O)");
+      ("stream-ordered", po::bool_switch(&o.stream_ordered), "with --memory cuda: every strata call gets a CUDA stream (CommunicationOptions::stream) and returns once enqueued; adds each call's host time (until it returns) and device time (events on the stream), and the NCCL baseline's")
+      ("overlap", po::bool_switch(&o.overlap), "with --form nonblocking or persistent: per size, the share of the call a CPU-bound computation hides (OSU's osu_iallreduce method): pure, compute, total and overlap columns; with --stream-ordered: the share a GPU kernel on another stream hides (comm, compute, both and overlap columns)")
+      ("overlap-compute", po::value(&overlap_compute)->default_value(overlap_compute), "with --overlap and a started form: spin (a CPU-bound loop, default) | sleep (the core stays free, as for a host thread waiting on its GPU or on I/O)");
   po::options_description compare("Comparison and output", 100);
   compare.add_options()
       ("baseline", po::value(&baseline), "mpi: also time MPI_Allreduce / MPI_Reduce / MPI_Bcast on the same buffers, same run; nccl (with --memory cuda): ncclAllReduce / ncclReduce / ncclBroadcast")
@@ -282,6 +283,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
              "  mpirun -np 2 strata-bench --collective batch --model resnet50 --baseline mpi\n"
              "  mpirun -np 2 strata-bench -b 1M -e 64M --form nonblocking --overlap --progress-thread\n"
              "  mpirun -np 1 strata-bench -m cuda -a nccl --baseline nccl -b 8 -e 64K\n"
+             "  mpirun -np 2 strata-bench -m cuda --stream-ordered --baseline nccl -b 8 -e 64K\n"
+             "  mpirun -np 2 strata-bench -m cuda --stream-ordered --overlap -b 1M -e 64M\n"
              "See docs/BENCHMARKING.md for the columns and what is timed.\n";
       *help_text = out.str();
     }
@@ -319,12 +322,24 @@ std::optional<Options> parse_options(int argc, char** argv, std::string* help_te
   if (o.form == Form::persistent && o.collective == CollectiveKind::batch)
     throw UsageError("--form persistent with --collective batch: strata has no persistent batch_all_reduce (use "
                      "--form nonblocking: ibatch_all_reduce)");
-  if (o.overlap && o.form == Form::blocking)
-    throw UsageError("--overlap needs a started call to overlap: add --form nonblocking or --form persistent");
+  if (o.stream_ordered && o.memory != strata::Memory::cuda)
+    throw UsageError("--stream-ordered: a stream-ordered call takes CUDA tensors and a CUDA stream; add --memory cuda");
+  if (o.stream_ordered && o.form != Form::blocking)
+    throw UsageError(fmt::format("--stream-ordered with --form {}: a stream-ordered call is the blocking call given a "
+                                 "stream, which returns once enqueued; drop --form {} (or --stream-ordered to time "
+                                 "the request)",
+                                 to_string(o.form), to_string(o.form)));
+  if (o.overlap && o.form == Form::blocking && !o.stream_ordered)
+    throw UsageError("--overlap needs a started call to overlap: add --form nonblocking or --form persistent (a host "
+                     "computation between start and wait), or --memory cuda --stream-ordered (a GPU kernel on another "
+                     "stream)");
   if (overlap_compute != "spin" && overlap_compute != "sleep")
     throw UsageError(fmt::format("--overlap-compute = '{}' is not one of: spin, sleep", overlap_compute));
   if (!vm["overlap-compute"].defaulted() && !o.overlap)
     throw UsageError("--overlap-compute only applies to --overlap");
+  if (!vm["overlap-compute"].defaulted() && o.stream_ordered)
+    throw UsageError("--overlap-compute chooses the host computation of a started form; with --stream-ordered the "
+                     "computation is a GPU kernel (strata::bench::busy_kernel): drop --overlap-compute");
   o.overlap_sleep = overlap_compute == "sleep";
   if (o.collective == CollectiveKind::batch) {
     if (o.model.empty()) throw UsageError(fmt::format("--collective batch needs --model ({})", model_names()));

@@ -50,8 +50,15 @@ struct Options {
   Baseline baseline = Baseline::none;
   Form form = Form::blocking;
   bool progress_thread = false;  // Config::progress_thread
-  // Per size, how much of a started call a computation hides (OSU's
-  // osu_iallreduce method): started forms only.
+  // --memory cuda: every call of strata's gets a CUDA stream of the bench's
+  // (CommunicationOptions::stream) and returns once its work is enqueued;
+  // the bench times the call's host cost and its device time (events on
+  // that stream). The blocking form only.
+  bool stream_ordered = false;
+  // Per size, how much of a call a computation hides: with a started form,
+  // a host computation between start and wait (OSU's osu_iallreduce
+  // method); with --stream-ordered, strata::bench::busy_kernel on another
+  // stream of the device.
   bool overlap = false;
   // --overlap's computation: a CPU-bound loop (spin), or a sleep that
   // leaves the core free, as a host thread waiting on its GPU or on I/O does.

@@ -21,6 +21,16 @@ std::optional<double> Row::overhead_us() const {
   return time.median_us - baseline_time->median_us;
 }
 
+std::optional<double> Row::host_overhead_us() const {
+  if (simulated || !host_time || !baseline_host_time) return std::nullopt;
+  return host_time->median_us - baseline_host_time->median_us;
+}
+
+std::optional<double> Row::device_overhead_us() const {
+  if (simulated || !device_time || !baseline_device_time) return std::nullopt;
+  return device_time->median_us - baseline_device_time->median_us;
+}
+
 std::optional<double> staged_fraction(const std::vector<Row>& rows, const Summary& summary) {
   if (rows.empty() || !rows.back().algbw || !summary.d2h_gbps || !summary.h2d_gbps) return std::nullopt;
   const double slower = std::min(*summary.d2h_gbps, *summary.h2d_gbps);
@@ -99,6 +109,7 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
       {"packing", info.packing},
       {"form", info.form},
       {"progress_thread", info.progress_thread},
+      {"stream_ordered", info.stream_ordered},
       {"overlap", info.overlap},
       {"overlap_compute", info.overlap ? nlohmann::json(info.overlap_compute) : nlohmann::json(nullptr)},
       {"bus_factor", info.bus_factor_formula},
@@ -117,15 +128,38 @@ std::string json_text(const RunInfo& info, const std::vector<Row>& rows, const S
                           {"algorithm", r.algorithm}, {"time", timing_json(r.time)}, {"time_us", r.time.median_us},
                           {"algbw", or_null(r.algbw)}, {"busbw", or_null(r.busbw)},
                           {"wrong", r.wrong ? nlohmann::json(*r.wrong) : nlohmann::json(nullptr)}};
+    if (r.host_time) {
+      row["host_time"] = timing_json(*r.host_time);
+      row["host_us"] = r.host_time->median_us;
+    }
+    if (r.device_time) {
+      row["device_time"] = timing_json(*r.device_time);
+      row["device_us"] = r.device_time->median_us;
+    }
     if (r.baseline_time) {
       row["baseline"] = {{"time", timing_json(*r.baseline_time)},
                          {"time_us", r.baseline_time->median_us},
                          {"algbw", or_null(r.baseline_algbw)},
                          {"busbw", or_null(r.baseline_busbw)}};
+      if (r.baseline_host_time) {
+        row["baseline"]["host_time"] = timing_json(*r.baseline_host_time);
+        row["baseline"]["host_us"] = r.baseline_host_time->median_us;
+      }
+      if (r.baseline_device_time) {
+        row["baseline"]["device_time"] = timing_json(*r.baseline_device_time);
+        row["baseline"]["device_us"] = r.baseline_device_time->median_us;
+      }
       row["ratio"] = or_null(r.ratio());
       row["overhead_us"] = or_null(r.overhead_us());
+      if (r.host_time && r.baseline_host_time) row["host_overhead_us"] = or_null(r.host_overhead_us());
+      if (r.device_time && r.baseline_device_time) row["device_overhead_us"] = or_null(r.device_overhead_us());
     }
-    if (r.overlap) {
+    if (r.overlap && info.stream_overlap()) {
+      row["t_comm_us"] = r.overlap->pure.median_us;
+      row["t_compute_us"] = r.overlap->compute.median_us;
+      row["t_both_us"] = r.overlap->total.median_us;
+      row["overlap_pct"] = or_null(r.overlap->percent);
+    } else if (r.overlap) {
       row["t_pure_us"] = r.overlap->pure.median_us;
       row["t_compute_us"] = r.overlap->compute.median_us;
       row["t_total_us"] = r.overlap->total.median_us;
@@ -152,7 +186,8 @@ std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
   std::string text =
       "collective,ranks,dtype,op,root,algorithm,bytes,count,tensors,time_us,algbw,busbw,wrong,"
       "baseline_time_us,baseline_busbw,ratio,overhead_us,simulated,form,progress_thread,"
-      "t_pure_us,t_compute_us,t_total_us,overlap_pct\n";
+      "t_pure_us,t_compute_us,t_total_us,overlap_pct,stream_ordered,host_us,device_us,baseline_host_us,"
+      "baseline_device_us,host_overhead_us,t_comm_us,t_both_us\n";
   for (const auto& r : rows) {
     text += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},", info.collective, info.ranks, info.dtype, info.op,
                         info.root, r.algorithm, r.bytes, r.count, r.tensors, r.time.median_us, csv_number(r.algbw, 4),
@@ -163,11 +198,26 @@ std::string csv_text(const RunInfo& info, const std::vector<Row>& rows) {
     else
       text += ",,,";
     text += fmt::format(",{},{},{},", r.simulated ? 1 : 0, info.form, info.progress_thread ? 1 : 0);
+    // With --stream-ordered the overlap's first and third times are T_comm
+    // and T_both, in columns of their own; pure and total stay empty.
+    const bool stream_overlap = r.overlap && info.stream_overlap();
     if (r.overlap)
-      text += fmt::format("{:.3f},{:.3f},{:.3f},{}\n", r.overlap->pure.median_us, r.overlap->compute.median_us,
-                          r.overlap->total.median_us, csv_number(r.overlap->percent, 2));
+      text += fmt::format("{},{:.3f},{},{}", stream_overlap ? "" : fmt::format("{:.3f}", r.overlap->pure.median_us),
+                          r.overlap->compute.median_us,
+                          stream_overlap ? "" : fmt::format("{:.3f}", r.overlap->total.median_us),
+                          csv_number(r.overlap->percent, 2));
     else
-      text += ",,,\n";
+      text += ",,,";
+    auto median = [](const std::optional<Timing>& t) {
+      return t ? std::optional<double>(t->median_us) : std::nullopt;
+    };
+    text += fmt::format(",{},{},{},{},{},{},", info.stream_ordered ? 1 : 0, csv_number(median(r.host_time), 3),
+                        csv_number(median(r.device_time), 3), csv_number(median(r.baseline_host_time), 3),
+                        csv_number(median(r.baseline_device_time), 3), csv_number(r.host_overhead_us(), 3));
+    if (stream_overlap)
+      text += fmt::format("{:.3f},{:.3f}\n", r.overlap->pure.median_us, r.overlap->total.median_us);
+    else
+      text += ",\n";
   }
   return text;
 }

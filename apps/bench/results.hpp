@@ -39,19 +39,26 @@ struct RunInfo {
   // Config::progress_thread as the communicator got it: --progress-thread
   // or STRATA_PROGRESS_THREAD=1.
   bool progress_thread = false;
+  // --stream-ordered: strata's calls get a stream and return once enqueued;
+  // rows have host and device times.
+  bool stream_ordered = false;
   bool overlap = false;  // --overlap: every row has one
-  std::string overlap_compute;  // --overlap: "spin" or "sleep"
+  // --overlap: "spin" or "sleep" (a started form's host computation), or
+  // "busy_kernel" (--stream-ordered: strata::bench::busy_kernel).
+  std::string overlap_compute;
+  bool stream_overlap() const { return overlap && overlap_compute == "busy_kernel"; }
   // --collective batch only.
   std::string model, model_source;
   std::size_t model_tensors = 0, model_parameters = 0;
 };
 
-// --overlap's figures for one size (overlap.hpp says how they are measured).
+// --overlap's figures for one size (overlap.hpp says how they are
+// measured). With --stream-ordered, `pure` is T_comm and `total` T_both.
 struct Overlap {
-  Timing pure;     // the blocking call
-  Timing compute;  // the calibrated computation alone
-  Timing total;    // start, computation, wait
-  // max(0, 100 x (1 - (total - compute) / pure)), at most 100; nullopt on a
+  Timing pure;     // the blocking call (stream-ordered: the call, then its stream waited for)
+  Timing compute;  // the computation alone (stream-ordered: the busy kernel, waited for)
+  Timing total;    // start, computation, wait (stream-ordered: kernel, call, both waited for)
+  // The method's formula (overlap.hpp), in [0, 100]; nullopt on a
   // simulated device (its times say nothing about overlap on a GPU).
   std::optional<double> percent;
 };
@@ -60,11 +67,19 @@ struct Row {
   std::size_t bytes = 0, count = 0, tensors = 1;
   std::string algorithm;  // what strata ran for this size
   bool simulated = false;  // timed on a simulated device: no speed figure below
+  // The call's time (stream-ordered: until its stream has drained; see
+  // stream_timing.hpp).
   Timing time;
+  // --stream-ordered: the call until it returns, and the device's time
+  // between events around it on its stream.
+  std::optional<Timing> host_time, device_time;
   // GB/s (1e9 bytes/s); nullopt on a simulated device (fill_bandwidths).
   std::optional<double> algbw, busbw;
   std::optional<std::size_t> wrong;  // nullopt when --check 0
   std::optional<Timing> baseline_time;
+  // --stream-ordered with --baseline nccl: the NCCL calls enqueued on a
+  // stream, timed as strata's are.
+  std::optional<Timing> baseline_host_time, baseline_device_time;
   std::optional<double> baseline_algbw, baseline_busbw;
   std::optional<Overlap> overlap;  // --overlap only
 
@@ -75,6 +90,11 @@ struct Row {
   // call over the raw call (negative: strata is faster). nullopt without a
   // baseline or on a simulated device.
   std::optional<double> overhead_us() const;
+  // The same for the host time and the device time (--stream-ordered with
+  // --baseline nccl): what strata's call costs the host, and the device,
+  // beyond the raw call's. nullopt without both or on a simulated device.
+  std::optional<double> host_overhead_us() const;
+  std::optional<double> device_overhead_us() const;
 };
 
 struct Summary {

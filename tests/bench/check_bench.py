@@ -25,15 +25,25 @@ the JSON, '-' in the table, no "GB/s" figure on stdout, and the table's
 "simulated device: no bandwidth" note); a real one must have the bandwidth
 columns consistent with the times.
 
-The JSON and the table must report `--form`, `--progress-thread` and
-`--overlap` as given; with `--overlap` every row has finite t_pure_us,
-t_compute_us and t_total_us and an overlap_pct within [0, 100] that equals
-max(0, 100 x (1 - (total - compute) / pure)) clamped at 100 (null on a
-simulated device).
+The JSON and the table must report `--form`, `--progress-thread`,
+`--stream-ordered` and `--overlap` as given; with `--overlap` every row has
+finite t_pure_us, t_compute_us and t_total_us and an overlap_pct within
+[0, 100] that equals max(0, 100 x (1 - (total - compute) / pure)) clamped
+at 100, or with `--stream-ordered` t_comm_us, t_compute_us and t_both_us and
+an overlap_pct equal to 100 x (comm + compute - both) / min(comm, compute)
+clamped to [0, 100] (null on a simulated device). With `--stream-ordered`
+every row has host and device times (finite; the host time, the call until
+it returns, never above the row's time, which includes it), and so has a
+`--baseline nccl`'s, with host_overhead_us and device_overhead_us the
+differences (null on a simulated device); without it no row has them.
 
 Prefix an argument with `env:` to set an environment variable instead
 (`env:STRATA_BENCH_CORRUPT=1`), or with `msg:` to require that text in the
-output (`msg:not CUDA-aware`). No timing is asserted: only structure,
+output (`msg:not CUDA-aware`). `--each-rank-through PROGRAM` (two
+arguments) starts every rank through PROGRAM, placed between mpirun and
+strata-bench: scripts/gpu/per_rank_host.sh gives each rank an NCCL_HOSTID
+of its own, so that NCCL runs with the ranks sharing a machine's one GPU
+(the GPU bundle carries the script, and gpu-check runs these tests so). No timing is asserted: only structure,
 arithmetic between columns and correctness.
 """
 import re
@@ -64,7 +74,8 @@ def check_no_bandwidth(doc, table):
         fail(f"simulated, but the device is named {doc.get('simulated_device')!r}")
     claims = []
     for row in doc["rows"]:
-        claims += [f"row {row['bytes']}: {k}" for k in ("algbw", "busbw", "ratio", "overhead_us")
+        claims += [f"row {row['bytes']}: {k}"
+                   for k in ("algbw", "busbw", "ratio", "overhead_us", "host_overhead_us", "device_overhead_us")
                    if row.get(k) is not None]
         claims += [f"row {row['bytes']}: baseline {k}" for k in ("algbw", "busbw")
                    if row.get("baseline", {}).get(k) is not None]
@@ -92,47 +103,128 @@ def flag_value(args, flag, default):
     return value
 
 
+def finite(value, positive=True):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (value > 0 if positive else value >= 0))
+
+
+def check_timing(where, timing, positive=True):
+    """A {median_us, min_us, max_us} object: finite, min <= median <= max."""
+    if not isinstance(timing, dict) or not all(finite(timing.get(k), positive) for k in ("median_us", "min_us", "max_us")):
+        fail(f"{where}: {timing!r} is not a finite timing")
+    if not timing["min_us"] <= timing["median_us"] <= timing["max_us"]:
+        fail(f"{where}: min {timing['min_us']}, median {timing['median_us']}, max {timing['max_us']} out of order")
+
+
+def check_stream_ordered(doc, args, table):
+    """--stream-ordered: host and device times on every row (and on an NCCL
+    baseline's), the host time within the row's time; none without it."""
+    stream_ordered = "--stream-ordered" in args
+    keys = ("host_time", "host_us", "device_time", "device_us")
+    nccl = doc["baseline"] is not None and flag_value(args, "--baseline", "") == "nccl"
+    for row in doc["rows"]:
+        where = f"row {row['bytes']}"
+        present = [k for k in keys + ("host_overhead_us", "device_overhead_us") if k in row]
+        present += [f"baseline {k}" for k in keys if k in row.get("baseline", {})]
+        if not stream_ordered:
+            if present:
+                fail(f"{where}: {present} without --stream-ordered")
+            continue
+        check_timing(f"{where} host_time", row.get("host_time"))
+        # The device's events may be closer together than their resolution.
+        check_timing(f"{where} device_time", row.get("device_time"), positive=False)
+        if row["host_us"] != row["host_time"]["median_us"] or row["device_us"] != row["device_time"]["median_us"]:
+            fail(f"{where}: host_us / device_us are not their timings' medians")
+        # Each iteration's time runs from before the call to after the
+        # stream drained, so it holds the call's host time: per rank, then
+        # per iteration's slowest rank, then in the median.
+        if row["host_us"] > row["time_us"] * (1 + 1e-9):
+            fail(f"{where}: host time {row['host_us']} us above the call's whole time {row['time_us']} us")
+        if nccl:
+            base = row["baseline"]
+            check_timing(f"{where} baseline host_time", base.get("host_time"))
+            check_timing(f"{where} baseline device_time", base.get("device_time"), positive=False)
+            if base["host_us"] > base["time_us"] * (1 + 1e-9):
+                fail(f"{where}: the baseline's host time {base['host_us']} us above its whole time {base['time_us']} us")
+            for key, mine, theirs in (("host_overhead_us", "host_us", "host_us"),
+                                      ("device_overhead_us", "device_us", "device_us")):
+                if key not in row:
+                    fail(f"{where}: --stream-ordered --baseline nccl, but no {key}")
+                if doc["simulated"]:
+                    continue  # check_no_bandwidth wants it null
+                if not math.isclose(row[key], row[mine] - base[theirs], rel_tol=1e-9, abs_tol=1e-9):
+                    fail(f"{where}: {key} {row[key]} != {row[mine]} - {base[theirs]}")
+    if stream_ordered:
+        if not re.search(r"^#.*\btime\s+algbw\s+busbw\s+#wrong\s+host\s+device\b", table, re.M):
+            fail("--stream-ordered, but the table has no 'host device' columns after #wrong")
+        if not re.search(r"^# stream-ordered: time = ", table, re.M):
+            fail("--stream-ordered, but the table's header does not say how the calls are timed")
+        if nccl and not re.search(r"\bnccl host\s+nccl dev\b", table):
+            fail("--stream-ordered --baseline nccl, but the table has no 'nccl host nccl dev' columns")
+        smallest = doc["rows"][0]
+        said = "# host cost per call  :" in table
+        if said == doc["simulated"]:
+            fail(f"the table {'claims' if said else 'lacks'} a host cost per call on a "
+                 f"{'simulated' if doc['simulated'] else 'real'} device")
+        if said and f"at {smallest['bytes']} B" not in table:
+            fail("the host cost line does not name the smallest size")
+
+
 def check_form(doc, args, env, table):
-    """The form, progress thread and overlap flags are reported as given, in
-    the JSON and the table's header; with --overlap every row has the four
-    overlap columns, finite, and the overlap follows from the three times
-    (clamped to [0, 100]). No timing is judged."""
+    """The form, progress thread, stream-ordered and overlap flags are
+    reported as given, in the JSON and the table's header; with --overlap
+    every row has the four overlap columns, finite, and the overlap follows
+    from the three times by the method's formula (clamped to [0, 100]). No
+    timing is judged."""
     form = flag_value(args, "--form", "blocking")
     progress_thread = "--progress-thread" in args or env.get("STRATA_PROGRESS_THREAD") == "1"
+    stream_ordered = "--stream-ordered" in args
     overlap = "--overlap" in args
-    overlap_compute = flag_value(args, "--overlap-compute", "spin") if overlap else None
-    for key, want in (("form", form), ("progress_thread", progress_thread), ("overlap", overlap),
-                      ("overlap_compute", overlap_compute)):
+    overlap_compute = (("busy_kernel" if stream_ordered else flag_value(args, "--overlap-compute", "spin"))
+                       if overlap else None)
+    for key, want in (("form", form), ("progress_thread", progress_thread), ("stream_ordered", stream_ordered),
+                      ("overlap", overlap), ("overlap_compute", overlap_compute)):
         if doc.get(key) != want:
             fail(f"the JSON's {key!r} is {doc.get(key)!r}, the command line asked for {want!r}")
     header = f"# form {form}: "
     if not any(line.startswith(header) and line.endswith(f"progress thread {'on' if progress_thread else 'off'}")
                for line in table.splitlines()):
         fail(f"the table's header has no '{header}...; progress thread {'on' if progress_thread else 'off'}' line")
-    keys = ("t_pure_us", "t_compute_us", "t_total_us", "overlap_pct")
+    check_stream_ordered(doc, args, table)
+    host_keys = ("t_pure_us", "t_compute_us", "t_total_us", "overlap_pct")
+    stream_keys = ("t_comm_us", "t_compute_us", "t_both_us", "overlap_pct")
+    keys = stream_keys if stream_ordered else host_keys
     for row in doc["rows"]:
-        present = [k for k in keys if k in row]
+        present = [k for k in set(host_keys + stream_keys) if k in row]
         if not overlap:
             if present:
                 fail(f"row {row['bytes']}: {present} without --overlap")
             continue
-        if len(present) != len(keys):
-            fail(f"row {row['bytes']}: --overlap, but the row has only {present}")
+        if sorted(present) != sorted(keys):
+            fail(f"row {row['bytes']}: --overlap{' --stream-ordered' if stream_ordered else ''} wants {keys}, "
+                 f"the row has {present}")
         for k in keys[:3]:
-            if not isinstance(row[k], (int, float)) or not math.isfinite(row[k]) or row[k] <= 0:
+            if not finite(row[k]):
                 fail(f"row {row['bytes']}: {k} = {row[k]!r}, not a finite positive time")
         if doc["simulated"]:
             if row["overlap_pct"] is not None:
                 fail(f"row {row['bytes']}: a simulated device, yet overlap_pct = {row['overlap_pct']}")
             continue
         pct = row["overlap_pct"]
-        if not isinstance(pct, (int, float)) or not math.isfinite(pct) or not 0 <= pct <= 100:
+        if not finite(pct, positive=False) or not 0 <= pct <= 100:
             fail(f"row {row['bytes']}: overlap_pct = {pct!r}, not within [0, 100]")
-        want = min(100.0, max(0.0, 100 * (1 - (row["t_total_us"] - row["t_compute_us"]) / row["t_pure_us"])))
+        if stream_ordered:
+            comm, compute, both = row["t_comm_us"], row["t_compute_us"], row["t_both_us"]
+            want = min(100.0, max(0.0, 100 * (comm + compute - both) / min(comm, compute)))
+            formula = "100 x (comm + compute - both) / min(comm, compute)"
+        else:
+            want = min(100.0, max(0.0, 100 * (1 - (row["t_total_us"] - row["t_compute_us"]) / row["t_pure_us"])))
+            formula = "max(0, 100 x (1 - (total - compute) / pure))"
         if not math.isclose(pct, want, rel_tol=1e-9, abs_tol=1e-9):
-            fail(f"row {row['bytes']}: overlap_pct {pct} != max(0, 100 x (1 - (total - compute) / pure)) = {want}")
-    if overlap and not re.search(r"^#.*\bpure\s+compute\s+total\s+overlap\s*$", table, re.M):
-        fail("--overlap, but the table has no 'pure compute total overlap' columns")
+            fail(f"row {row['bytes']}: overlap_pct {pct} != {formula} = {want}")
+    columns = r"\bcomm\s+compute\s+both\s+overlap\s*$" if stream_ordered else r"\bpure\s+compute\s+total\s+overlap\s*$"
+    if overlap and not re.search(r"^#.*" + columns, table, re.M):
+        fail(f"--overlap, but the table has no '{' '.join(keys[:3])} overlap' columns")
 
 
 def check_rows(doc, expect_wrong):
@@ -227,8 +319,12 @@ def main():
     env = dict(os.environ)
     args = []
     messages = []
-    for a in sys.argv[5:]:
-        if a.startswith("env:"):
+    wrapper = []
+    rest = iter(sys.argv[5:])
+    for a in rest:
+        if a == "--each-rank-through":
+            wrapper = [next(rest, None) or fail("--each-rank-through needs a program")]
+        elif a.startswith("env:"):
             key, _, value = a[4:].partition("=")
             env[key] = value
         elif a.startswith("msg:"):
@@ -237,7 +333,8 @@ def main():
             args.append(a)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
-        command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", bench, "--no-progress", "-J", out, *args]
+        command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", *wrapper, bench, "--no-progress", "-J", out,
+                   *args]
         if expect in ("ok-or-skip", "wrong-or-skip", "usage", "write-error"):
             command = per_rank_status(command, bench)
         print("+", " ".join(command), flush=True)

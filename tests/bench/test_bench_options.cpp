@@ -152,6 +152,14 @@ TEST_CASE("combinations that cannot run") {
       {{"--baseline", "mpi", "-d", "bf16"}, "--baseline mpi with --datatype bf16"},
       {{"--overlap"}, "--overlap needs a started call"},
       {{"--overlap", "--form", "blocking"}, "--overlap needs a started call"},
+      {{"--overlap", "-m", "cuda"}, "or --memory cuda --stream-ordered"},
+      {{"--stream-ordered"}, "--stream-ordered: a stream-ordered call takes CUDA tensors"},
+      {{"--stream-ordered", "--overlap"}, "--stream-ordered: a stream-ordered call takes CUDA tensors"},
+      {{"-m", "cuda", "--stream-ordered", "--form", "nonblocking"}, "--stream-ordered with --form nonblocking"},
+      {{"-m", "cuda", "--stream-ordered", "--form", "persistent"}, "--stream-ordered with --form persistent"},
+      {{"-m", "cuda", "--stream-ordered", "--overlap", "--overlap-compute", "spin"},
+       "--overlap-compute chooses the host computation"},
+      {{"-m", "cuda", "--stream-ordered", "--overlap-compute", "sleep"}, "--overlap-compute only applies to --overlap"},
       {{"--form", "persistent", "--collective", "batch", "--model", "resnet50"},
        "--form persistent with --collective batch"},
       {{"--offset", "4096"}, "--offset = '4096': expected an integer from 0 to 4095"},
@@ -232,4 +240,26 @@ TEST_CASE("forms, the progress thread and overlap") {
   o = parse({"--progress-thread"});
   REQUIRE(o);
   CHECK(o->form == bench::Form::blocking);
+}
+
+TEST_CASE("stream-ordered calls and their overlap") {
+  auto o = parse({"-m", "cuda"});
+  REQUIRE(o);
+  CHECK_FALSE(o->stream_ordered);
+  o = parse({"-m", "cuda", "--stream-ordered"});
+  REQUIRE(o);
+  CHECK(o->stream_ordered);
+  CHECK(o->form == bench::Form::blocking);
+  CHECK_FALSE(o->overlap);
+  // The blocking form may be named; the overlap needs no started form.
+  o = parse({"-m", "cuda", "--stream-ordered", "--form", "blocking", "--overlap", "--baseline", "nccl"});
+  REQUIRE(o);
+  CHECK(o->stream_ordered);
+  CHECK(o->overlap);
+  CHECK(o->baseline == bench::Baseline::nccl);
+  // A started form on CUDA memory keeps the host computation.
+  o = parse({"-m", "cuda", "--form", "nonblocking", "--overlap", "--overlap-compute", "sleep"});
+  REQUIRE(o);
+  CHECK_FALSE(o->stream_ordered);
+  CHECK(o->overlap_sleep);
 }
