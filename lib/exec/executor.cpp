@@ -130,6 +130,9 @@ void Executor::run_host(const Call& call, const Ticket& ticket, const util::Dead
 
 gpu::Backend& Executor::gpu_backend() {
   health_.ensure_usable();
+  // strata's own thread must never break a graph the application captures
+  // on another thread meanwhile.
+  if (util::on_progress_thread()) gpu::relax_capture_checks();
   gpu::Backend& backend = gpu_.backend(comm_, *split_, rank_);
   if (!flights_)
     flights_ = std::make_unique<Flights>(

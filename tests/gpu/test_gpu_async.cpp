@@ -247,12 +247,14 @@ int stop_rank(int gpu, int stopped, double timeout) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == stopped) raise(SIGSTOP);  // mid-run, without a word
     const auto started = std::chrono::steady_clock::now();
-    Outcome got;
-    for (int i = 0; i < 1000 && got.type == "none"; ++i)
-      got = outcome([&] {
-        comm.all_reduce(data.tensor(gpu), data.tensor(gpu), ReduceOp::sum, on(stream, timeout));
-        comm.check();
-      });
+    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+    // With the call check the call itself finds the stopped rank; without
+    // it the call returns and the communicator finds it later (check()).
+    Outcome got = outcome([&] { comm.all_reduce(data.tensor(gpu), data.tensor(gpu), ReduceOp::sum, on(stream, timeout)); });
+    while (got.type == "none" && elapsed() < 10 * timeout + 30) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      got = outcome([&] { comm.check(); });
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (rank != stopped) {
       const bool named = got.type == "DeadlineExceeded" && got.named == std::vector<int>{stopped};
