@@ -13,6 +13,7 @@
 #include "exec/registry.hpp"
 #include "plan/spec.hpp"
 #include "topo/placement.hpp"
+#include "util/abandoned.hpp"
 #include "util/check.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
@@ -113,7 +114,7 @@ Session::~Session() {
   // MPI freed everything already once finalized; calling it now is erroneous.
   if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   topo::free_split(split_);
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // never throw from a destructor
+  util::free_comm(comm_);  // (kept where operations given up on still use it)
 }
 
 void Session::refuse(const InvalidArgument& error, const Call& call) {

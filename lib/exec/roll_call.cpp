@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/abandoned.hpp"
 #include "util/check.hpp"
 
 namespace strata::exec {
@@ -27,7 +28,7 @@ RollCall::RollCall(MPI_Comm comm, const std::atomic<std::uint64_t>* current_call
 RollCall::~RollCall() {
   // Never throws: a failure to free leaves nothing else to undo.
   int finalized = 0;
-  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) util::free_comm(comm_);
 }
 
 void RollCall::run() {

@@ -11,6 +11,7 @@
 #include "util/copy.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
+#include "util/abandoned.hpp"
 
 namespace strata::host {
 namespace {
@@ -88,6 +89,7 @@ void Transport::wait(Requests& requests) {
         STRATA_CHECK_MPI(MPI_Test(&requests.requests_[i], &done, MPI_STATUS_IGNORE));
         if (!done) pending.push_back(requests.peers_[i]);
       }
+      util::abandoned_operations_on(comm_);
       throw_deadline(pending);
     }
     backoff.pause();
@@ -102,7 +104,10 @@ void Transport::wait_collective(MPI_Request& request) {
     int done = 0;
     STRATA_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
-    if (deadline_.expired()) throw_deadline({});
+    if (deadline_.expired()) {
+      util::abandoned_operations_on(comm_);  // MPI cannot cancel a collective: it stays pending
+      throw_deadline({});
+    }
     backoff.pause();
   }
 }

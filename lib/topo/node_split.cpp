@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "util/abandoned.hpp"
 #include "util/check.hpp"
 #include "strata/errors.hpp"
 #include "util/where.hpp"
@@ -92,8 +93,8 @@ void free_split(NodeSplit& split) {
   // else to undo.
   int finalized = 0;
   if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
-  if (split.node != MPI_COMM_NULL) MPI_Comm_free(&split.node);
-  if (split.cross != MPI_COMM_NULL) MPI_Comm_free(&split.cross);
+  util::free_comm(split.node);
+  util::free_comm(split.cross);
 }
 
 }  // namespace strata::topo

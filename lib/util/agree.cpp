@@ -56,7 +56,10 @@ Agreement::~Agreement() {
       if (!collective_) MPI_Request_free(&r);
       in_flight = true;
     }
-  if (in_flight) util::keep_forever(buffers_.release());  // MPI may still write into them
+  if (in_flight) {
+    util::keep_forever(buffers_.release());  // MPI may still write into them
+    util::abandoned_operations_on(comm_);   // and still use the communicator
+  }
 }
 
 void Agreement::fail(Kind kind, std::string reason) {

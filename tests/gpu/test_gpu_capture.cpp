@@ -4,9 +4,10 @@
 // reports any such call as a violation, which fails the test: a
 // synchronisation, a query, an allocation outside relaxed mode, from this
 // thread or strata's own). Each graph is replayed three times on new
-// inputs, every replay checked bit for bit against the sum in rank order
-// (the double's NCCL and strata's kernels reduce in rank order) or the
-// inputs themselves. Plans that cannot be captured (host stages), requests
+// inputs, every replay checked bit for bit against the same call made
+// uncaptured on the same inputs and, for flat NCCL, against the sum in
+// rank order (the double's NCCL and strata's kernels reduce in rank order)
+// or the inputs themselves. Plans that cannot be captured (host stages), requests
 // and a first call (which creates the backend and NCCL communicators) are
 // refused with InvalidArgument naming why, on every rank, and the capture
 // stays valid. Exits 77 without a CUDA device.
@@ -99,6 +100,7 @@ CommunicationOptions on(cudaStream_t stream) {
 // inputs and checks each replay.
 void capture_and_replay(Communicator& comm, const Captured& test, int gpu, cudaStream_t stream,
                         const std::string& spec) {
+  const bool flat = spec.find('/') == std::string::npos;
   DeviceFloats in(test.in_count), out(test.out_count);
   const std::string what = test.name + " (" + spec + ")";
   // The warm-up: the first call of a plan creates what capture forbids.
@@ -120,16 +122,25 @@ void capture_and_replay(Communicator& comm, const Captured& test, int gpu, cudaS
     return;
   cudaGraphExec_t exec = nullptr;
   cudaGraphInstantiate(&exec, graph, 0);
+  DeviceFloats eager(test.out_count);  // the same call, not captured, on the same inputs
   for (int k = 1; k <= 3; ++k) {
+    in.upload(stream, [&](std::size_t i) { return test.in_value(i, k); });
+    cudaMemsetAsync(eager.device, 0, test.out_count * sizeof(float), stream);
+    test.call(comm, in.tensor(gpu), eager.tensor(gpu), on(stream));
+    eager.download(stream);
     in.upload(stream, [&](std::size_t i) { return test.in_value(i, k); });
     cudaMemsetAsync(out.device, 0, test.out_count * sizeof(float), stream);
     cudaGraphLaunch(exec, stream);
     out.download(stream);
     cudaStreamSynchronize(stream);
     std::string first;
-    verdict(same_bits(out.pinned, test.out_count, [&](std::size_t i) { return test.want(i, k); }, &first),
-            what + ": replay " + std::to_string(k) + " gives the bits of the call" +
-                (first.empty() ? "" : " (" + first + ")"));
+    const bool same = same_bits(out.pinned, test.out_count, [&](std::size_t i) { return eager.pinned[i]; }, &first);
+    verdict(same, what + ": replay " + std::to_string(k) + " gives the bits of the uncaptured call" +
+                      (first.empty() ? "" : " (" + first + ")"));
+    if (!flat) continue;  // (a hierarchical plan sums inside the node first)
+    const bool reference = same_bits(out.pinned, test.out_count, [&](std::size_t i) { return test.want(i, k); }, &first);
+    verdict(reference, what + ": replay " + std::to_string(k) + " gives the reference" +
+                           (first.empty() ? "" : " (" + first + ")"));
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

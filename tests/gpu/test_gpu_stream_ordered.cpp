@@ -189,12 +189,13 @@ int main(int argc, char** argv) {
         got = run_case(comm, test, gpu, streams, true, &returned_first);
         verdict(returned_first, what + ": the stream-ordered call returned before its producer ran");
         std::string first;
-        verdict(same_bits(got.data(), got.size(), [&](std::size_t i) { return want[i]; }, &first),
-                what + ": the stream sees the blocking call's bits" + (first.empty() ? "" : " (" + first + ")"));
-        if (spec == "nccl" && test.name == "all_reduce sum")
-          verdict(same_bits(got.data(), got.size(), [&](std::size_t i) { return reference(i, size); }, &first),
-                  what + ": the ranks' contributions summed in rank order" +
-                      (first.empty() ? "" : " (" + first + ")"));
+        const bool same = same_bits(got.data(), got.size(), [&](std::size_t i) { return want[i]; }, &first);
+        verdict(same, what + ": the stream sees the blocking call's bits" + (first.empty() ? "" : " (" + first + ")"));
+        if (spec == "nccl" && test.name == "all_reduce sum") {
+          const bool summed = same_bits(got.data(), got.size(), [&](std::size_t i) { return reference(i, size); }, &first);
+          verdict(summed,
+                  what + ": the ranks' contributions summed in rank order" + (first.empty() ? "" : " (" + first + ")"));
+        }
       }
     }
 

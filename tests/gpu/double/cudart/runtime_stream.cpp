@@ -252,7 +252,9 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   EventState* e = event_of(call, event);
   if (!e) return cudaErrorInvalidResourceHandle;
   if (const cudaError_t c = check_recorded_outside(call, e)) return c;
-  if (e->point.stream && !call.stream_usable(e->point.stream)) return cudaErrorIllegalState;
+  // Querying puts nothing on the stream: an event recorded before NCCL work
+  // was held for its stream may be queried meanwhile (recording one then is
+  // what cudaEventRecord reports).
   return sticky_or(call, e->point.reached() ? cudaSuccess : cudaErrorNotReady);
 }
 
