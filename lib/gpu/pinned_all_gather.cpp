@@ -31,10 +31,14 @@ util::Slice SlicePieces::of(int s, std::size_t k) const {
 
 void run_pinned_rounds(Backend& backend, host::Transport& t, const PinnedRounds& r) {
   if (r.rounds == 0) return;
-  const auto send = [&](std::size_t k) { return static_cast<std::byte*>(backend.staging(k % kSets, r.send_bytes)); };
-  const auto recv = [&](std::size_t k) {
-    return static_cast<std::byte*>(backend.staging(kSets + k % kSets, r.recv_bytes));
-  };
+  std::byte* send_buffers[kSets];
+  std::byte* recv_buffers[kSets];
+  for (std::size_t set = 0; set < kSets; ++set) {
+    send_buffers[set] = static_cast<std::byte*>(backend.staging(set, r.send_bytes));
+    recv_buffers[set] = static_cast<std::byte*>(backend.staging(kSets + set, r.recv_bytes));
+  }
+  const auto send = [&](std::size_t k) { return send_buffers[k % kSets]; };
+  const auto recv = [&](std::size_t k) { return recv_buffers[k % kSets]; };
   // Event set: round k's downloads are in its send buffer. Event kSets +
   // set: the uploads that last read its receive buffer are done.
   const auto download = [&](std::size_t k) {

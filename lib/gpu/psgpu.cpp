@@ -90,6 +90,7 @@ class PsgpuLevel final : public GroupLevel {
     if (size_ > 1) pinned_all_gather(backend_, mpi_, job, owners);
   }
   void all_reduce(const plan::Job& job) override {
+    if (size_ == 1) return copy(job);
     const int owners = job.shards >= 2 ? std::min(job.shards, size_) : size_;
     psgpu_reduce_scatter(backend_, mpi_, job, owners);
     pinned_all_gather(backend_, mpi_, job, owners);
