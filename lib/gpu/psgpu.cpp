@@ -2,10 +2,11 @@
 // slice owner s over MPI (through pinned host memory, a chunk at a time:
 // gpu/pinned_all_gather.hpp); the owner uploads the contributions and
 // reduces them on its GPU with strata's kernel in rank order
-// (deterministic), then the finished slices are all-gathered the same way. No NCCL communicator is needed, so it also runs when several
-// ranks share one GPU. job.shards >= 2 limits the flat all-reduce's owners
-// to that many ranks. No broadcast of its own: the planner runs the host
-// default (tree) through pinned copies.
+// (deterministic), then the finished slices are all-gathered the same way.
+// No NCCL communicator is needed, so it also runs when several ranks share
+// one GPU. job.shards >= 2 limits the flat all-reduce's owners to that many
+// ranks. No broadcast of its own: the planner runs the host default (tree)
+// through pinned copies.
 #include <algorithm>
 #include <cstddef>
 

@@ -22,7 +22,8 @@
 // `--core`, for the layouts of CI that are not the full matrix's
 // (tests/gpu/meson.build), keeps every spec, op, NaN case and rooted case
 // but runs four dtypes (one per width), the two smaller sizes in both
-// placements, and the several-chunk case for the xring specs only. A spec
+// placements, the several-chunk case for the xring specs only, inexact
+// floats in f32 and bf16, and psgpu's several-round case for flat psgpu. A spec
 // whose NCCL levels the control plane refuses here (two ranks of one NCCL
 // communicator on one GPU) must raise Unavailable on every rank with the
 // same text before any work: the test checks that, reports the case as
