@@ -1,12 +1,14 @@
 // psgpu: "parameter server on GPU". Every rank sends slice s of its input to
-// slice owner s over MPI (through pinned host memory); the owner uploads
-// the contributions and reduces them on its GPU with strata's kernel in
-// rank order (deterministic), then the finished slices are all-gathered the
-// same way. No NCCL communicator is needed, so it also runs when several
-// ranks share one GPU. job.shards >= 2 limits the flat all-reduce's owners
-// to that many ranks. No broadcast of its own: the planner runs the host
-// default (tree) through pinned copies.
+// slice owner s over MPI (through pinned host memory, a chunk at a time:
+// gpu/pinned_all_gather.hpp); the owner uploads the contributions and
+// reduces them on its GPU with strata's kernel in rank order
+// (deterministic), then the finished slices are all-gathered the same way.
+// No NCCL communicator is needed, so it also runs when several ranks share
+// one GPU. job.shards >= 2 limits the flat all-reduce's owners to that many
+// ranks. No broadcast of its own: the planner runs the host default (tree)
+// through pinned copies.
 #include <algorithm>
+#include <cstddef>
 
 #include "gpu/algorithm.hpp"
 #include "gpu/group_level.hpp"
@@ -20,46 +22,61 @@
 namespace strata::gpu {
 namespace {
 
-// Member s < owners ends with slice s of the reduction in job.out. Waits
-// for its copies itself.
+// Member s < owners ends with slice s of the reduction in job.out. Round k
+// of the pinned pipeline (gpu/pinned_all_gather.hpp) brings piece k of
+// every owner's slice from every member to its owner, which uploads the
+// contributions and reduces them in rank order; so pinned and device
+// scratch stay one chunk per buffer, and every element is reduced as
+// without pieces. Waits for its copies itself.
 void psgpu_reduce_scatter(Backend& backend, MPI_Comm comm, const plan::Job& job, int owners) {
   host::Transport t(comm, backend.deadline(), backend.info(), backend.workspace());
   const std::size_t element = dtype_size(job.dtype);
-  const std::size_t bytes = job.count * element;
   const int rank = t.rank(), size = t.size();
-  const util::Slice mine = rank < owners ? util::owner_slice(job.count, std::size_t(owners), std::size_t(rank))
-                                         : util::Slice{};
-  const std::size_t slice_bytes = mine.count * element;
-
-  // My input to pinned memory, then the contributions to their owners.
-  auto* staged = static_cast<std::byte*>(backend.pinned(0, bytes));
-  backend.copy(staged, job.in, bytes, Copy::device_to_host);
-  // Contributions land at [r * slice_bytes] of pinned slot 1, mine included.
-  auto* gathered = static_cast<std::byte*>(backend.pinned(1, slice_bytes * std::size_t(size)));
-  auto* contributions = static_cast<std::byte*>(backend.device_scratch(0, slice_bytes * std::size_t(size)));
-  if (mine.count > 0)
-    backend.copy(contributions + std::size_t(rank) * slice_bytes,
-                 util::element_at(job.in, mine.offset, element), slice_bytes, Copy::device_to_device);
-  host::Requests requests;
-  if (mine.count > 0)
-    for (int r = 0; r < size; ++r)
-      if (r != rank) t.irecv(requests, gathered + std::size_t(r) * slice_bytes, slice_bytes, r);
-  backend.wait();  // staged is complete
-  for (int s = 0; s < owners; ++s) {
-    const util::Slice slice = util::owner_slice(job.count, std::size_t(owners), std::size_t(s));
-    if (s != rank && slice.count > 0) t.isend(requests, staged + slice.offset * element, slice.count * element, s);
-  }
-  t.wait(requests);
-  if (mine.count == 0) return;
-
-  // Upload and reduce in rank order: acc = c0 op c1 op c2 ...
-  for (int r = 0; r < size; ++r)
-    if (r != rank)
-      backend.copy(contributions + std::size_t(r) * slice_bytes, gathered + std::size_t(r) * slice_bytes,
-                   slice_bytes, Copy::host_to_device);
-  reduce_in_rank_order(backend, static_cast<std::byte*>(job.out) + mine.offset * element, contributions,
-                       slice_bytes, size, mine.count, job.dtype, job.op);
-  backend.wait();
+  const SlicePieces pieces(job, owners, size);
+  const std::size_t piece_bytes = pieces.per_round * element;
+  const bool owner = rank < owners;
+  // Round k's contributions to my piece, member r's at [r * its bytes].
+  auto* contributions =
+      owner ? static_cast<std::byte*>(backend.device_scratch(0, piece_bytes * std::size_t(size))) : nullptr;
+  PinnedRounds rounds;
+  rounds.rounds = pieces.rounds;
+  rounds.send_bytes = piece_bytes * std::size_t(owners);  // my piece for owner s at [s * piece_bytes]
+  rounds.recv_bytes = piece_bytes * std::size_t(size);    // member r's piece at [r * its bytes]
+  rounds.download = [&](std::size_t k, std::byte* send) {
+    for (int s = 0; s < owners; ++s) {
+      const util::Slice piece = pieces.of(s, k);
+      if (s != rank && piece.count > 0)
+        backend.copy(send + std::size_t(s) * piece_bytes, util::element_at(job.in, piece.offset, element),
+                     piece.count * element, Copy::device_to_host);
+    }
+  };
+  rounds.exchange = [&](std::size_t k, const std::byte* send, std::byte* recv, host::Requests& requests) {
+    const util::Slice mine = owner ? pieces.of(rank, k) : util::Slice{};
+    if (mine.count > 0)
+      for (int r = 0; r < size; ++r)
+        if (r != rank) t.irecv(requests, recv + std::size_t(r) * mine.count * element, mine.count * element, r);
+    for (int s = 0; s < owners; ++s) {
+      const util::Slice piece = pieces.of(s, k);
+      if (s != rank && piece.count > 0)
+        t.isend(requests, send + std::size_t(s) * piece_bytes, piece.count * element, s);
+    }
+  };
+  rounds.upload = [&](std::size_t k, const std::byte* recv) {
+    const util::Slice mine = owner ? pieces.of(rank, k) : util::Slice{};
+    if (mine.count == 0) return;
+    const std::size_t bytes = mine.count * element;
+    for (int r = 0; r < size; ++r) {
+      std::byte* to = contributions + std::size_t(r) * bytes;
+      if (r == rank)
+        backend.copy(to, util::element_at(job.in, mine.offset, element), bytes, Copy::device_to_device);
+      else
+        backend.copy(to, recv + std::size_t(r) * bytes, bytes, Copy::host_to_device);
+    }
+    // acc = c0 op c1 op c2 ... (the next round's uploads queue behind it)
+    reduce_in_rank_order(backend, util::element_at(job.out, mine.offset, element), contributions, bytes, size,
+                         mine.count, job.dtype, job.op);
+  };
+  run_pinned_rounds(backend, t, rounds);
 }
 
 class PsgpuLevel final : public GroupLevel {
@@ -74,6 +91,7 @@ class PsgpuLevel final : public GroupLevel {
     if (size_ > 1) pinned_all_gather(backend_, mpi_, job, owners);
   }
   void all_reduce(const plan::Job& job) override {
+    if (size_ == 1) return copy(job);
     const int owners = job.shards >= 2 ? std::min(job.shards, size_) : size_;
     psgpu_reduce_scatter(backend_, mpi_, job, owners);
     pinned_all_gather(backend_, mpi_, job, owners);

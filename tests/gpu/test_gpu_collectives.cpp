@@ -3,6 +3,13 @@
 // place; min/max with NaN inputs (one semantics on every path: NaN wins);
 // a message of several host-staging chunks; reduce and broadcast;
 // reduce_scatter and all_gather; the non-blocking and persistent forms.
+// Small integers reduce exactly in any order, so every floating dtype x op
+// also runs on inexact floats (reduction_order.hpp) in all_reduce,
+// reduce_scatter, reduce and the requests: bit for bit against the host's
+// fold of the contributions in the order strata fixes for the plan (psgpu
+// and the NaN-keeping exchange in rank order), within rounding where the
+// order is the algorithm's own (NCCL's sums, rings, trees); psgpu also on
+// a message of several pinned rounds.
 // Each spec is a Communicator's all_reduce_spec, so the call takes the real
 // path: plan (plan::choose, the control plane's verdicts), execute (the
 // registry's GPU levels, the one hierarchical driver), finish.
@@ -15,7 +22,8 @@
 // `--core`, for the layouts of CI that are not the full matrix's
 // (tests/gpu/meson.build), keeps every spec, op, NaN case and rooted case
 // but runs four dtypes (one per width), the two smaller sizes in both
-// placements, and the several-chunk case for the xring specs only. A spec
+// placements, the several-chunk case for the xring specs only, inexact
+// floats in f32 and bf16, and psgpu's several-round case for flat psgpu. A spec
 // whose NCCL levels the control plane refuses here (two ranks of one NCCL
 // communicator on one GPU) must raise Unavailable on every rank with the
 // same text before any work: the test checks that, reports the case as
@@ -36,6 +44,7 @@
 
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
+#include "reduction_order.hpp"
 #include "strata/strata.hpp"
 #include "util/half.hpp"
 
@@ -134,6 +143,40 @@ bool matches(const std::vector<std::byte>& got, const std::vector<std::byte>& wa
   for (std::size_t i = 0; i < got.size(); i += e)
     if (std::memcmp(&got[i], &want[i], e) != 0 && !(is_nan(&got[i], dtype) && is_nan(&want[i], dtype))) return false;
   return true;
+}
+
+// Every rank's inexact contribution to a case (reduction_order.hpp),
+// computed once and kept: every spec checks the same cases. `salt` gives
+// another set of contributions.
+const std::vector<std::vector<std::byte>>& inexact_inputs(DataType dtype, std::size_t count, ReduceOp op,
+                                                          int salt = 0) {
+  static std::map<std::tuple<DataType, std::size_t, ReduceOp, int>, std::vector<std::vector<std::byte>>> kept;
+  auto [it, fresh] = kept.try_emplace({dtype, count, op, salt});
+  if (fresh)
+    for (int q = 0; q < size; ++q)
+      it->second.push_back(gpu_test::inexact_values(dtype, count, op, std::uint64_t(salt) * 1000 + std::uint64_t(q)));
+  return it->second;
+}
+
+// "" when `got`, elements [first, first + count) of `collective`'s result
+// over inexact_inputs(dtype, input_count, op, salt), is what the plan the
+// communicator runs for it gives (gpu_test::Expected); else what differs.
+// Expectations are kept by the fold's signature: plans that reduce alike
+// share one.
+std::string check_plan(const Communicator& comm, Collective collective, std::size_t call_bytes,
+                       const std::vector<std::byte>& got, DataType dtype, std::size_t input_count, ReduceOp op,
+                       int salt, std::size_t first, std::size_t count) {
+  const std::string algorithm = comm.algorithm_for(call_bytes, collective, Memory::cuda);
+  const gpu_test::Fold fold = gpu_test::plan_fold(algorithm, comm.topology(), collective, op, dtype,
+                                                  [](int r) { return gpu_test::Fold{r, {}, true}; });
+  using Key = std::tuple<std::string, DataType, std::size_t, ReduceOp, int, std::size_t, std::size_t>;
+  static std::map<Key, gpu_test::Expected> kept;
+  auto [it, fresh] = kept.try_emplace(Key{gpu_test::signature(fold, op), dtype, input_count, op, salt, first, count});
+  if (fresh)
+    it->second = gpu_test::expect(fold, inexact_inputs(dtype, input_count, op, salt), first, count, dtype, op,
+                                  std::size_t(size));
+  const std::string why = it->second.compare(got);
+  return why.empty() ? why : why + " (plan " + algorithm + ")";
 }
 
 struct Device {
@@ -356,21 +399,98 @@ void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
     }
 }
 
+// Inexact floats in every floating dtype x op: all_reduce (and, for
+// psgpu, a message of several pinned rounds), reduce_scatter and reduce,
+// against the plan's fold (check_plan).
+void inexact_cases(Communicator& comm, const std::string& spec, int device) {
+  const std::vector<DataType> dtypes = core ? std::vector<DataType>{DataType::f32, DataType::bf16}
+                                            : std::vector<DataType>{DataType::f32, DataType::f64, DataType::f16,
+                                                                    DataType::bf16};
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::mean, ReduceOp::min, ReduceOp::max, ReduceOp::prod};
+  const auto all_reduce = [&](DataType dtype, ReduceOp op, std::size_t count) {
+    const std::size_t bytes = count * dtype_size(dtype);
+    const auto& inputs = inexact_inputs(dtype, count, op);
+    Device d(bytes);
+    cudaMemcpy(d.p, inputs[std::size_t(rank)].data(), bytes, cudaMemcpyHostToDevice);
+    const Tensor t{d.p, count, dtype, Memory::cuda, device};
+    const std::string label = spec + " inexact " + std::string(to_string(dtype)) + " " + std::string(to_string(op)) +
+                              " count " + std::to_string(count) + " in place";
+    if (!run_or_skip(label, [&] { comm.all_reduce(t, t, op, {.timeout_seconds = 300}); })) return false;
+    std::vector<std::byte> got(bytes);
+    cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
+    const std::string why = check_plan(comm, Collective::all_reduce, bytes, got, dtype, count, op, 0, 0, count);
+    verdict(why.empty(), label + ": differs from the host reference: " + why);
+    verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+    return true;
+  };
+  for (DataType dtype : dtypes)
+    for (ReduceOp op : ops)
+      if (!all_reduce(dtype, op, 4099)) return;
+  // Pieces of psgpu's slices in several rounds of pinned buffers (4 MiB
+  // each: 3 rounds at 2, 3 and 4 ranks, so each buffer is used again); the
+  // core runs flat psgpu only.
+  if (core ? spec == "psgpu" : spec.rfind("psgpu", 0) == 0)
+    if (!all_reduce(DataType::f32, ReduceOp::sum, 2200003)) return;
+
+  const std::size_t block = 1031, whole = block * std::size_t(size);
+  for (DataType dtype : dtypes)
+    for (ReduceOp op : ops) {
+      const std::size_t e = dtype_size(dtype);
+      const auto& inputs = inexact_inputs(dtype, whole, op);
+      Device din(whole * e), dout(block * e);
+      cudaMemcpy(din.p, inputs[std::size_t(rank)].data(), whole * e, cudaMemcpyHostToDevice);
+      const std::string label = spec + " inexact reduce_scatter " + std::string(to_string(dtype)) + " " +
+                                std::string(to_string(op)) + " block " + std::to_string(block);
+      if (!run_or_skip(label, [&] {
+            comm.reduce_scatter({din.p, whole, dtype, Memory::cuda, device}, {dout.p, block, dtype, Memory::cuda, device},
+                                op, {.timeout_seconds = 120});
+          }))
+        return;
+      std::vector<std::byte> got(block * e);
+      cudaMemcpy(got.data(), dout.p, block * e, cudaMemcpyDeviceToHost);
+      const std::string why = check_plan(comm, Collective::reduce_scatter, whole * e, got, dtype, whole, op, 0,
+                                         std::size_t(rank) * block, block);
+      verdict(why.empty(), label + ": differs from the host reference: " + why);
+    }
+
+  // Reduce (sum, f32) to the last rank.
+  const std::size_t count = 4099, bytes = count * 4;
+  const int root = size - 1;
+  const auto& inputs = inexact_inputs(DataType::f32, count, ReduceOp::sum);
+  Device din(bytes), dout(bytes);
+  cudaMemcpy(din.p, inputs[std::size_t(rank)].data(), bytes, cudaMemcpyHostToDevice);
+  const std::string label = spec + " inexact reduce f32 sum to " + std::to_string(root);
+  if (!run_or_skip(label, [&] {
+        comm.reduce({din.p, count, DataType::f32, Memory::cuda, device}, {dout.p, count, DataType::f32, Memory::cuda, device},
+                    ReduceOp::sum, root, {.timeout_seconds = 120});
+      }))
+    return;
+  std::string why;
+  if (rank == root) {
+    std::vector<std::byte> got(bytes);
+    cudaMemcpy(got.data(), dout.p, bytes, cudaMemcpyDeviceToHost);
+    why = check_plan(comm, Collective::reduce, bytes, got, DataType::f32, count, ReduceOp::sum, 0, 0, count);
+  }
+  verdict(why.empty(), label + ": differs from the host reference on the root: " + why);
+}
+
 // The started forms on CUDA tensors (they run on the caller's thread, in
 // wait()): two non-blocking all-reduces outstanding at once, waited in
-// reverse order, and a persistent all-reduce started twice on new data.
+// reverse order, and a persistent all-reduce started twice on new data;
+// inexact f32 sums (inexact_inputs' salt s: the s-th set of data).
 void request_cases(Communicator& comm, const std::string& spec, int device) {
   const std::size_t count = 4099, bytes = count * 4;
-  auto want_for = [&](int salt) {
-    std::vector<std::byte> want = make_input(DataType::f32, count, salt, false);
-    for (int q = 1; q < size; ++q)
-      host::reduce_into(want.data(), want.data(), make_input(DataType::f32, count, q + salt, false).data(), count,
-                        DataType::f32, ReduceOp::sum);
-    return want;
+  const auto input = [&](int salt) { return inexact_inputs(DataType::f32, count, ReduceOp::sum, salt)[std::size_t(rank)]; };
+  const auto check = [&](const void* result, int salt, const std::string& what) {
+    std::vector<std::byte> got(bytes);
+    cudaMemcpy(got.data(), result, bytes, cudaMemcpyDeviceToHost);
+    const std::string why =
+        check_plan(comm, Collective::all_reduce, bytes, got, DataType::f32, count, ReduceOp::sum, salt, 0, count);
+    verdict(why.empty(), what + ": differs from the host reference: " + why);
   };
   Device a(bytes), b(bytes), out_a(bytes), out_b(bytes);
-  cudaMemcpy(a.p, make_input(DataType::f32, count, rank, false).data(), bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(b.p, make_input(DataType::f32, count, rank + 1, false).data(), bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(a.p, input(0).data(), bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(b.p, input(1).data(), bytes, cudaMemcpyHostToDevice);
   const std::string label = spec + " iall_reduce x2 then all_reduce_init";
   if (!run_or_skip(label, [&] {
         Request ra = comm.iall_reduce({a.p, count, DataType::f32, Memory::cuda, device},
@@ -383,20 +503,16 @@ void request_cases(Communicator& comm, const std::string& spec, int device) {
         ra.wait();
       }))
     return;
-  std::vector<std::byte> got(bytes);
-  cudaMemcpy(got.data(), out_a.p, bytes, cudaMemcpyDeviceToHost);
-  verdict(got == want_for(0), label + ": first request");
-  cudaMemcpy(got.data(), out_b.p, bytes, cudaMemcpyDeviceToHost);
-  verdict(got == want_for(1), label + ": second request");
+  check(out_a.p, 0, label + ": first request");
+  check(out_b.p, 1, label + ": second request");
   Request p = comm.all_reduce_init({a.p, count, DataType::f32, Memory::cuda, device},
                                    {out_a.p, count, DataType::f32, Memory::cuda, device}, ReduceOp::sum,
                                    {.timeout_seconds = 120});
   for (int salt : {2, 3}) {
-    cudaMemcpy(a.p, make_input(DataType::f32, count, rank + salt, false).data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(a.p, input(salt).data(), bytes, cudaMemcpyHostToDevice);
     p.start();
     p.wait();
-    cudaMemcpy(got.data(), out_a.p, bytes, cudaMemcpyDeviceToHost);
-    verdict(got == want_for(salt), label + ": persistent run " + std::to_string(salt));
+    check(out_a.p, salt, label + ": persistent run " + std::to_string(salt));
   }
 }
 
@@ -422,6 +538,7 @@ int main(int argc, char** argv) {
     f16_mean_overflow_case(comm, spec, device);
     rooted_cases(comm, spec, device);
     blockwise_cases(comm, spec, device);
+    inexact_cases(comm, spec, device);
     request_cases(comm, spec, device);
     if (std::string(spec) == "auto")
       verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");

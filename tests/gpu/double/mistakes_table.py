@@ -100,11 +100,52 @@ MISTAKES = [
     ),
     Mistake(
         name="host-read-before-sync",
-        what="the host reading a device-to-host copy's buffer before synchronising (psgpu's staged input)",
-        file="lib/gpu/psgpu.cpp",
-        find="""  backend.wait();  // staged is complete""",
+        what="the host reading a device-to-host copy's buffer before synchronising (psgpu's pinned round)",
+        file="lib/gpu/pinned_all_gather.cpp",
+        find="""    backend.wait_for(set);                          // round k's downloads landed""",
         replace="""""",
         test="test_gpu_collectives-np2-gpus2",
         expect=r"FAIL on rank \d: psgpu .* differs from the host reference",
+    ),
+    # Integer test data reduce to the same bits in any order; the GPU tests'
+    # inexact floats (tests/gpu/reduction_order.hpp) do not.
+    Mistake(
+        name="reduce-in-reverse-rank-order",
+        what="the ranks' contributions reduced in reverse rank order (psgpu's owners, the NaN-keeping exchange)",
+        file="lib/gpu/rank_order.cpp",
+        find="""  backend.reduce(acc, contributions, contributions + slice_bytes, count, dtype, op);
+  for (int r = 2; r < size; ++r)
+    backend.reduce(acc, acc, contributions + std::size_t(r) * slice_bytes, count, dtype, op);""",
+        replace="""  const auto at = [&](int r) { return contributions + std::size_t(size - 1 - r) * slice_bytes; };
+  backend.reduce(acc, at(0), at(1), count, dtype, op);
+  for (int r = 2; r < size; ++r)
+    backend.reduce(acc, acc, at(r), count, dtype, op);""",
+        test="test_gpu_collectives-np3-gpus3",
+        expect=r"FAIL on rank \d: psgpu inexact .* differs from the host reference: element \d+ is .*"
+               r"\(bit for bit, the order strata fixes\)",
+    ),
+    Mistake(
+        name="combine-replicas-out-of-order",
+        what="a rank's replicas combined out of replica order (the last first)",
+        file="lib/nccl/replicas.cpp",
+        find="""  for (std::size_t r = 0; r < replicas; ++r) {
+    if (!has_slot(r)) continue;  // replica 0 on the engine's device is the home already""",
+        replace="""  for (std::size_t r = replicas; r-- > 0;) {
+    if (!has_slot(r)) continue;  // replica 0 on the engine's device is the home already""",
+        test="test_gpu_batch-np1-gpus4",
+        expect=r"FAIL on rank 0: replicas psgpu .*: results differ from the reference: tensor \d+ replica \d+: "
+               r"element \d+ is .*\(bit for bit, the order strata fixes\)",
+    ),
+    Mistake(
+        name="no-wait-on-secondary-producers",
+        what="a missing stream wait on the producer of a replica on another device (its legacy default stream)",
+        file="lib/nccl/engine.cpp",
+        find="""  for (const auto& [ours, device] : streams) {
+    cuda::Event& produced = event_on(device);""",
+        replace="""  for (const auto& [ours, device] : std::span(streams).first(1)) {
+    cuda::Event& produced = event_on(device);""",
+        test="test_gpu_batch-np1-gpus2",
+        expect=r"FAIL on rank 0: replicas produced on their own devices just before the call \(.*\): results differ "
+               r"from the reference",
     ),
 ]
