@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "exec/registry.hpp"
+#include "plan/fingerprint.hpp"
 
 namespace strata::exec {
 
@@ -19,10 +20,14 @@ plan::Choice PlanCache::choose(Collective collective, std::size_t bytes, Memory 
 const plan::Choice& PlanCache::cached(Collective collective, std::size_t bytes, Memory memory,
                                       Implementation implementation, const plan::Spec* spec) {
   const plan::Spec* effective = spec ? spec : &spec_;
+  // A caller's spec (a facade's) is known by its content, not its address:
+  // a facade made where a destroyed one lay has another spec at the same
+  // address, and ranks must never run a stale plan.
+  const std::uint64_t hash = effective == &spec_ ? spec_hash_ : plan::spec_hash(*effective);
   LastChoice& last = last_;
-  if (!last.choice.algorithm || last.spec != effective || last.collective != collective || last.bytes != bytes ||
-      last.memory != memory || last.implementation != implementation) {
-    last = {effective, collective, bytes, memory, implementation,
+  if (!last.choice.algorithm || last.spec != effective || last.spec_hash != hash || last.collective != collective ||
+      last.bytes != bytes || last.memory != memory || last.implementation != implementation) {
+    last = {effective, hash, collective, bytes, memory, implementation,
             choose(collective, bytes, memory, implementation, effective), {}};
     last.described = last.choice.describe();
   }

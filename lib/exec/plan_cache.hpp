@@ -47,6 +47,7 @@ class PlanCache {
 
   struct LastChoice {
     const plan::Spec* spec = nullptr;
+    std::uint64_t spec_hash = 0;
     Collective collective = Collective::all_reduce;
     std::size_t bytes = 0;
     Memory memory = Memory::host;

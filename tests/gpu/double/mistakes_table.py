@@ -23,11 +23,8 @@ MISTAKES = [
         name="no-wait-on-producer",
         what="a missing stream wait on the producer (the legacy default stream)",
         file="lib/nccl/engine.cpp",
-        find="""      produced.record(cudaStreamLegacy);
-    }
-    STRATA_CHECK_CUDA(cudaStreamWaitEvent(ours, produced.get(), 0));""",
-        replace="""      produced.record(cudaStreamLegacy);
-    }""",
+        find="""  for (const auto& [ours, device] : streams) order_after(ours, cudaStreamLegacy, device);""",
+        replace="""  (void)streams;""",
         test="test_gpu_stream-np1-gpus2",
         expect=r"FAIL on rank 0: all_reduce waits for the legacy default stream by default",
     ),
@@ -140,12 +137,50 @@ MISTAKES = [
         name="no-wait-on-secondary-producers",
         what="a missing stream wait on the producer of a replica on another device (its legacy default stream)",
         file="lib/nccl/engine.cpp",
-        find="""  for (const auto& [ours, device] : streams) {
-    cuda::Event& produced = event_on(device);""",
-        replace="""  for (const auto& [ours, device] : std::span(streams).first(1)) {
-    cuda::Event& produced = event_on(device);""",
+        find="""  for (const auto& [ours, device] : streams) order_after(ours, cudaStreamLegacy, device);""",
+        replace="""  for (const auto& [ours, device] : std::span(streams).first(1)) order_after(ours, cudaStreamLegacy, device);""",
         test="test_gpu_batch-np1-gpus2",
         expect=r"FAIL on rank 0: replicas produced on their own devices just before the call \(.*\): results differ "
                r"from the reference",
+    ),
+    Mistake(
+        name="stream-not-ordered-after-call",
+        what="the caller's stream not made to wait for a stream-ordered call's work (the host or later work on "
+             "the stream reads the result before the call's event)",
+        file="lib/nccl/engine.cpp",
+        find="""    STRATA_CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(producer_), fence_event(fence).get(), 0));""",
+        replace="""    (void)fence;""",
+        test="test_gpu_stream_ordered-np1-gpus1",
+        expect=r"FAIL on rank 0: .*: the stream sees the blocking call's bits",
+    ),
+    Mistake(
+        name="check-after-enqueue",
+        what="the call check made after the call's NCCL operations were enqueued (NCCL hangs on a mismatched call)",
+        file="lib/exec/executor.cpp",
+        find="""      if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));
+      flight = run_gpu(call, ticket, deadline);""",
+        replace="""      flight = run_gpu(call, ticket, deadline);
+      if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));""",
+        test="test_gpu_stream_ordered-np2-gpus2",
+        expect=r"diverge",
+    ),
+    Mistake(
+        name="synchronize-inside-capture",
+        what="a host wait for the stream inside a CUDA graph capture (the captured call ends as a blocking one)",
+        file="lib/exec/execute.cpp",
+        find="""  if (mode != gpu::Mode::blocking) return backend.enqueued();""",
+        replace="""  if (mode == gpu::Mode::ordered) return backend.enqueued();""",
+        test="test_gpu_capture-np1-gpus1",
+        expect=r"VIOLATION in cuda(StreamQuery|StreamSynchronize|EventQuery)",
+    ),
+    Mistake(
+        name="host-stage-blocks-caller",
+        what="a stream-ordered call's host stage run on the caller's thread (it waits for the producer before it "
+             "returns) where the progress thread may run it",
+        file="lib/exec/executor.cpp",
+        find="""  return mpi_any_thread_ && gpu_.made() && host_stages(gpu_choice(call));""",
+        replace="""  return false;""",
+        test="test_gpu_stream_ordered-np1-gpus1",
+        expect=r"FAIL on rank 0: .* with spec (xring|tree|psgpu): the stream-ordered call returned before its producer ran",
     ),
 ]
