@@ -88,7 +88,7 @@ std::vector<plan::Choice> Executor::gpu_choices(const BatchCall& call) const {
 std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
   if (!on_cuda(call)) return std::nullopt;
   void* stream = call.options->stream;
-  const gpu::Capture capture = gpu::capture_status(stream);
+  const gpu::Capture capture = capture_now(stream);
   if (!stream && capture == gpu::Capture::implicit)
     return InvalidArgument(util::located(
         "a batch on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "

@@ -153,10 +153,24 @@ DeadlineExceeded Executor::blame_flight(RollCall* roll_call, const Flight& fligh
                              "call MPI at this MPI thread level to ask the ranks (MPI_THREAD_MULTIPLE lets it)");
 }
 
-gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages) const {
+gpu::Capture Executor::capture_now(void* stream) {
+  capture_seen_ = {stream, std::this_thread::get_id(), gpu::capture_status(stream), true};
+  return capture_seen_.status;
+}
+
+gpu::Capture Executor::capture_of(void* stream) {
+  CaptureSeen& seen = capture_seen_;
+  if (seen.valid && seen.stream == stream && seen.thread == std::this_thread::get_id()) {
+    seen.valid = false;
+    return seen.status;
+  }
+  return gpu::capture_status(stream);
+}
+
+gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages) {
   if (ordering && ordering->gate.valid()) return gpu::Mode::blocking;  // handed over: its caller's stream is held
   if (!stream && !request) return gpu::Mode::blocking;                 // MPI's semantics
-  if (stream && gpu::capture_status(stream) == gpu::Capture::active) return gpu::Mode::captured;
+  if (stream && capture_of(stream) == gpu::Capture::active) return gpu::Mode::captured;
   // Host stages run where the call runs, waiting for the device between
   // them: on this thread, blocking.
   return host_stages ? gpu::Mode::blocking : gpu::Mode::ordered;
@@ -201,7 +215,7 @@ std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket
 std::optional<InvalidArgument> Executor::refusal(const Call& call) {
   if (call.memory != Memory::cuda) return std::nullopt;
   void* stream = call.options->stream;
-  const gpu::Capture capture = gpu::capture_status(stream);
+  const gpu::Capture capture = capture_now(stream);
   if (!stream && capture == gpu::Capture::implicit)
     return InvalidArgument(util::located(
         "a call on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "

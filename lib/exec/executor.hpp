@@ -29,6 +29,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,7 @@
 #include "exec/host_runtime.hpp"
 #include "exec/plan_cache.hpp"
 #include "exec/roll_call.hpp"
+#include "gpu/plugin.hpp"
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
 #include "topo/gpu_plane.hpp"
@@ -193,7 +195,7 @@ class Executor {
   GpuContext gpu_context() { return gpu_.context(*split_, rank_, size_); }
   // How a CUDA call whose plan is `choice` (every pack's, for a batch:
   // `host_stages` if any has them) relates to its caller.
-  gpu::Mode mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages) const;
+  gpu::Mode mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages);
   // The plan of a CUDA call (by its bytes) or of each pack of a CUDA batch.
   plan::Choice gpu_choice(const Call& call) const;
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
@@ -204,6 +206,11 @@ class Executor {
                             gpu::Mode mode, const Ordering* ordering) const;
   // A timeout of stream-ordered work found after its call returned.
   DeadlineExceeded blame_flight(RollCall* roll_call, const Flight& flight);
+  // The capture status of `stream`, asked once per call: refusal() asks
+  // (capture_now) and the run that follows on the same thread takes its
+  // answer (capture_of, which asks itself where there is none).
+  gpu::Capture capture_now(void* stream);
+  gpu::Capture capture_of(void* stream);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -218,6 +225,12 @@ class Executor {
   GpuRuntime gpu_;
   std::unique_ptr<RollCall> roll_call_;  // null on a communicator of one rank
   std::unique_ptr<Flights> flights_;     // over gpu_'s backend, once it exists
+  struct CaptureSeen {
+    void* stream = nullptr;
+    std::thread::id thread;
+    gpu::Capture status = gpu::Capture::none;
+    bool valid = false;
+  } capture_seen_;  // refusal()'s answer, for the run that follows it
 };
 
 }  // namespace strata::exec

@@ -150,7 +150,10 @@ void Engine::open(const gpu::CallContext& call, std::span<const int> devices) {
 void Engine::order_after(cudaStream_t stream, cudaStream_t producer, int device) {
   if (producer_events_.size() <= std::size_t(device)) producer_events_.resize(std::size_t(device) + 1);
   std::unique_ptr<cuda::Event>& produced = producer_events_[std::size_t(device)];
-  cuda::DeviceGuard on(device);
+  // The engine's device is current within a call: another device's event
+  // is made, and its legacy default stream named, with that device current.
+  std::optional<cuda::DeviceGuard> on;
+  if (device != device_) on.emplace(device);
   if (!produced) produced = std::make_unique<cuda::Event>();
   produced->record(producer);
   STRATA_CHECK_CUDA(cudaStreamWaitEvent(stream, produced->get(), 0));
@@ -161,7 +164,7 @@ gpu::Fence Engine::enqueued_fence() {
   // Every replica stream's work joins the engine's stream, the fence goes
   // after it, and the producer (the caller's stream) waits for the fence.
   replicas_->join(*this);
-  const gpu::Fence fence = mark(stream_->get(), device_);
+  const gpu::Fence fence = record_fence(stream_->get(), device_, /*current=*/true);
   if (producer_) {
     std::lock_guard lock(shared_);
     STRATA_CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(producer_), fence_event(fence).get(), 0));
@@ -222,8 +225,16 @@ void* Engine::captured(std::size_t bytes, bool pinned) {
 cuda::Event& Engine::fence_event(gpu::Fence fence) { return *fences_.at(fence.index).event; }
 
 gpu::Fence Engine::mark(void* stream, int device) {
-  const auto handle = stream ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy;
-  if (stream) STRATA_CHECK_CUDA(cudaStreamGetDevice(handle, &device));
+  if (!stream) {
+    cuda::DeviceGuard on(device);  // the legacy default stream is the current device's
+    return record_fence(cudaStreamLegacy, device, /*current=*/true);
+  }
+  const auto handle = static_cast<cudaStream_t>(stream);
+  STRATA_CHECK_CUDA(cudaStreamGetDevice(handle, &device));
+  return record_fence(handle, device, /*current=*/false);
+}
+
+gpu::Fence Engine::record_fence(cudaStream_t stream, int device, bool current) {
   std::lock_guard lock(shared_);
   std::uint32_t index = gpu::Fence::kNone;
   for (std::size_t i = free_fences_.size(); i-- > 0;)
@@ -233,13 +244,13 @@ gpu::Fence Engine::mark(void* stream, int device) {
       break;
     }
   if (index == gpu::Fence::kNone) {
-    cuda::DeviceGuard on(device);
+    std::optional<cuda::DeviceGuard> on;  // an event belongs to the device current when it is made
+    if (!current) on.emplace(device);
     fences_.push_back({device, std::make_unique<cuda::Event>()});
     index = std::uint32_t(fences_.size() - 1);
   }
   try {
-    cuda::DeviceGuard on(device);  // the legacy default stream is the current device's
-    fences_[index].event->record(handle);
+    fences_[index].event->record(stream);
   } catch (...) {
     free_fences_.push_back(index);
     throw;

@@ -160,6 +160,9 @@ class Engine {
   void abort_all(const std::string& reason) noexcept;
   // The fence `fence` stands for (shared_ held).
   cuda::Event& fence_event(gpu::Fence fence);
+  // A fence recorded on `stream` of `device` (`current`: that device is
+  // the calling thread's current one).
+  gpu::Fence record_fence(cudaStream_t stream, int device, bool current);
   // Makes `stream` (on `device`) wait for the work on `device`'s stream
   // `producer` as it is now, through that device's producer event.
   void order_after(cudaStream_t stream, cudaStream_t producer, int device);

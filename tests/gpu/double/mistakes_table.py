@@ -71,7 +71,7 @@ MISTAKES = [
     const std::vector<cuda::PackDesc>& host = layouts[r];""",
         replace="""    const std::vector<cuda::PackDesc>& host = layouts[r];""",
         test="test_gpu_batch-np1-gpus2",
-        expect=r"VIOLATION in kernel launch: .*pack_kernel.* launched on .* while device \d is current",
+        expect=r"VIOLATION in (kernel launch|cudaLaunchKernel): .*pack_kernel.* launched on .* while device \d is current",
     ),
     Mistake(
         name="reduce-scatter-counts-differ",
