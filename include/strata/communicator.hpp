@@ -116,7 +116,9 @@ class Communicator {
   // results are in the caller's tensors. The timeout bounds the whole batch.
   // Packing moves elements between calls, so floating-point results may
   // differ in the last bits from per-tensor all_reduce (still identical on
-  // every rank and deterministic).
+  // every rank and deterministic). Stream-ordered (CUDA tensors, a stream in
+  // the options): on_pack_done(i) fires once pack i is enqueued, and work
+  // the caller then enqueues on that stream sees it.
   void batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const CommunicationOptions& options = {},
                         std::function<void(std::size_t pack)> on_pack_done = {});
   void batch_all_reduce(std::span<Tensor> tensors, ReduceOp op, const PackingOptions& packing,

@@ -26,15 +26,20 @@ struct CommunicationOptions {
   // arrive, and the communicator is marked broken.
   double timeout_seconds = 0;
   Implementation implementation = Implementation::automatic;
-  // CUDA tensors: the stream whose work produces them. strata's own GPU work
-  // for the call starts only after everything enqueued on `stream` before
-  // the call (an event recorded there). nullptr (the default) orders after
-  // the legacy default stream of each tensor's device, where cudaMemcpy,
-  // kernels launched without a stream and PyTorch's default stream put their
-  // work (programs built with --default-stream per-thread pass
-  // cudaStreamPerThread). Either way the call returns only when the result
-  // is in the output tensors, so work enqueued after it sees the result.
-  // Ignored for host tensors. docs/GPU.md, "Streams".
+  // CUDA tensors: the stream the call is ordered on. Given (not nullptr),
+  // the call is stream-ordered, as NCCL's and TensorFlow's: it enqueues its
+  // work after everything enqueued on `stream` before the call, makes
+  // `stream` wait for its result, and returns once enqueued; work enqueued
+  // on `stream` afterwards sees the result. Errors found after the return
+  // (a timeout, which counts from the call; an asynchronous NCCL error)
+  // break the communicator and are raised by the next call or
+  // Communicator::check(). A stream that is capturing a CUDA graph captures
+  // the call. nullptr (the default) is MPI's semantics: the call orders
+  // after the legacy default stream of each tensor's device (where
+  // cudaMemcpy, kernels launched without a stream and PyTorch's default
+  // stream put their work; programs built with --default-stream per-thread
+  // pass cudaStreamPerThread) and returns only when the result is in the
+  // output tensors. Ignored for host tensors. docs/GPU.md, "Streams".
   StreamHandle stream = nullptr;
 };
 

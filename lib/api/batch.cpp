@@ -50,20 +50,7 @@ bool Session::only_enqueues(const BatchCall& call) const {
   return true;
 }
 
-void Session::run_batch(const BatchCall& call) {
-  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse(*invalid, call);
-  if (handing_over(call)) return hand_over(call);
-  requests_.exclusive([&] { traced(call, [&] { run_batch_call(call); }); });
-}
-
-std::shared_ptr<exec::Flight> Session::run_batch_started(const BatchCall& call) {
-  if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse_started(*invalid, call);
-  std::shared_ptr<exec::Flight> flight;
-  traced(call, [&] { flight = run_batch_call(call); });
-  return flight;
-}
-
-std::shared_ptr<exec::Flight> Session::run_batch_call(const BatchCall& call) {
+std::shared_ptr<exec::Flight> Session::run_call(const BatchCall& call) {
   executor_.ensure_usable();
   log_batch_plan(call);
   plan::Fingerprint fingerprint;

@@ -73,7 +73,7 @@ struct BatchRequest final : StartedCall<exec::BatchCall> {
 
   void run() override {
     if (invalid) session->refuse_started(*invalid, call);
-    flight = session->run_batch_started(call);
+    flight = session->run_started(call);
   }
 };
 

@@ -165,11 +165,14 @@ namespace {
 // A stream-ordered call handed to the progress thread (Session::run): what
 // it points at, owned, since its caller has returned. Its errors go to the
 // communicator (the next call, check()); its gate opens once it ran.
+template <typename AnyCall>
 struct HandedOver final : RequestState {
   Session* session = nullptr;
   CommunicationOptions options;
   std::optional<plan::Spec> spec;
-  exec::Call call;
+  std::vector<std::vector<Tensor>> batch;         // a batch's tensor lists
+  std::function<void(std::size_t)> on_pack_done;  // and its callback
+  AnyCall call;
   exec::Ordering ordering;
 
   void run() override {
@@ -183,29 +186,20 @@ struct HandedOver final : RequestState {
   }
 };
 
-struct HandedOverBatch final : RequestState {
-  Session* session = nullptr;
-  CommunicationOptions options;
-  std::optional<plan::Spec> spec;
-  std::vector<std::vector<Tensor>> batch;
-  std::function<void(std::size_t)> on_pack_done;
-  exec::BatchCall call;
-  exec::Ordering ordering;
-
-  void run() override {
-    std::exception_ptr error;
-    try {
-      session->run_batch_started(call);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    session->handed_over_ran(ordering, error);
+// What a call points at that a batch adds (nothing for a single call).
+void own_more(HandedOver<Call>&, const Call&) {}
+void own_more(HandedOver<BatchCall>& state, const BatchCall& call) {
+  state.batch = *call.batch;
+  state.call.batch = &state.batch;
+  if (call.on_pack_done) {
+    state.on_pack_done = *call.on_pack_done;
+    state.call.on_pack_done = &state.on_pack_done;
   }
-};
+}
 
 // Copies what `call` points at into `state` and points the copy there.
-template <typename State, typename AnyCall>
-void own(State& state, const AnyCall& call) {
+template <typename AnyCall>
+void own(HandedOver<AnyCall>& state, const AnyCall& call) {
   state.options = *call.options;
   state.call = call;
   state.call.options = &state.options;
@@ -213,6 +207,7 @@ void own(State& state, const AnyCall& call) {
     state.spec = *call.spec;
     state.call.spec = &*state.spec;
   }
+  own_more(state, call);
 }
 
 }  // namespace
@@ -232,18 +227,25 @@ bool Session::only_enqueues(const Call& call) const {
                                                     call.options->implementation, call.spec));
 }
 
-void Session::run(const Call& call) {
+template <typename AnyCall>
+void Session::run_any(const AnyCall& call) {
   if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse(*invalid, call);
   if (handing_over(call)) return hand_over(call);
   requests_.exclusive([&] { traced(call, [&] { run_call(call); }); });
 }
 
-std::shared_ptr<exec::Flight> Session::run_started(const Call& call) {
+template <typename AnyCall>
+std::shared_ptr<exec::Flight> Session::run_any_started(const AnyCall& call) {
   if (const std::optional<InvalidArgument> invalid = precheck(call)) refuse_started(*invalid, call);
   std::shared_ptr<exec::Flight> flight;
   traced(call, [&] { flight = run_call(call); });
   return flight;
 }
+
+void Session::run(const Call& call) { run_any(call); }
+void Session::run_batch(const BatchCall& call) { run_any(call); }
+std::shared_ptr<exec::Flight> Session::run_started(const Call& call) { return run_any_started(call); }
+std::shared_ptr<exec::Flight> Session::run_started(const BatchCall& call) { return run_any_started(call); }
 
 std::shared_ptr<exec::Flight> Session::run_call(const Call& call) {
   executor_.ensure_usable();
@@ -252,29 +254,12 @@ std::shared_ptr<exec::Flight> Session::run_call(const Call& call) {
   return executor_.run(call, ticket);
 }
 
-void Session::hand_over(const Call& call) {
-  auto state = std::make_shared<HandedOver>();
+template <typename AnyCall>
+void Session::hand_over(const AnyCall& call) {
+  auto state = std::make_shared<HandedOver<AnyCall>>();
   state->session = this;
   own(*state, call);
-  state->ordering = executor_.order_now(call, /*gate=*/true);
-  state->call.ordering = &state->ordering;
-  requests_.start_thread();
-  requests_.adopt(*state, false, /*thread_may_run=*/true);
-  ++handed_over_;
-  requests_.start(state);
-}
-
-void Session::hand_over(const BatchCall& call) {
-  auto state = std::make_shared<HandedOverBatch>();
-  state->session = this;
-  own(*state, call);
-  state->batch = *call.batch;
-  state->call.batch = &state->batch;
-  if (call.on_pack_done) {
-    state->on_pack_done = *call.on_pack_done;
-    state->call.on_pack_done = &state->on_pack_done;
-  }
-  state->ordering = executor_.order_now(call, /*gate=*/true);
+  state->ordering = executor_.order_now(state->call, /*gate=*/true);
   state->call.ordering = &state->ordering;
   requests_.start_thread();
   requests_.adopt(*state, false, /*thread_may_run=*/true);

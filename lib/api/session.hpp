@@ -76,7 +76,7 @@ class Session {
   // The same, for a request in its turn (the request queue calls them):
   // the flight of a CUDA request's enqueued work, or null.
   std::shared_ptr<exec::Flight> run_started(const Call& call);
-  std::shared_ptr<exec::Flight> run_batch_started(const BatchCall& call);
+  std::shared_ptr<exec::Flight> run_started(const BatchCall& call);
 
   // CUDA requests (exec::Executor): where the producer is at a start, the
   // fences given back after the run, and the flight of the run's work.
@@ -131,8 +131,15 @@ class Session {
                   Collective collective = Collective::all_reduce) const;
 
  private:
-  std::shared_ptr<exec::Flight> run_call(const Call& call);             // one call, numbered, without its span
-  std::shared_ptr<exec::Flight> run_batch_call(const BatchCall& call);  // one batch, numbered, without its span
+  // run() and run_batch(), and run_started() of either: the same steps
+  // for a call and a batch (session.cpp).
+  template <typename AnyCall>
+  void run_any(const AnyCall& call);
+  template <typename AnyCall>
+  std::shared_ptr<exec::Flight> run_any_started(const AnyCall& call);
+  // One call or batch, numbered, without its span.
+  std::shared_ptr<exec::Flight> run_call(const Call& call);
+  std::shared_ptr<exec::Flight> run_call(const BatchCall& call);
   // What refuses a call before it takes a number: the CUDA devices
   // (api/validate.hpp), then what the executor cannot run as asked.
   std::optional<InvalidArgument> precheck(const Call& call);
@@ -144,8 +151,8 @@ class Session {
   }
   // Queues `call` for the progress thread, its caller's stream held until
   // it ran (exec::Executor::order_now with a gate); returns at once.
-  void hand_over(const Call& call);
-  void hand_over(const BatchCall& call);
+  template <typename AnyCall>
+  void hand_over(const AnyCall& call);
 
   // Runs `work` (one public call); with STRATA_TRACE on, inside its span,
   // whose args say what ran and how it ended (api/call_trace.cpp). A call

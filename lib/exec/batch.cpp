@@ -132,21 +132,13 @@ Ordering Executor::order_now(const BatchCall& call, bool gate) {
 }
 
 std::shared_ptr<Flight> Executor::run_batch(const BatchCall& call, const Ticket& ticket) {
-  const util::Deadline deadline(call.options->timeout_seconds);
-  util::IdleWorkScope answering_scope(answering());
-  std::shared_ptr<Flight> flight;
-  try {
-    // A batch is checked once, as a whole, before its first pack.
-    if (ticket.check) verify_in_call(*ticket.check, deadline, call.name());
-    if (on_cuda(call))
-      flight = run_batch_gpu(call, ticket, deadline);
-    else
-      run_batch_host(call, ticket, deadline);
-  } catch (const DeadlineExceeded&) {
-    blame_missing_ranks(deadline);
-  }
-  host_.end_call();
-  return flight;
+  // A batch is checked once, as a whole, before its first pack.
+  return framed(call.options->timeout_seconds, ticket.check, call.name(),
+                [&](const util::Deadline& deadline) -> std::shared_ptr<Flight> {
+                  if (on_cuda(call)) return run_batch_gpu(call, ticket, deadline);
+                  run_batch_host(call, ticket, deadline);
+                  return nullptr;
+                });
 }
 
 void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {

@@ -90,22 +90,15 @@ void Executor::verify(const plan::Fingerprint& mine, double timeout_seconds, std
 }
 
 std::shared_ptr<Flight> Executor::run(const Call& call, const Ticket& ticket) {
-  const util::Deadline deadline(call.options->timeout_seconds);
-  util::IdleWorkScope answering_scope(answering());
-  std::shared_ptr<Flight> flight;
-  try {
-    if (call.memory == Memory::cuda) {
-      // Before anything is enqueued: NCCL hangs on a mismatched call.
-      if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));
-      flight = run_gpu(call, ticket, deadline);
-    } else {
-      run_host(call, ticket, deadline);
-    }
-  } catch (const DeadlineExceeded&) {
-    blame_missing_ranks(deadline);
-  }
-  host_.end_call();
-  return flight;
+  // Host calls check inside their plan (it rides in the first shared-memory
+  // round where it can); CUDA calls first.
+  const bool cuda = call.memory == Memory::cuda;
+  return framed(call.options->timeout_seconds, cuda ? ticket.check : nullptr, to_string(call.collective),
+                [&](const util::Deadline& deadline) -> std::shared_ptr<Flight> {
+                  if (cuda) return run_gpu(call, ticket, deadline);
+                  run_host(call, ticket, deadline);
+                  return nullptr;
+                });
 }
 
 void Executor::run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {

@@ -183,6 +183,26 @@ class Executor {
   // The roll call this thread may use while waiting (null where it may not call MPI).
   RollCall* answering() const { return mpi_here() ? roll_call_.get() : nullptr; }
   void verify_in_call(const plan::Fingerprint& mine, const util::Deadline& deadline, std::string_view collective);
+  // One call's frame around `work(deadline)`: its deadline, the roll call
+  // answered while it waits, the call check first where `check` (before
+  // anything is sent or enqueued: NCCL hangs on a mismatched call), a
+  // timeout blamed on the ranks that did not arrive, the landing arena
+  // emptied after. Returns what `work` returns (a flight, or null).
+  template <typename Work>
+  std::shared_ptr<Flight> framed(double timeout_seconds, const plan::Fingerprint* check, std::string_view collective,
+                                 Work&& work) {
+    const util::Deadline deadline(timeout_seconds);
+    util::IdleWorkScope answering_scope(answering());
+    std::shared_ptr<Flight> flight;
+    try {
+      if (check) verify_in_call(*check, deadline, collective);
+      flight = work(deadline);
+    } catch (const DeadlineExceeded&) {
+      blame_missing_ranks(deadline);
+    }
+    host_.end_call();
+    return flight;
+  }
   bool thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const;
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);

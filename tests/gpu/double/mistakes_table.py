@@ -157,10 +157,16 @@ MISTAKES = [
         name="check-after-enqueue",
         what="the call check made after the call's NCCL operations were enqueued (NCCL hangs on a mismatched call)",
         file="lib/exec/executor.cpp",
-        find="""      if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));
-      flight = run_gpu(call, ticket, deadline);""",
-        replace="""      flight = run_gpu(call, ticket, deadline);
-      if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));""",
+        find="""  return framed(call.options->timeout_seconds, cuda ? ticket.check : nullptr, to_string(call.collective),
+                [&](const util::Deadline& deadline) -> std::shared_ptr<Flight> {
+                  if (cuda) return run_gpu(call, ticket, deadline);""",
+        replace="""  return framed(call.options->timeout_seconds, nullptr, to_string(call.collective),
+                [&](const util::Deadline& deadline) -> std::shared_ptr<Flight> {
+                  if (cuda) {
+                    std::shared_ptr<Flight> flight = run_gpu(call, ticket, deadline);
+                    if (ticket.check) verify_in_call(*ticket.check, deadline, to_string(call.collective));
+                    return flight;
+                  }""",
         test="test_gpu_stream_ordered-np2-gpus2",
         expect=r"diverge",
     ),
