@@ -179,7 +179,7 @@ void Engine::close() noexcept {
   call_stream_ = nullptr;
   producer_ = nullptr;
   mode_ = gpu::Mode::blocking;
-  if (scope_owner_ != std::this_thread::get_id()) return;  // (open() failed before it took the scope)
+  if (scope_owner_.load() != std::this_thread::get_id()) return;  // (open() failed before it took the scope)
   if (abort_requested_.exchange(false)) {
     std::string reason;
     {
@@ -188,7 +188,7 @@ void Engine::close() noexcept {
     }
     abort_all(reason);
   }
-  scope_owner_ = {};
+  scope_owner_ = std::thread::id{};
   scope_.unlock();
 }
 
@@ -366,7 +366,7 @@ void Engine::abort_all(const std::string& reason) noexcept {
 }
 
 void Engine::mark_broken(const std::string& reason) noexcept {
-  if (scope_owner_ != std::this_thread::get_id()) {
+  if (scope_owner_.load() != std::this_thread::get_id()) {
     // Another thread drives a call: its communicators must not be aborted
     // under it. Abort now if no call is open, else let the call do it.
     std::unique_lock scope(scope_, std::try_to_lock);

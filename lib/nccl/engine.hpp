@@ -188,7 +188,7 @@ class Engine {
   // Held from open() to close() by the thread driving the call; an abort
   // from another thread takes it first.
   std::mutex scope_;
-  std::thread::id scope_owner_;
+  std::atomic<std::thread::id> scope_owner_{};
   // An abort another thread asked for while a call was open: the call's
   // waits and its close() carry it out.
   std::atomic<bool> abort_requested_{false};
