@@ -90,7 +90,7 @@ claims = [
     ("lib/host/shm_rounds.hpp", "kSmallBytes", lambda n: f"Messages up to {size_text(n)} take a one-round path"),
     ("lib/plan/packing.cpp", "kAutoPackOneNode", lambda n: f"b = {size_text(n)} on one node"),
     ("lib/plan/packing.cpp", "kAutoPackMultiNode", lambda n: f"{size_text(n)} across nodes"),
-    ("lib/api/session.cpp", "kDefaultChunkBytes", lambda n: f"pipelined in {size_text(n)} chunks"),
+    ("lib/exec/host_runtime.cpp", "kDefaultChunkBytes", lambda n: f"pipelined in {size_text(n)} chunks"),
     ("lib/plan/spec.cpp", "kMaxShards", lambda n: f"shards outside 1..{n}"),
 ]
 for path, name, phrase in claims:
@@ -101,7 +101,7 @@ for path, name, phrase in claims:
     (ok if want in algorithms_md else fail)(f"ALGORITHMS.md says \"{want}\" ({path}: {name} = {value})")
 # Config::chunk_bytes documents both defaults it stands in for.
 options_hpp = " ".join(re.sub(r"^\s*//", "", line) for line in (ROOT / "include/strata/options.hpp").read_text().splitlines())
-for path, phrase in (("lib/api/session.cpp", lambda n: f"built-in default ({size_text(n)})"),
+for path, phrase in (("lib/exec/host_runtime.cpp", lambda n: f"built-in default ({size_text(n)})"),
                      ("lib/gpu/staged.cpp", lambda n: f"in chunks of {size_text(n)}")):
     value = constant(path, "kDefaultChunkBytes")
     if value is not None:
