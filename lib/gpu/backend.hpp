@@ -161,11 +161,9 @@ class Backend {
   // Device scratch slot 0..3 of at least `bytes` bytes on the backend's
   // device: 0 and 1 for levels, 2 for packs (and a flat reduce_scatter's
   // whole result: the two never share a call), 3 for the NaN-keeping
-  // exchange. Valid until the same slot is asked for more.
+  // exchange. Valid until the same slot is asked for more. A captured
+  // call gets memory of its own instead, kept while the backend lives.
   virtual void* device_scratch(int slot, std::size_t bytes) = 0;
-  // Pinned host slot 0 or 1 of at least `bytes` bytes (psgpu stages whole
-  // slices there).
-  virtual void* pinned(int slot, std::size_t bytes) = 0;
   // Pinned buffer `index` of the staging ring, at least `bytes` bytes:
   // chunked copies reuse a few of these, never the whole tensor.
   virtual void* staging(std::size_t index, std::size_t bytes) = 0;

@@ -56,7 +56,6 @@ bool Engine::shut_down() noexcept {
     captured_pinned_.clear();
     retired_.abandon();
     for (auto& b : device_buffers_) b.abandon();
-    for (auto& b : pinned_) b.abandon();
     for (auto& b : staging_) b->abandon();
     workspace_.abandon();
     replicas_->abandon();

@@ -123,10 +123,6 @@ class Engine {
   // Staging: `count` pinned buffers of `bytes` each (a ring reused by
   // chunked copies), allocated once per size; never the whole tensor.
   void* staging(std::size_t index, std::size_t bytes);
-  // Pinned scratch of `bytes` for slot 0 or 1 (psgpu, which stages whole slices).
-  void* pinned(int slot, std::size_t bytes) {
-    return capturing() ? captured(bytes, true) : pinned_[slot].get(bytes, retired_);
-  }
   cuda::Event& event(std::size_t index);
 
   // --- Any thread (gpu::Backend's) ------------------------------------------
@@ -201,7 +197,6 @@ class Engine {
   std::unique_ptr<ReplicaSet> replicas_;
   cuda::Retired retired_;  // declared before the buffers: destroyed after them
   cuda::DeviceBuffer device_buffers_[4];
-  cuda::PinnedBuffer pinned_[2];
   std::vector<std::unique_ptr<cuda::PinnedBuffer>> staging_;
   std::vector<std::unique_ptr<cuda::Event>> events_;
   std::vector<std::unique_ptr<cuda::Event>> producer_events_;  // by device

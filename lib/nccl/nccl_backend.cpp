@@ -98,7 +98,6 @@ class NcclBackend final : public gpu::Backend {
   util::Workspace& workspace() override { return engine_.workspace(); }
 
   void* device_scratch(int slot, std::size_t bytes) override { return engine_.device_scratch(slot, bytes); }
-  void* pinned(int slot, std::size_t bytes) override { return engine_.pinned(slot, bytes); }
   void* staging(std::size_t index, std::size_t bytes) override { return engine_.staging(index, bytes); }
 
   void copy(void* dst, const void* src, std::size_t bytes, gpu::Copy direction) override {
