@@ -11,7 +11,10 @@
 //   - 8-bit integer sum/prod: Open MPI's vectorised MPI_SUM saturates i8/u8
 //     (open-mpi/ompi#8045) where strata wraps (two's complement);
 //   - f32/f64 min/max: MPI_MIN/MAX drop a NaN (fmin-like) where strata lets
-//     it through, as every other algorithm does.
+//     it through, as every other algorithm does;
+//   - unsigned min/max on MPICH 4.0.0-4.0.2 (Debian 12's): its MPI_MIN/MAX
+//     compare unsigned integers as signed (pmodels/mpich#6083, fixed in
+//     4.0.3), so min(59, 212) of MPI_UINT8_T is 212.
 #include <climits>
 #include <cstddef>
 #include <cstring>
@@ -55,6 +58,12 @@ MPI_Op mpi_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::u8 && arithmetic) return strata_mpi_op<DataType::u8>(op);
   if (dtype == DataType::f32 && !arithmetic) return strata_mpi_op<DataType::f32>(op);
   if (dtype == DataType::f64 && !arithmetic) return strata_mpi_op<DataType::f64>(op);
+#if defined(MPICH_NUMVERSION) && !defined(I_MPI_VERSION) && MPICH_NUMVERSION >= 40000000 && \
+    MPICH_NUMVERSION < 40003000
+  if (dtype == DataType::u8 && !arithmetic) return strata_mpi_op<DataType::u8>(op);
+  if (dtype == DataType::u32 && !arithmetic) return strata_mpi_op<DataType::u32>(op);
+  if (dtype == DataType::u64 && !arithmetic) return strata_mpi_op<DataType::u64>(op);
+#endif
   switch (op) {
     case ReduceOp::min: return MPI_MIN;
     case ReduceOp::max: return MPI_MAX;
