@@ -14,7 +14,7 @@ For each size, R rounds of three runs of strata-bench alternate: check on
 (strata and its MPI_Allreduce baseline in the same run), check off, and so
 on; every figure is strata-bench's own median time per call, and the table
 gives the median over the R rounds of each and the cost of the check
-(on / off - 1). The ranks are bound to cores (--bind-to core) so the
+(on / off - 1). The ranks are bound to cores (scripts/launch.py --bind core) so the
 runs compare like with like. Prints a Markdown table for
 docs/PERFORMANCE.md; asserts nothing.
 """
@@ -23,7 +23,17 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
+
+LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+
+
+def launch(ranks):
+    """Starts ranks bound to cores through the launcher layer (mpirun on
+    PATH, or STRATA_MPIEXEC's: scripts/launch.py)."""
+    return [sys.executable, LAUNCH, "--mpiexec", "mpirun", "-n", str(ranks), "--bind", "core"]
+
 
 SIZES = {8: (20000, 2000), 65536: (2000, 200), 1 << 20: (300, 30), 64 << 20: (10, 3)}
 
@@ -32,7 +42,7 @@ def run(bench, ranks, size, check, iters, warmup):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = dict(os.environ, STRATA_CHECK="on" if check else "off", OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        subprocess.run(["mpirun", "-np", str(ranks), "--bind-to", "core", "-x", "STRATA_CHECK", bench, "-b",
+        subprocess.run([*launch(ranks), "--env", "STRATA_CHECK", bench, "-b",
                         str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup), "--baseline", "mpi", "-J",
                         out.name, "--no-progress"],
                        env=env, check=True, capture_output=True, timeout=600)
@@ -58,7 +68,7 @@ def paired(build, ranks, sizes):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     for size in sizes:
         iters, rounds = PAIRED.get(size, (100, 11))
-        run = subprocess.run(["mpirun", "-np", str(ranks), "--bind-to", "core", exe, str(iters), str(size // 4),
+        run = subprocess.run([*launch(ranks), exe, str(iters), str(size // 4),
                               str(rounds)], env=env, check=True, capture_output=True, text=True, timeout=900)
         print(run.stdout.strip(), flush=True)
 

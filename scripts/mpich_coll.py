@@ -21,8 +21,9 @@ counts (coll_large, uoplong_large) or GPUs are left out.
 
 run runs each test at the rank counts testlist.in gives (lines that set
 MPICH's own environment variables, or more than 16 ranks, left out) and at
---np-extra, with --oversubscribe, plain and then with LD_PRELOAD=LIB, each
-bounded by --timeout seconds, and prints a table of every run whose
+--np-extra, plain and then with LD_PRELOAD=LIB given to the ranks, each
+started through scripts/launch.py (mpirun on PATH, or STRATA_MPIEXEC's;
+ranks may outnumber cores) and bounded by --timeout seconds, and prints a table of every run whose
 preloaded result (exit status; a line "No Errors") differs from the
 plain one, then a summary line. Exit status 0 when none differs, 1
 otherwise.
@@ -35,6 +36,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+LAUNCH = pathlib.Path(__file__).resolve().parent / "launch.py"  # starts ranks under any launcher
 
 # The tests whose calls the interposer replaces (all-reduce, reduce,
 # broadcast, reduce_scatter_block, allgather, their non-blocking and
@@ -201,9 +204,10 @@ def runs(work, extra_np, only):
 
 def run_one(work, case, preload, timeout):
     name, np, args = case
-    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
+    # Through the launcher layer: mpirun on PATH, or STRATA_MPIEXEC's.
+    cmd = [sys.executable, str(LAUNCH), "--mpiexec", "mpirun", "-n", str(np)]
     if preload:
-        cmd += ["-x", f"LD_PRELOAD={preload}"]
+        cmd += ["--env", f"LD_PRELOAD={preload}"]
     cmd += [f"./{name}", *args]
     start = time.time()
     try:

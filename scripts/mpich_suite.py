@@ -17,7 +17,7 @@ testlist names, into WORK/DIR/bin, with the sources and -D flags its
 Makefile.am gives; a test that does not compile against this MPI (MPI-4
 functions, large counts, MPI-1 names gone) is listed with the reason and
 left out. run runs each test at the rank counts its testlist gives and at
---np-extra, with --oversubscribe, plain and then with LD_PRELOAD=LIB, each
+--np-extra, plain and then with LD_PRELOAD=LIB, started as mpich_coll.py's, each
 bounded by --timeout seconds, and prints every run whose result (exit
 status; a line "No Errors") differs, then a summary line; exit status 0
 when none differs, 1 otherwise. Left out as this VM cannot run them:

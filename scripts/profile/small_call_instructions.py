@@ -73,9 +73,10 @@ def main():
             runs = {}
             for side in ("plain", "preloaded"):
                 out = tmp / f"cg.{side}.{which}"
-                command = ["mpirun", "-np", "2", "-x", f"OUT={out}"]
+                command = [sys.executable, str(ROOT / "scripts" / "launch.py"), "--mpiexec", "mpirun", "-n", "2",
+                           "--env", f"OUT={out}"]
                 if side == "preloaded":
-                    command += ["-x", f"LD_PRELOAD={args.preload}"]
+                    command += ["--env", f"LD_PRELOAD={args.preload}"]
                 command += [str(wrapper), str(program), str(args.calls), str(which)]
                 done = subprocess.run(command, capture_output=True, text=True, timeout=600)
                 if done.returncode != 0 or not out.exists():

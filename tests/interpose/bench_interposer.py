@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+LAUNCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "launch.py")
+
 UNITS = {"": 1, "k": 1024, "M": 1024**2, "G": 1024**3}
 
 
@@ -33,11 +35,12 @@ def parse_size(text):
 
 
 def one_run(args, preload, size, path):
-    command = [args.mpirun, "-np", str(args.np)]
+    # MPIRUN through the launcher layer (scripts/launch.py spells its flags).
+    command = [sys.executable, str(LAUNCH), "--mpiexec", args.mpirun, "-n", str(args.np)]
     for assignment in args.env:
-        command += ["-x", assignment]
+        command += ["--env", assignment]
     if preload:
-        command += ["-x", f"LD_PRELOAD={args.preload}"]
+        command += ["--env", f"LD_PRELOAD={args.preload}"]
     command += [args.bench, "--no-progress", "-b", str(size), "-e", str(size), "-n", str(args.iters), "-w", "2",
                 "-c", "1", "--baseline", "mpi", "-J", path]
     print("+", " ".join(command), file=sys.stderr, flush=True)
