@@ -26,6 +26,14 @@
 #include "util/check.hpp"
 #include "util/copy.hpp"
 
+// MPICH 4.0.0-4.0.2 (Debian 12's), whose faults are worked around below.
+#if defined(MPICH_NUMVERSION) && !defined(I_MPI_VERSION) && MPICH_NUMVERSION >= 40000000 && \
+    MPICH_NUMVERSION < 40003000
+#define STRATA_MPICH_4_0_2 1
+#else
+#define STRATA_MPICH_4_0_2 0
+#endif
+
 namespace strata::host {
 namespace {
 
@@ -58,8 +66,7 @@ MPI_Op mpi_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::u8 && arithmetic) return strata_mpi_op<DataType::u8>(op);
   if (dtype == DataType::f32 && !arithmetic) return strata_mpi_op<DataType::f32>(op);
   if (dtype == DataType::f64 && !arithmetic) return strata_mpi_op<DataType::f64>(op);
-#if defined(MPICH_NUMVERSION) && !defined(I_MPI_VERSION) && MPICH_NUMVERSION >= 40000000 && \
-    MPICH_NUMVERSION < 40003000
+#if STRATA_MPICH_4_0_2
   if (dtype == DataType::u8 && !arithmetic) return strata_mpi_op<DataType::u8>(op);
   if (dtype == DataType::u32 && !arithmetic) return strata_mpi_op<DataType::u32>(op);
   if (dtype == DataType::u64 && !arithmetic) return strata_mpi_op<DataType::u64>(op);
@@ -118,7 +125,18 @@ void mpi_reduce(Transport& t, const Job& job) {
   const bool root = t.rank() == job.root;
   in_pieces(job, [&](const void* in, void* out, int n) {
     if (!t.bounded()) {
-      STRATA_CHECK_MPI(MPI_Reduce(root && in == out ? MPI_IN_PLACE : in, out, n, type, op, job.root, t.comm()));
+      const bool in_place = root && in == out;
+      if (STRATA_MPICH_4_0_2 && in_place && job.root != 0) {
+        // MPICH 4.0.2's MPI_Reduce with MPI_IN_PLACE at a root other than 0
+        // reads past its buffers and crashes from about 1000 elements: the
+        // input goes from a copy in scratch instead.
+        const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(job.dtype);
+        std::byte* copy = t.scratch(0, bytes);
+        util::copy_bytes(copy, in, bytes);
+        STRATA_CHECK_MPI(MPI_Reduce(copy, out, n, type, op, job.root, t.comm()));
+        return;
+      }
+      STRATA_CHECK_MPI(MPI_Reduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, job.root, t.comm()));
       return;
     }
     if (!root) {  // nothing lands here
