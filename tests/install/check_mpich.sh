@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# strata picks the MPI it is told to, beside Debian's Open MPI (the default):
-# - configure only: -Dmpi=mpich (pkg-config), -Dmpi=mpicxx.mpich (the
-#   wrapper, asked for its flags) and the deprecated -Dmpi_pkgconfig=mpich
-#   each pick Debian's MPICH, say so in the summary, and find its launcher
-#   (hydra's mpiexec.mpich);
-# - CXX=mpicxx.mpich with -Dmpi=auto builds the library against MPICH, not
-#   Open MPI; installed, its strata.pc carries MPICH's flags (a wrapper has
-#   no .pc to require), so the README's example builds with plain g++ and
-#   `pkg-config --cflags --libs strata` alone, links libmpich and no
-#   libmpi, and runs under MPICH's launcher at 4 ranks (scripts/launch.py).
-# (scripts/test.sh's MPICH pass builds and tests everything against MPICH
-# through -Dmpi=mpich; this covers the other routes.)
+# strata picks the MPI it is told to, beside Debian's Open MPI (the default),
+# with its tests configured against that MPI:
+# - configure, tests included: -Dmpi=mpich (pkg-config), -Dmpi=mpicxx.mpich
+#   (the wrapper, asked for its flags), the deprecated -Dmpi_pkgconfig=mpich
+#   and CXX=mpicxx.mpich with -Dmpi=auto each pick Debian's MPICH, say so in
+#   the summary, find its launcher (hydra's mpiexec.mpich), and have
+#   strata.pc require mpich (the wrapper is that MPI);
+# - build and install (-Dmpi=mpich, tests on): the library, the interposer
+#   and test_public_api, which runs at 3 ranks through the build's
+#   strata-launch; the installed strata-config names MPICH and hydra; the
+#   README's example builds with plain g++ and `pkg-config --cflags --libs
+#   strata` alone, links libmpich and no libmpi, and runs under MPICH's
+#   launcher at 4 ranks (scripts/launch.py);
+# - with mpich.pc hidden from pkg-config (an MPI no .pc describes), the
+#   wrapper route's strata.pc carries MPICH's flags, and the example builds,
+#   links and runs with it the same way.
+# Only these targets are built: scripts/test.sh's MPICH pass builds and
+# tests everything else against MPICH (scripts/mpich_pass.sh).
 #   check_mpich.sh SOURCE_ROOT README_EXAMPLE_CPP
 # Exit 77 (skipped) when MPICH's pkg-config module or tools are missing.
 set -euo pipefail
@@ -25,48 +31,87 @@ version=$(pkg-config --modversion mpich)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The library only: apps, tests, Python and the GPU backend have nothing to
-# say about which MPI the library builds against.
-lib_only=(-Dcuda=disabled -Dapps=false -Dtests=false -Dpython=disabled -Dbuildtype=plain --prefix=/usr/local)
+# Apps, Python and the GPU backend have nothing to say about which MPI the
+# library builds against; the tests do (they are configured with it).
+options=(-Dcuda=disabled -Dapps=false -Dpython=disabled -Dbuildtype=plain --prefix=/usr/local)
 summary_says() {  # LOG TEXT: the summary has the line
   grep -q -- "$2" "$1" || { echo "mpich test: expected '$2' in the summary:"; grep -i -e mpi -e launcher "$1"; exit 1; }
 }
-for route in "-Dmpi=mpich" "-Dmpi=mpicxx.mpich" "-Dmpi_pkgconfig=mpich"; do
+for route in "-Dmpi=mpich" "-Dmpi=mpicxx.mpich" "-Dmpi_pkgconfig=mpich" "CXX=mpicxx.mpich"; do
   log=$work/setup$route.log
-  meson setup "$work/configure" "$source_root" "$route" "${lib_only[@]}" >"$log" 2>&1 || { cat "$log"; exit 1; }
+  case $route in
+    CXX=*) CC=mpicc.mpich CXX=mpicxx.mpich meson setup "$work/configure" "$source_root" "${options[@]}" ;;
+    *) meson setup "$work/configure" "$source_root" "$route" "${options[@]}" ;;
+  esac >"$log" 2>&1 || { cat "$log"; exit 1; }
   summary_says "$log" "MPI *: MPICH $version"
   summary_says "$log" "MPI launcher *: hydra /usr/bin/mpiexec.mpich"
+  summary_says "$log" "strata.pc *: requires mpich"
   case $route in
-    -Dmpi=mpicxx.mpich) summary_says "$log" "MPI found by *: wrapper /usr/bin/mpicxx.mpich" ;;
-    *) summary_says "$log" "strata.pc *: requires mpich" ;;
+    -Dmpi=mpicxx.mpich) summary_says "$log" "MPI found by *: pkg-config mpich (/usr/bin/mpicxx.mpich is that MPI)" ;;
+    CXX=*) summary_says "$log" "the C++ compiler is an MPI wrapper" ;;
   esac
   echo "mpich test: $route picks MPICH $version"
   rm -rf "$work/configure"
 done
 
-# A unity build (a few sources per compiler run) halves the compile (37 s
-# against 77 s here); the main build compiles every file alone.
-CC=mpicc.mpich CXX=mpicxx.mpich meson setup "$work/build" "$source_root" "${lib_only[@]}" -Dunity=on \
-  >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
-summary_says "$work/setup.log" "MPI *: MPICH $version"
-summary_says "$work/setup.log" "the C++ compiler is an MPI wrapper"
-ninja -C "$work/build" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
-meson install -C "$work/build" --destdir "$work/dest" --quiet
+# A unity build (a few sources per compiler run) halves the compile; the
+# main build compiles every file alone.
+build=$work/build
+meson setup "$build" "$source_root" -Dmpi=mpich "${options[@]}" -Dunity=on >"$work/setup.log" 2>&1 ||
+  { cat "$work/setup.log"; exit 1; }
+targets=$(meson introspect "$build" --targets | python3 -c '
+import json, os, sys
+build = sys.argv[1]
+for t in json.load(sys.stdin):
+    if t["installed"] or t["name"] == "test_public_api":
+        print(*(os.path.relpath(f, build) for f in t["filename"]))' "$build")
+# shellcheck disable=SC2086 # one target a word
+ninja -C "$build" $targets >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+out=$(timeout 120 "$build/strata-launch" -n 3 "$build/tests/mpi/test_public_api" 2>&1) ||
+  { echo "mpich test: test_public_api at 3 ranks under MPICH failed:"; echo "$out"; exit 1; }
+echo "mpich test: test_public_api passed at 3 ranks (hydra)"
+meson install -C "$build" --no-rebuild --destdir "$work/dest" --quiet
+
+config=$work/dest/usr/local/bin/strata-config
+[ "$("$config" --mpi)" = "MPICH $version" ] || { echo "mpich test: strata-config --mpi says '$("$config" --mpi)'"; exit 1; }
+[ "$("$config" --launcher)" = "hydra /usr/bin/mpiexec.mpich" ] ||
+  { echo "mpich test: strata-config --launcher says '$("$config" --launcher)'"; exit 1; }
+echo "mpich test: strata-config --mpi: MPICH $version; --launcher: hydra /usr/bin/mpiexec.mpich"
 
 pc=$(find "$work/dest" -name strata.pc)
-if grep -q "^Requires:.*ompi" "$pc" || ! grep -q "^Cflags:.*-I/usr/include/x86_64-linux-gnu/mpich" "$pc"; then
-  echo "mpich test: strata.pc does not carry MPICH's flags:"; cat "$pc"; exit 1
-fi
-flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$work/dest/usr/local" --cflags --libs strata)
-# shellcheck disable=SC2086 # flags are a list
-g++ -std=c++20 "$example" $flags -o "$work/hello"
 libdir=$(dirname "$(dirname "$pc")")
-linked=$(LD_LIBRARY_PATH=$libdir ldd "$work/hello")  # (not piped into grep -q: pipefail and SIGPIPE)
-if ! grep -q "libmpich" <<<"$linked" || grep -q "libmpi\.so" <<<"$linked"; then
-  echo "mpich test: hello does not link MPICH alone:"; echo "$linked"; exit 1
+readme_example() {  # PC_DIR WHAT: builds the example with that strata.pc, checks what it links, runs it
+  local flags linked out
+  flags=$(PKG_CONFIG_PATH=$1 pkg-config --define-variable=prefix="$work/dest/usr/local" --cflags --libs strata)
+  # shellcheck disable=SC2086 # flags are a list
+  g++ -std=c++20 "$example" $flags -o "$work/hello"
+  linked=$(LD_LIBRARY_PATH=$libdir ldd "$work/hello")  # (not piped into grep -q: pipefail and SIGPIPE)
+  if ! grep -q "libmpich" <<<"$linked" || grep -q "libmpi\.so" <<<"$linked"; then
+    echo "mpich test: hello ($2) does not link MPICH alone:"; echo "$linked"; exit 1
+  fi
+  out=$(LD_LIBRARY_PATH=$libdir timeout 120 python3 "$source_root/scripts/launch.py" --mpiexec mpiexec.mpich \
+    -n 4 "$work/hello" 2>/dev/null)
+  [ "$out" = "mean of ranks = 1.5" ] || { echo "mpich test: the README example ($2) printed '$out'"; exit 1; }
+  echo "mpich test: the README example ($2) built, linked MPICH alone and ran at 4 ranks"
+}
+if ! grep -q "^Requires:.*mpich" "$pc" || grep -q "ompi" "$pc"; then
+  echo "mpich test: the installed strata.pc does not require mpich:"; cat "$pc"; exit 1
 fi
-out=$(LD_LIBRARY_PATH=$libdir timeout 120 python3 "$source_root/scripts/launch.py" --mpiexec mpiexec.mpich \
-  -n 4 "$work/hello" 2>/dev/null)
-echo "$out"
-[ "$out" = "mean of ranks = 1.5" ] || { echo "mpich test: the README example printed '$out'"; exit 1; }
+readme_example "$(dirname "$pc")" "strata.pc requiring mpich"
+
+# An MPICH no .pc describes: pkg-config without the MPIs' modules.
+mkdir "$work/pc"
+for module in $(pkg-config --list-all | cut -d' ' -f1); do
+  case $module in mpi* | ompi* | orte*) ;; *) [ -f "$(pkg-config --variable=pcfiledir "$module")/$module.pc" ] &&
+    ln -sf "$(pkg-config --variable=pcfiledir "$module")/$module.pc" "$work/pc/" ;; esac
+done
+PKG_CONFIG_LIBDIR=$work/pc meson setup "$work/wrapper" "$source_root" -Dmpi=mpicxx.mpich "${options[@]}" \
+  >"$work/setup-wrapper.log" 2>&1 || { cat "$work/setup-wrapper.log"; exit 1; }
+summary_says "$work/setup-wrapper.log" "MPI found by *: wrapper /usr/bin/mpicxx.mpich"
+summary_says "$work/setup-wrapper.log" "strata.pc *: carries the MPI flags"
+wrapper_pc=$work/wrapper/meson-private/strata.pc
+if grep -q "^Requires:.*\(mpich\|ompi\)" "$wrapper_pc" || ! grep -q "^Cflags:.*-I/usr/include/x86_64-linux-gnu/mpich" "$wrapper_pc"; then
+  echo "mpich test: the wrapper route's strata.pc does not carry MPICH's flags:"; cat "$wrapper_pc"; exit 1
+fi
+PKG_CONFIG_LIBDIR=$work/pc readme_example "$(dirname "$wrapper_pc")" "strata.pc carrying mpicxx.mpich's flags"
 echo "mpich test: strata built, installed and ran against MPICH $version"
