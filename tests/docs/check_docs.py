@@ -159,7 +159,9 @@ if BUILD:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", STRATA_SPEC="")
     maps = []
     for ranks, extra in ((1, {}), (2, {"STRATA_RANKS_PER_NODE": "1"})):
-        run = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", str(topo), "--json"],
+        # The build's launcher (meson.build's STRATA_LAUNCH), whichever MPI it is.
+        run = subprocess.run([os.environ.get("STRATA_LAUNCH", str(BUILD / "strata-launch")), "-n", str(ranks),
+                              str(topo), "--json"],
                              env=dict(env, **extra), capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
             fail(f"strata-topo at {ranks} rank(s) failed: {run.stderr.strip()[:300]}")
