@@ -4,7 +4,7 @@
 // alternating blocks, so that slow drifts of the machine hit all three
 // alike. Per block: the slowest rank's mean time per call; the medians over
 // the blocks are printed, and the median of the per-block on/off ratios.
-//   mpirun -np 2 paired ITERATIONS_PER_BLOCK COUNT BLOCKS
+//   build/strata-launch -n 2 paired ITERATIONS_PER_BLOCK COUNT BLOCKS
 #include <mpi.h>
 #include <strata/strata.hpp>
 #include <algorithm>

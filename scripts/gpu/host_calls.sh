@@ -26,8 +26,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for check in on off; do
   STRATA_CHECK=$check STRATA_FAKE_TRACE=1 STRATA_FAKE_GPUS=2 \
     LD_LIBRARY_PATH="$build/lib:$build/tests/gpu/double" \
-    mpirun -np 2 --oversubscribe -x STRATA_CHECK -x STRATA_FAKE_TRACE -x STRATA_FAKE_GPUS -x LD_LIBRARY_PATH \
-    "$work/host_calls" >"$work/trace-$check.txt" 2>&1
+    "$build/strata-launch" -n 2 "$work/host_calls" >"$work/trace-$check.txt" 2>&1
   python3 - "$work/trace-$check.txt" "$check" <<'PY'
 import collections, re, sys
 path, check = sys.argv[1], sys.argv[2]

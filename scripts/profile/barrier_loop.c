@@ -1,7 +1,7 @@
 /* OSU's timing loop, with strata and the MPI it replaces in one process.
  *
  *   mpicc -O2 scripts/profile/barrier_loop.c -o /tmp/barrier_loop
- *   mpirun -np 2 -x LD_PRELOAD=build/lib/interpose/libstrata_mpi.so /tmp/barrier_loop WHICH
+ *   build/strata-launch -n 2 --env LD_PRELOAD=$PWD/build/lib/interpose/libstrata_mpi.so /tmp/barrier_loop WHICH
  *
  * WHICH: 0 MPI_Allreduce, 1 MPI_Reduce (root 0), 2 MPI_Bcast (root 0); f32
  * sum. Each iteration times one call, then waits in MPI_Barrier, and a run

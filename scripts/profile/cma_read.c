@@ -1,11 +1,11 @@
 /* What a cross-memory read costs: process_vm_readv of another rank's memory.
  *
  *   mpicc -O2 scripts/profile/cma_read.c -o /tmp/cma_read
- *   mpirun -np 2 /tmp/cma_read            # small reads
- *   mpirun -np 2 /tmp/cma_read large      # 64 KiB-1 MiB, lines the peer left alone
- *   mpirun -np 2 /tmp/cma_read fresh      # the same, the peer rewrites its buffer first
- *   mpirun -np 2 /tmp/cma_read demote     # the same, then CLDEMOTEs it (build with -march=native)
- *   mpirun -np 2 /tmp/cma_read push       # rank 0 writes into the peer's rewritten buffer
+ *   build/strata-launch -n 2 /tmp/cma_read            # small reads
+ *   build/strata-launch -n 2 /tmp/cma_read large      # 64 KiB-1 MiB, lines the peer left alone
+ *   build/strata-launch -n 2 /tmp/cma_read fresh      # the same, the peer rewrites its buffer first
+ *   build/strata-launch -n 2 /tmp/cma_read demote     # the same, then CLDEMOTEs it (build with -march=native)
+ *   build/strata-launch -n 2 /tmp/cma_read push       # rank 0 writes into the peer's rewritten buffer
  *
  * Small: rank 0 reads 64 B, 4 KiB, 16 KiB and 64 KiB of rank 1's buffer,
  * 200 times each, and prints the median and the fastest read in ns; then

@@ -4,8 +4,8 @@
 ! barrier (the ranks' loops run in step, as in OSU's).
 !
 !   mpif90 -O2 scripts/profile/fortran_allreduce.f90 -o /tmp/fortran_allreduce
-!   mpirun -np 2 /tmp/fortran_allreduce
-!   mpirun -np 2 -x LD_PRELOAD=build/lib/interpose/libstrata_mpi.so /tmp/fortran_allreduce
+!   build/strata-launch -n 2 /tmp/fortran_allreduce
+!   build/strata-launch -n 2 --env LD_PRELOAD=$PWD/build/lib/interpose/libstrata_mpi.so /tmp/fortran_allreduce
 !
 ! Prints one line per size, "bytes us", and stops with status 1 if a sum
 ! came out wrong (every element's sum is a small integer).

@@ -1,7 +1,7 @@
 /* How far apart two ranks sit: the time to exchange one cache line.
  *
  *   mpicc -O2 scripts/profile/line_exchange.c -o /tmp/line_exchange
- *   mpirun -np 2 /tmp/line_exchange
+ *   build/strata-launch -n 2 /tmp/line_exchange
  *
  * Two ranks of one node share a page (MPI_Win_allocate_shared); each
  * round, each stores the round number in its own line and waits until it

@@ -1,7 +1,7 @@
 /* Each rank's share of a small call in OSU's loop, and who waits for whom.
  *
  *   mpicc -O2 scripts/profile/rank_times.c -o /tmp/rank_times
- *   mpirun -np 2 -x LD_PRELOAD=build/lib/interpose/libstrata_mpi.so /tmp/rank_times WHICH [BYTES]
+ *   build/strata-launch -n 2 --env LD_PRELOAD=$PWD/build/lib/interpose/libstrata_mpi.so /tmp/rank_times WHICH [BYTES]
  *
  * WHICH: 0 MPI_Allreduce, 1 MPI_Reduce (root 0), 2 MPI_Bcast (root 0); f32
  * sum; BYTES (default 8; a multiple of 4, at most 1 MiB). The loop is
