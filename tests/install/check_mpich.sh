@@ -97,6 +97,8 @@ readme_example() {  # PC_DIR WHAT: builds the example with that strata.pc, check
 if ! grep -q "^Requires:.*mpich" "$pc" || grep -q "ompi" "$pc"; then
   echo "mpich test: the installed strata.pc does not require mpich:"; cat "$pc"; exit 1
 fi
+named=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --variable=mpi strata)
+[ "$named" = "MPICH $version" ] || { echo "mpich test: pkg-config --variable=mpi strata says '$named'"; exit 1; }
 readme_example "$(dirname "$pc")" "strata.pc requiring mpich"
 
 # An MPICH no .pc describes: pkg-config without the MPIs' modules.
