@@ -32,6 +32,10 @@ Options of `run`:
   --np N              ranks (default 2)
   --mpirun-args ARGS  extra mpirun arguments, e.g. "--bind-to none" or
                       "--oversubscribe" (default: none, Open MPI's binding)
+Ranks start with Open MPI's mpirun on PATH and its flags (the figures of
+docs/PERFORMANCE.md); with STRATA_MPIEXEC set (e.g. MPICH's mpiexec), through
+scripts/launch.py instead, unbound, the variables given to the ranks in that
+launcher's words, and --mpirun-args added after its own flags.
   --runs N            alternating runs of each side (default 3)
   --bench LIST        comma-separated: allreduce,reduce,bcast,iallreduce
                       (default allreduce,reduce,bcast)
@@ -59,6 +63,8 @@ import shlex
 import statistics
 import subprocess
 import sys
+
+LAUNCH = pathlib.Path(__file__).resolve().parent / "launch.py"  # starts ranks under any launcher
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BENCHMARKS = ("allreduce", "reduce", "bcast", "iallreduce")
@@ -138,15 +144,24 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
         osu_args += ["-T", "mpi_float"]
     if args.validate:
         osu_args += ["-c"]
-    command = ["mpirun", "-np", str(args.np), *shlex.split(args.mpirun_args)]
+    variables = []
     if preload:
-        command += ["-x", f"LD_PRELOAD={preload}"]
+        variables.append(f"LD_PRELOAD={preload}")
     if progress_thread:
-        command += ["-x", "STRATA_PROGRESS_THREAD=1"]
+        variables.append("STRATA_PROGRESS_THREAD=1")
     if preload:  # for the placement verdict; the log lines come once, before the timed calls
-        command += ["-x", "STRATA_DEBUG=INFO"]
-    command += [str(binary), *osu_args]
+        variables.append("STRATA_DEBUG=INFO")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if os.environ.get("STRATA_MPIEXEC"):  # any launcher, through the launcher layer
+        command = [sys.executable, str(LAUNCH), "-n", str(args.np)]
+        for variable in variables:
+            command += ["--env", variable]
+        env["STRATA_MPIEXEC_ARGS"] = args.mpirun_args
+    else:  # Open MPI's mpirun, as the recorded figures ran
+        command = ["mpirun", "-np", str(args.np), *shlex.split(args.mpirun_args)]
+        for variable in variables:
+            command += ["-x", variable]
+    command += [str(binary), *osu_args]
     env.pop("LD_PRELOAD", None)
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=1800)
