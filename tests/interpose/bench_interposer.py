@@ -35,8 +35,9 @@ def parse_size(text):
 
 
 def one_run(args, preload, size, path):
-    # MPIRUN through the launcher layer (scripts/launch.py spells its flags).
-    command = [sys.executable, str(LAUNCH), "--mpiexec", args.mpirun, "-n", str(args.np)]
+    # MPIRUN through the launcher layer (scripts/launch.py spells its flags);
+    # bound to cores, as Open MPI's mpirun binds 2 ranks unasked.
+    command = [sys.executable, str(LAUNCH), "--mpiexec", args.mpirun, "-n", str(args.np), "--bind", "core"]
     for assignment in args.env:
         command += ["--env", assignment]
     if preload:
