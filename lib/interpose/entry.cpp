@@ -108,7 +108,7 @@ STRATA_MPI_EXPORT int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Dat
   return strata::interpose::iall_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#if STRATA_MPI_HAS_MPIX_ALLREDUCE_INIT
 STRATA_MPI_EXPORT int MPIX_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                                           MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   if (strata::interpose::called_by_strata(STRATA_CALLER))
@@ -118,7 +118,7 @@ STRATA_MPI_EXPORT int MPIX_Allreduce_init(const void* sendbuf, void* recvbuf, in
 }
 #endif
 
-#if MPI_VERSION >= 4
+#if STRATA_MPI_HAS_ALLREDUCE_INIT
 STRATA_MPI_EXPORT int MPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   if (strata::interpose::called_by_strata(STRATA_CALLER))
