@@ -105,7 +105,8 @@ for algorithm in "${ALGORITHMS[@]}"; do
   err_pid=$!
   # (run_child's steps, with the redirections on mpirun alone: the trap
   # must write to bench.sh's own stderr.)
-  mpirun -np "$NP" "$BENCH" -b 8 -e 64M -f 2 -n 100 -w 10 -c 1 --baseline mpi --memcpy-reference \
+  # The build's launcher (scripts/launch.py), whichever MPI it was built with.
+  "$BUILD/strata-launch" -n "$NP" "$BENCH" -b 8 -e 64M -f 2 -n 100 -w 10 -c 1 --baseline mpi --memcpy-reference \
     -a "$algorithm" -J "$WORK/strata-bench-$tag.json" --csv "$WORK/strata-bench-$tag.csv" "$@" \
     1>&"$table_fd" 2>&"$err_fd" &
   child=$!

@@ -160,6 +160,10 @@ for tool in ip unshare "${MPIRUN:-mpirun}" hostname; do
 done
 if [ -n "$delay$rate$loss" ]; then command -v tc >/dev/null 2>&1 || skip "'tc' not found (install iproute2) but link shaping was asked for"; fi
 mpirun_bin=${MPIRUN:-$(command -v mpirun)}
+# The hosts are reached through Open MPI's rsh agent and --mca settings
+# below; hydra (MPICH, Intel MPI) would need its own (-launcher-exec, -f).
+"$mpirun_bin" --version 2>&1 | grep -q "Open MPI" ||
+  skip "$mpirun_bin is not Open MPI's mpirun: the emulated cluster drives Open MPI only (docs/MPI.md)"
 # Open MPI refuses to run as root without these; this script only runs as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

@@ -4,7 +4,7 @@
 # "N passed, N failed, N skipped" that counts both passes.
 #   scripts/test.sh [extra `meson test` arguments, e.g. --suite unit]
 #
-# The two passes, in this order:
+# The three passes, in this order:
 #   sanitizer  build-sanitize/ (STRATA_SANITIZE_BUILD_DIR): ASan + UBSan,
 #              the unit and build suites and the mpi suite at one rank
 #              count per test (scripts/sanitize.sh says what and why): about
@@ -19,6 +19,10 @@
 #              ran it (scripts/sanitize/main_pass_tests.py; 148 s of the
 #              main pass at fdde433). Given arguments, the main pass runs
 #              what they pick, all of it.
+#   mpich      build-mpich/ (STRATA_MPICH_BUILD_DIR): strata built against
+#              Debian's MPICH (-Dmpi=mpich), a subset of its mpi,
+#              interpose, capi and python suites run under MPICH's own
+#              launcher (scripts/mpich_pass.sh says which and why).
 # The sanitizer build does not run beside the main pass's tests, even at
 # idle priority (chrt --idle): tried, they ran 2-4x slower
 # (test_all_reduce-np2 11.8 s instead of about 3). Why is not established:
@@ -29,6 +33,9 @@
 # runs both, 0 the main pass alone, only the sanitizer pass alone.
 # Arguments go to the main pass; with `only`, to the sanitizer pass instead
 # of its own selection (`STRATA_SANITIZE=only scripts/test.sh test_batch-np3`).
+# STRATA_MPICH picks the MPICH pass the same way: auto (default) runs it in
+# a full run only, 1 always, 0 never, only alone, with the arguments
+# (`STRATA_MPICH=only scripts/test.sh --suite capi`).
 #
 # Output: each pass's meson output, one line per pass with its counts, then
 # the total as the last line. The exit status is 0 only when both passes
@@ -45,6 +52,14 @@ case $passes in
   0 | 1 | only) ;;
   *) echo "strata: STRATA_SANITIZE=$passes: expected auto, 0, 1 or only" >&2; exit 2 ;;
 esac
+export STRATA_MPICH_BUILD_DIR=${STRATA_MPICH_BUILD_DIR:-$STRATA_ROOT/build-mpich}
+mpich=${STRATA_MPICH:-auto}
+case $mpich in
+  auto) if [ $# -eq 0 ]; then mpich=1; else mpich=0; fi ;;
+  0 | 1) ;;
+  only) passes=0 ;;
+  *) echo "strata: STRATA_MPICH=$mpich: expected auto, 0, 1 or only" >&2; exit 2 ;;
+esac
 
 status=0
 logs=()
@@ -57,7 +72,7 @@ if [ "$passes" != 0 ]; then
   echo "strata: sanitizer pass took $(( $(date +%s) - start )) s"
   logs+=("sanitizer pass ($STRATA_SANITIZE_BUILD_DIR)" "$STRATA_SANITIZE_BUILD_DIR/meson-logs/testlog.json")
 fi
-if [ "$passes" != only ]; then
+if [ "$passes" != only ] && [ "$mpich" != only ]; then
   strata_setup "$build"
   selection=()
   if [ "$passes" = 1 ] && [ $# -eq 0 ]; then
@@ -73,6 +88,16 @@ if [ "$passes" != only ]; then
   echo "strata: tests took $(( $(date +%s) - start )) s"
   [ "$main_status" -ne 0 ] && status=$main_status
   logs+=("main pass ($build)" "$build/meson-logs/testlog.json")
+fi
+if [ "$mpich" != 0 ]; then
+  start=$(date +%s)
+  set +e
+  if [ "$mpich" = only ]; then bash "$STRATA_ROOT/scripts/mpich_pass.sh" "$@"; else bash "$STRATA_ROOT/scripts/mpich_pass.sh"; fi
+  mpich_status=$?
+  set -e
+  echo "strata: MPICH pass took $(( $(date +%s) - start )) s"
+  [ "$mpich_status" -ne 0 ] && status=$mpich_status
+  logs+=("MPICH pass ($STRATA_MPICH_BUILD_DIR)" "$STRATA_MPICH_BUILD_DIR/meson-logs/testlog.json")
 fi
 
 # Count from meson's own logs so the lines match what ran. A pass without a

@@ -6,8 +6,9 @@
 # scripts/per_rank_host.sh; gpu-check (scripts/gpu/check.py) puts it between
 # mpirun and the program in its multi-rank GPU steps:
 #   mpirun -np 4 .../scripts/per_rank_host.sh .../tests/test_gpu_collectives
-# rank: OMPI_COMM_WORLD_RANK, else PMIX_RANK, else SLURM_PROCID (mpirun
-# cannot give each rank its own variable, the launcher's rank can).
+# rank: OMPI_COMM_WORLD_RANK, else PMIX_RANK, else PMI_RANK (hydra: MPICH,
+# Intel MPI), else SLURM_PROCID (mpirun cannot give each rank its own
+# variable, the launcher's rank can).
 # group: STRATA_RANKS_PER_NODE (strata's virtual nodes: their ranks keep one
 # host), 1 when unset or empty.
 # Why: NCCL refuses two NCCL ranks on one GPU of one host ("Duplicate GPU
@@ -18,11 +19,11 @@
 # loopback): slow, but every NCCL path runs on a one-GPU machine.
 # Exit status: 2 (with a message) when no rank is found or the group is not
 # a positive integer; otherwise the program's own.
-rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-}}}
+rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-}}}}
 group=${STRATA_RANKS_PER_NODE:-1}
 case $rank in
   '' | *[!0-9]*)
-    echo "per_rank_host.sh: no rank in OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID ('$rank'):" \
+    echo "per_rank_host.sh: no rank in OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID ('$rank'):" \
       "run it under mpirun or srun" >&2
     exit 2 ;;
 esac

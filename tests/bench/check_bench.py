@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Runs strata-bench under mpirun and checks its exit status and JSON.
 
-    check_bench.py MPIRUN NP BENCH EXPECT [bench args...]
+    check_bench.py LAUNCH NP BENCH EXPECT [bench args...]
+
+LAUNCH is the build's strata-launch (scripts/launch.py: `-n NP PROGRAM`).
 
 EXPECT is `ok` (exit 0, every row checked, no wrong values), `wrong` (exit
 non-zero, the JSON still written and reporting wrong values: used with the
@@ -270,7 +272,7 @@ RANK_STATUS = re.compile(r"^check_bench: rank (\S+) exit (\d+)$", re.M)
 
 def per_rank_status(command, bench):
     i = command.index(bench)
-    script = '"$@"; echo "check_bench: rank ${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-?}} exit $?"'
+    script = '"$@"; echo "check_bench: rank ${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-?}}}} exit $?"'
     return command[:i] + ["sh", "-c", script, "sh"] + command[i:]
 
 
@@ -315,7 +317,7 @@ def check_skip(output, np, json_path, ran_code):
 def main():
     if len(sys.argv) < 5:
         fail(__doc__)
-    mpirun, np, bench, expect = sys.argv[1:5]
+    launch, np, bench, expect = sys.argv[1:5]
     env = dict(os.environ)
     args = []
     messages = []
@@ -333,7 +335,7 @@ def main():
             args.append(a)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
-        command = [mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", *wrapper, bench, "--no-progress", "-J", out,
+        command = [launch, "-n", np, *wrapper, bench, "--no-progress", "-J", out,
                    *args]
         if expect in ("ok-or-skip", "wrong-or-skip", "usage", "write-error"):
             command = per_rank_status(command, bench)

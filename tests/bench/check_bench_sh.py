@@ -38,6 +38,15 @@ ROOT = pathlib.Path(sys.argv[1]).resolve()
 BUILD = pathlib.Path(sys.argv[2]).resolve()
 CASE = sys.argv[3]
 BENCH = BUILD / "apps" / "bench" / "strata-bench"
+LAUNCH = BUILD / "strata-launch"  # the build's launcher (scripts/launch.py)
+
+
+def launcher_name():
+    """The name the launcher process runs under (mpirun, mpiexec.mpich, ...)."""
+    run = subprocess.run([str(LAUNCH), "--dry-run", "-n", "1", "true"], capture_output=True, text=True)
+    return os.path.basename(run.stdout.split()[0]) if run.returncode == 0 and run.stdout.split() else "mpirun"
+
+
 # Long enough to be interrupted mid-sweep on any machine (minutes).
 LONG = ["-b", "8", "-e", "64M", "-n", "1000", "-w", "0"]
 
@@ -111,9 +120,10 @@ def interrupt_bench_sh(work, target):
     if target == "group":
         os.killpg(process.pid, signal.SIGINT)
     else:
-        mpirun = subprocess.run(["pgrep", "-P", str(process.pid), "-x", "mpirun"], capture_output=True, text=True)
+        mpirun = subprocess.run(["pgrep", "-P", str(process.pid), "-x", launcher_name()], capture_output=True,
+                                text=True)
         if not mpirun.stdout.split():
-            fail("no mpirun under bench.sh")
+            fail(f"no {launcher_name()} under bench.sh")
         os.kill(int(mpirun.stdout.split()[0]), signal.SIGINT)
     status = interrupted(process, out_path, err_path, "bench.sh: interrupted: nothing kept under results/")
     if status != 130:
@@ -127,7 +137,7 @@ def interrupt_strata_bench(work, with_mpirun):
     files = [work / "out.json", work / "out.csv"]
     command = [str(BENCH), *LONG, "-J", str(files[0]), "--csv", str(files[1])]
     if with_mpirun:
-        command = ["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none"] + command
+        command = [str(LAUNCH), "-n", "2"] + command
     with open(out_path, "w") as out, open(err_path, "w") as err:
         process = subprocess.Popen(command, cwd=work, env=env(), stdout=out, stderr=err, start_new_session=True)
     started(process, out_path)

@@ -2,8 +2,9 @@
 # Checks scripts/gpu/per_rank_host.sh, the wrapper gpu-check puts between
 # mpirun and the program of its multi-rank GPU steps (docs/GPU.md,
 # "Checking on a GPU machine"):
-#   tests/bundle/check_per_rank_host.sh MPIRUN
-# Under `MPIRUN -np 4`, each rank prints its NCCL_HOSTID through the wrapper:
+#   tests/bundle/check_per_rank_host.sh LAUNCH
+# (LAUNCH: the build's strata-launch, scripts/launch.py.)
+# Under `LAUNCH -n 4`, each rank prints its NCCL_HOSTID through the wrapper:
 #   - STRATA_RANKS_PER_NODE=2: ranks 0,1 share one id, ranks 2,3 another;
 #   - unset: four distinct ids (a host per rank);
 #   - STRATA_RANKS_PER_NODE=0: every rank exits 2 naming the variable;
@@ -13,15 +14,15 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WRAPPER=$ROOT/scripts/gpu/per_rank_host.sh
-mpirun=${1:?usage: check_per_rank_host.sh MPIRUN}
+launch=${1:?usage: check_per_rank_host.sh LAUNCH}
 failures=0
 ok() { echo "check_per_rank_host: ok: $*"; }
 bad() { echo "check_per_rank_host: FAIL: $*"; failures=$((failures + 1)); }
 
 # "rank=id" lines, sorted by rank, from 4 ranks run with the given environment.
 ids() {
-  env "$@" "$mpirun" -np 4 --oversubscribe --bind-to none "$WRAPPER" \
-    sh -c 'echo "rank=${OMPI_COMM_WORLD_RANK:-?} id=${NCCL_HOSTID:-none}"' 2>&1 | sort
+  env "$@" "$launch" -n 4 "$WRAPPER" \
+    sh -c 'echo "rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-?}} id=${NCCL_HOSTID:-none}"' 2>&1 | sort
 }
 
 [ -x "$WRAPPER" ] || { bad "$WRAPPER is missing or not executable"; exit 1; }
@@ -37,7 +38,7 @@ if [ "$got" = "$want" ]; then ok "STRATA_RANKS_PER_NODE unset: one id per rank"
 else bad "STRATA_RANKS_PER_NODE unset, expected"$'\n'"$want"$'\n'"got"$'\n'"$got"; fi
 
 rc=0
-out=$(env STRATA_RANKS_PER_NODE=0 "$mpirun" -np 2 --oversubscribe --bind-to none "$WRAPPER" true 2>&1) || rc=$?
+out=$(env STRATA_RANKS_PER_NODE=0 "$launch" -n 2 "$WRAPPER" true 2>&1) || rc=$?
 if [ $rc -ne 0 ] && grep -q "STRATA_RANKS_PER_NODE = '0' is not a positive integer" <<<"$out"; then
   ok "STRATA_RANKS_PER_NODE=0: refused (mpirun exit $rc)"
 else
@@ -45,8 +46,8 @@ else
 fi
 
 rc=0
-out=$(env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u SLURM_PROCID "$WRAPPER" true 2>&1) || rc=$?
-if [ $rc -eq 2 ] && grep -q "no rank in OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID" <<<"$out"; then
+out=$(env -u OMPI_COMM_WORLD_RANK -u PMIX_RANK -u PMI_RANK -u SLURM_PROCID "$WRAPPER" true 2>&1) || rc=$?
+if [ $rc -eq 2 ] && grep -q "no rank in OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID" <<<"$out"; then
   ok "outside mpirun: exit 2, saying why"
 else
   bad "outside mpirun: exit $rc: $out"

@@ -26,6 +26,8 @@ What cannot run here is said and not run:
     check_bench_sh.py);
   - srun, sbatch and scripts/slurm-local.sh need Slurm (suite slurm runs
     the local cluster);
+  - `meson setup DIR -Dmpi=...` builds strata again against another MPI
+    (minutes; scripts/test.sh's MPICH pass builds that route);
 and the two install commands are stood in for, since a test may write
 neither /usr/local nor the build's own configuration:
   - `meson install -C build` installs BUILD_DIR into a scratch root and
@@ -58,6 +60,8 @@ SKIPPED = [
                                       "(suite bench runs bench.sh: tests/bench/check_bench_sh.py)"),
     (r"(srun|sbatch)\b", "needs a Slurm cluster"),
     (r"scripts/slurm-local\.sh\b", "installs and runs Slurm (suite slurm runs the local cluster)"),
+    (r"meson setup \S+ -Dmpi=", "builds strata again against another MPI, for minutes (scripts/test.sh's MPICH "
+                                 "pass builds -Dmpi=mpich: scripts/mpich_pass.sh)"),
 ]
 INSTALL_SYSTEM = re.compile(r"meson install -C build\s*(#.*)?$")
 INSTALL_PREFIX = re.compile(r"meson configure build -Dprefix=(\S+) && meson install -C build\s*(#.*)?$")

@@ -15,8 +15,12 @@
 #     [README_EXAMPLE_C README_MD [FORTRAN_EXAMPLE_F90 C_API_MD]]
 # Exit 77 (skipped) when pkg-config, mpicc or mpirun is missing; when only
 # a Fortran compiler is missing, the C half still runs and must pass, then
-# the test exits 77 saying so.
+# the test exits 77 saying so. The build's MPI: its wrappers STRATA_MPICC
+# and STRATA_MPIFORT and its launcher STRATA_LAUNCH (set by meson).
 set -euo pipefail
+mpicc=${STRATA_MPICC:-mpicc}
+mpifort=${STRATA_MPIFORT:-mpifort}
+launch=${STRATA_LAUNCH:?C/Fortran install test: STRATA_LAUNCH (the build\'s strata-launch) is not set: run it through meson test}
 
 # Absolute paths: the programs are built inside a scratch directory.
 build=$(realpath "$1")
@@ -26,14 +30,14 @@ example=${4:+$(realpath "$4")}
 readme=${5:+$(realpath "$5")}
 f_example=${6:+$(realpath "$6")}
 c_api_md=${7:+$(realpath "$7")}
-for tool in pkg-config mpicc mpirun gcc g++ python3; do
+for tool in pkg-config "$mpicc" "$launch" gcc g++ python3; do
   command -v "$tool" >/dev/null || { echo "C/Fortran install test: $tool not found, skipping"; exit 77; }
 done
-# Each mpirun is bounded, so a hung collective fails the test with a message.
+# Each run is bounded, so a hung collective fails the test with a message.
 bounded_mpirun() {
   local status=0
-  timeout 90 mpirun --oversubscribe --bind-to none "$@" || status=$?
-  [ "$status" -ne 124 ] || echo "C/Fortran install test: mpirun $* did not finish within 90 s" >&2
+  timeout 90 "$launch" "$@" || status=$?
+  [ "$status" -ne 124 ] || echo "C/Fortran install test: $launch $* did not finish within 90 s" >&2
   return "$status"
 }
 fail() { echo "C/Fortran install test: $*" >&2; exit 1; }
@@ -73,11 +77,11 @@ echo '#include <strata/strata.h>' | g++ -DOMPI_SKIP_MPICXX -Wall -Wextra -Werror
   || fail "strata.h does not compile as C++"
 
 # shellcheck disable=SC2086
-mpicc -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" $flags -o test_c_api
+"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" $flags -o test_c_api
 resolved=$(ldd test_c_api | awk '/libstrata/ {print $3}')
 case $resolved in "$installed_lib"/*) ;; *) fail "libstrata resolves to '$resolved'" ;; esac
 for np in 2 3; do
-  out=$(bounded_mpirun -np "$np" ./test_c_api) || { echo "$out"; fail "test_c_api failed at $np ranks"; }
+  out=$(bounded_mpirun -n "$np" ./test_c_api) || { echo "$out"; fail "test_c_api failed at $np ranks"; }
   echo "$out"
   grep -q "^capi test: [0-9]* checks passed on $np ranks$" <<<"$out" || fail "test_c_api at $np ranks: no summary line"
 done
@@ -97,22 +101,22 @@ if [ -n "$example" ]; then
   shown_verbatim "$example" "$readme"
   # As README.md says.
   # shellcheck disable=SC2046,SC2086
-  mpicc "$example" $flags -o hello_c
-  out=$(bounded_mpirun -np 4 ./hello_c)
+  "$mpicc" "$example" $flags -o hello_c
+  out=$(bounded_mpirun -n 4 ./hello_c)
   echo "$out"
   [ "$out" = "mean of ranks = 1.5" ] || fail "README C example printed '$out'"
 fi
 
-if ! command -v mpifort >/dev/null || ! mpifort --showme:command >/dev/null 2>&1 ||
-   ! command -v "$(mpifort --showme:command)" >/dev/null; then
-  echo "C/Fortran install test: the C half passed; no Fortran compiler behind mpifort, Fortran half skipped"
+printf 'program p\nend program\n' >probe.f90
+if [ -z "$mpifort" ] || ! command -v "$mpifort" >/dev/null || ! "$mpifort" probe.f90 -o probe >/dev/null 2>&1; then
+  echo "C/Fortran install test: the C half passed; no Fortran compiler behind '$mpifort', Fortran half skipped"
   exit 77
 fi
 # As docs/C_API.md says: compile the installed module source with the program.
 # shellcheck disable=SC2046
-mpifort "$includedir/strata/strata.f90" "$f_test" $(pc --libs) -o test_fortran
+"$mpifort" "$includedir/strata/strata.f90" "$f_test" $(pc --libs) -o test_fortran
 for np in 2 3; do
-  out=$(bounded_mpirun -np "$np" ./test_fortran) || { echo "$out"; fail "test_fortran failed at $np ranks"; }
+  out=$(bounded_mpirun -n "$np" ./test_fortran) || { echo "$out"; fail "test_fortran failed at $np ranks"; }
   echo "$out"
   grep -q "^fortran test: all checks passed on $np ranks$" <<<"$out" || fail "test_fortran at $np ranks: no summary line"
 done
@@ -120,8 +124,8 @@ if [ -n "$f_example" ]; then
   shown_verbatim "$f_example" "$c_api_md"
   # As docs/C_API.md says.
   # shellcheck disable=SC2046
-  mpifort $(pc --variable=includedir)/strata/strata.f90 "$f_example" $(pc --libs) -o hello_f
-  out=$(bounded_mpirun -np 4 ./hello_f)
+  "$mpifort" $(pc --variable=includedir)/strata/strata.f90 "$f_example" $(pc --libs) -o hello_f
+  out=$(bounded_mpirun -n 4 ./hello_f)
   echo "$out"
   [ "$out" = "mean of ranks = 1.5" ] || fail "docs/C_API.md Fortran example printed '$out'"
 fi

@@ -6,14 +6,17 @@
 # With the README's example (docs/examples/hello_allreduce.cpp) it also
 # checks that README.md shows that file verbatim, and builds and runs it the
 # way README.md says, so the README's example cannot stop compiling.
-# Exit 77 (skipped) when pkg-config or mpicxx is missing.
+# Exit 77 (skipped) when pkg-config or mpicxx is missing. The build's MPI:
+# its C++ wrapper STRATA_MPICXX and launcher STRATA_LAUNCH (set by meson).
 set -euo pipefail
+mpicxx=${STRATA_MPICXX:-mpicxx}
+launch=${STRATA_LAUNCH:?install test: STRATA_LAUNCH (the build\'s strata-launch) is not set: run it through meson test}
 
 build=$1
 hello=$2
 example=${3:-}
 readme=${4:-}
-for tool in pkg-config mpicxx mpirun python3; do
+for tool in pkg-config "$mpicxx" "$launch" python3; do
   command -v "$tool" >/dev/null || { echo "install test: $tool not found, skipping"; exit 77; }
 done
 
@@ -39,14 +42,14 @@ pcdir=$installed_lib/pkgconfig
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$dest$prefix" --cflags --libs strata)
 case $flags in *"$dest"*) ;; *) echo "install test: pkg-config flags do not point into the DESTDIR: $flags" >&2; exit 1 ;; esac
 
-# shellcheck disable=SC2046,SC2086
-g++ -std=c++20 -o "$work/hello" "$hello" $flags $(mpicxx --showme:compile) $(mpicxx --showme:link)
+# shellcheck disable=SC2086
+"$mpicxx" -std=c++20 -o "$work/hello" "$hello" $flags
 
 # The binary must resolve libstrata from the DESTDIR, not from elsewhere.
 resolved=$(LD_LIBRARY_PATH=$installed_lib ldd "$work/hello" | awk '/libstrata/ {print $3}')
 case $resolved in "$installed_lib"/*) ;; *) echo "install test: libstrata resolves to '$resolved'" >&2; exit 1 ;; esac
 
-output=$(LD_LIBRARY_PATH=$installed_lib mpirun -np 2 --oversubscribe --bind-to none "$work/hello")
+output=$(LD_LIBRARY_PATH=$installed_lib "$launch" -n 2 "$work/hello")
 echo "$output"
 [ "$(grep -c ': all_reduce ok$' <<<"$output")" -eq 2 ] || { echo "install test: unexpected output" >&2; exit 1; }
 
@@ -60,8 +63,8 @@ if body.strip() not in readme:
     sys.exit("install test: README.md does not show docs/examples/hello_allreduce.cpp verbatim")
 PY
   # shellcheck disable=SC2046,SC2086
-  mpicxx -std=c++20 "$example" $flags -o "$work/readme_example"
-  out=$(LD_LIBRARY_PATH=$installed_lib mpirun -np 4 --oversubscribe --bind-to none "$work/readme_example")
+  "$mpicxx" -std=c++20 "$example" $flags -o "$work/readme_example"
+  out=$(LD_LIBRARY_PATH=$installed_lib "$launch" -n 4 "$work/readme_example")
   echo "$out"
   # mean of ranks 0..3 = 1.5
   [ "$out" = "mean of ranks = 1.5" ] || { echo "install test: README example printed '$out'" >&2; exit 1; }

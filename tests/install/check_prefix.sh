@@ -22,14 +22,20 @@
 #   check_prefix.sh BUILD_DIR README_EXAMPLE_CPP EXAMPLE_PY PLAIN_MPI_C PYTHON
 # Exit 77 (skipped) when a tool is missing, or when libdir or bindir lies
 # outside the prefix (such a tree cannot be moved as one folder).
+# The build's MPI: its wrappers STRATA_MPICXX and STRATA_MPICC and its
+# launcher STRATA_LAUNCH (set by meson), by absolute path in the clean
+# environment below.
 set -euo pipefail
+mpicxx=$(command -v "${STRATA_MPICXX:-mpicxx}" || true)
+mpicc=$(command -v "${STRATA_MPICC:-mpicc}" || true)
+launch=${STRATA_LAUNCH:?prefix install test: STRATA_LAUNCH (the build\'s strata-launch) is not set: run it through meson test}
 
 build=$(realpath "$1")
 example_cpp=$(realpath "$2")
 example_py=$(realpath "$3")
 plain_c=$(realpath "$4")
 python=$5
-for tool in pkg-config mpicxx mpicc mpirun readelf python3 "$python"; do
+for tool in pkg-config "$mpicxx" "$mpicc" "$launch" readelf python3 "$python"; do
   command -v "$tool" >/dev/null || { echo "prefix install test: $tool not found, skipping"; exit 77; }
 done
 
@@ -76,7 +82,7 @@ clean=(env -i "PATH=$root/$bindir:/usr/bin:/bin" "HOME=$work" OMPI_ALLOW_RUN_AS_
 # the failure message.
 run() { (cd "$work" && timeout 120 "${clean[@]}" "$@") 2>"$work/stderr"; }
 stderr() { head -c 2000 "$work/stderr"; }
-mpi2=(mpirun -np 2 --oversubscribe --bind-to none)
+mpi2=("$launch" -n 2)
 
 if out=$(run strata-topo) && grep -q "^strata-topo" <<<"$out"; then ok "strata-topo runs from the prefix"
 else fail "strata-topo: $out $(stderr)"; fi
@@ -125,7 +131,7 @@ else fail "strata-config --datadir printed '$said', without plot_projection.py o
 # The README's C++ example, built the README's way.
 # shellcheck disable=SC2086 # the flags are a list
 if flags=$(run env PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs strata) &&
-   (cd "$work" && "${clean[@]}" mpicxx -std=c++20 "$example_cpp" $flags -o hello) 2>&1; then
+   (cd "$work" && "${clean[@]}" "$mpicxx" -std=c++20 "$example_cpp" $flags -o hello) 2>&1; then
   if out=$(run "${mpi2[@]}" ./hello) && [ "$out" = "mean of ranks = 0.5" ]; then
     ok "README C++ example built with pkg-config runs at 2 ranks"
   else
@@ -148,9 +154,9 @@ else
 fi
 
 # A plain MPI program with the installed interposer preloaded.
-if (cd "$work" && "${clean[@]}" mpicc "$plain_c" -o plain) 2>&1; then
+if (cd "$work" && "${clean[@]}" "$mpicc" "$plain_c" -o plain) 2>&1; then
   preload=$(run env PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir strata)/libstrata_mpi.so || true
-  out=$(run "${mpi2[@]}" -x LD_PRELOAD="$preload" -x STRATA_DEBUG=INFO ./plain) || true
+  out=$(run "${mpi2[@]}" --env LD_PRELOAD="$preload" --env STRATA_DEBUG=INFO ./plain) || true
   if [ "$(grep -c '^plain: rank [01]: sum 3$' <<<"$out")" = 2 ] && grep -q 'MPI_Allreduce.*-> strata' "$work/stderr"; then
     ok "plain MPI program with $preload preloaded: routed to strata"
   else

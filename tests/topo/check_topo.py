@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs strata-topo under mpirun and checks its output.
 
-usage: check_topo.py MPIRUN NP STRATA_TOPO MODE [ARGS...]
+usage: check_topo.py LAUNCH NP STRATA_TOPO MODE [ARGS...]
+LAUNCH: the build's strata-launch (scripts/launch.py).
 MODE: json  - exit 0, stdout one JSON object listing every rank, nodes as
               STRATA_RANKS_PER_NODE implies (ceil(np/k) virtual nodes) or
               one node per host, one plan row per requested size, a GPU
@@ -25,15 +26,15 @@ def fail(message, proc=None):
 
 
 def main():
-    mpirun, np, exe, mode, *args = sys.argv[1:]
+    launch, np, exe, mode, *args = sys.argv[1:]
     np = int(np)
-    command = [mpirun, "--oversubscribe", "-n", str(np)]
+    command = [launch, "-n", str(np)]
     per_node = os.environ.get("STRATA_RANKS_PER_NODE", "")
     if per_node:
-        command += ["-x", "STRATA_RANKS_PER_NODE"]
+        command += ["--env", "STRATA_RANKS_PER_NODE"]
     gpu_map = os.environ.get("STRATA_GPU_MAP", "")
     if gpu_map:
-        command += ["-x", "STRATA_GPU_MAP"]
+        command += ["--env", "STRATA_GPU_MAP"]
     command += [exe] + args
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=90)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Run a program under mpirun with STRATA_TRACE on, then check its traces.
 
-  run_trace.py [--merged] MPIRUN NP PROGRAM [ARGS...] [-- CHECK_TRACE_OPTIONS...]
+  run_trace.py [--merged] LAUNCH NP PROGRAM [ARGS...] [-- CHECK_TRACE_OPTIONS...]
+
+LAUNCH is the build's strata-launch (scripts/launch.py).
 
 STRATA_TRACE points into a fresh temporary folder as trace.%r.json (one file
 per rank); every trace file (and the .after-failure snapshots trace_calls
@@ -29,11 +31,11 @@ def main():
     merged = args[:1] == ["--merged"]
     if merged:
         args = args[1:]
-    mpirun, np, program = args[0], args[1], args[2:]
+    launch, np, program = args[0], args[1], args[2:]
     with tempfile.TemporaryDirectory(prefix="strata-trace-") as folder:
         name = "trace.json" if merged else "trace.%r.json"
         env = dict(os.environ, STRATA_TRACE=os.path.join(folder, name))
-        run = subprocess.run([mpirun, "-np", np, "--oversubscribe", "--bind-to", "none", "-x", "STRATA_TRACE"]
+        run = subprocess.run([launch, "-n", np, "--env", "STRATA_TRACE"]
                              + program, env=env, timeout=120)
         if run.returncode != 0:
             print(f"run_trace: the program exited {run.returncode}")

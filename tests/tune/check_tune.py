@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """strata-tune as a user runs it, at 2 ranks on tiny sizes (results, never timings).
 
-    check_tune.py MPIRUN STRATA_TUNE STRATA_BENCH CASE
+    check_tune.py LAUNCH STRATA_TUNE STRATA_BENCH CASE
 
 roundtrip: strata-tune writes a spec file (comments with the evidence, one
   spec line), prints the verification table and verdict and exits 0 or 1
@@ -74,11 +74,11 @@ def check_file(path, expect_incomplete):
     return spec_of(text)
 
 
-def bench_runs(mpirun, bench, spec_path, spec, sizes_flags, workdir):
+def bench_runs(launch, bench, spec_path, spec, sizes_flags, workdir):
     env = dict(os.environ, STRATA_SPEC_FILE=spec_path)
     env.pop("STRATA_SPEC", None)
     out = os.path.join(workdir, "bench.json")
-    p = subprocess.run([mpirun, "-np", "2", bench, *sizes_flags, "-n", "1", "-w", "0", "-J", out],
+    p = subprocess.run([launch, "-n", "2", bench, *sizes_flags, "-n", "1", "-w", "0", "-J", out],
                        env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         fail(f"strata-bench with STRATA_SPEC_FILE exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
@@ -143,9 +143,9 @@ def rank_pids(marker):
     return pids
 
 
-def start_long_run(mpirun, tune, spec_path):
+def start_long_run(launch, tune, spec_path):
     # Many sizes (factor 2 up to 64 MiB): the run is still going when stopped.
-    cmd = [mpirun, "-np", "2", tune, "-b", "8", "-e", "64M", "-f", "2", "-n", "3", "-w", "1",
+    cmd = [launch, "-n", "2", tune, "-b", "8", "-e", "64M", "-f", "2", "-n", "3", "-w", "1",
            "--no-verify", "--no-progress", "-o", spec_path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
@@ -158,11 +158,11 @@ def start_long_run(mpirun, tune, spec_path):
 
 
 def main():
-    mpirun, tune, bench, case = sys.argv[1:5]
+    launch, tune, bench, case = sys.argv[1:5]
     with tempfile.TemporaryDirectory() as workdir:
         spec_path = os.path.join(workdir, "out.spec")
         if case == "roundtrip":
-            p = subprocess.run([mpirun, "-np", "2", tune, "-b", "8", "-e", "4k", "-f", "4", "-n", "3", "-w", "1",
+            p = subprocess.run([launch, "-n", "2", tune, "-b", "8", "-e", "4k", "-f", "4", "-n", "3", "-w", "1",
                                 "--no-progress", "-o", spec_path], capture_output=True, text=True, timeout=60)
             if p.returncode not in (0, 1):
                 fail(f"strata-tune exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
@@ -178,9 +178,9 @@ def main():
             if not re.search(r"^\s+4 KiB\s+\S+\s+\S+\s+[\d.]+\s+[\d.]+\s+[\d.]+", p.stdout, re.M):
                 fail(f"no verification row at 4 KiB:\n{p.stdout}")
             spec = check_file(spec_path, expect_incomplete=False)
-            bench_runs(mpirun, bench, spec_path, spec, ["-b", "8", "-e", "16k", "-f", "2"], workdir)
+            bench_runs(launch, bench, spec_path, spec, ["-b", "8", "-e", "16k", "-f", "2"], workdir)
         elif case == "sigterm-ranks":
-            proc = start_long_run(mpirun, tune, spec_path)
+            proc = start_long_run(launch, tune, spec_path)
             pids = rank_pids(spec_path)
             if len(pids) != 2:
                 fail(f"expected 2 strata-tune ranks, found {pids}")
@@ -197,21 +197,21 @@ def main():
                 fail(f"the file does not say where the run was interrupted:\n{text}")
             check_file(spec_path, expect_incomplete=True)
         elif case == "sigint-mpirun":
-            proc = start_long_run(mpirun, tune, spec_path)
+            proc = start_long_run(launch, tune, spec_path)
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=60)
             if proc.returncode == 0:
                 fail("mpirun exited 0 after SIGINT")
             spec = check_file(spec_path, expect_incomplete=True)
-            bench_runs(mpirun, bench, spec_path, spec, ["-b", "8", "-e", "64", "-f", "2"], workdir)
+            bench_runs(launch, bench, spec_path, spec, ["-b", "8", "-e", "64", "-f", "2"], workdir)
         elif case == "calibrate":
             model_path = os.path.join(workdir, "np2.model")
-            p = subprocess.run([mpirun, "-np", "2", tune, "--calibrate", "--model-output", model_path],
+            p = subprocess.run([launch, "-n", "2", tune, "--calibrate", "--model-output", model_path],
                                capture_output=True, text=True, timeout=120)
             if p.returncode != 0:
                 fail(f"strata-tune --calibrate exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
             check_model_file(model_path)
-            p = subprocess.run([mpirun, "-np", "2", tune, "--model", model_path, "-b", "64k", "-e", "256k", "-f", "4",
+            p = subprocess.run([launch, "-n", "2", tune, "--model", model_path, "-b", "64k", "-e", "256k", "-f", "4",
                                 "-n", "3", "-w", "1", "--no-progress", "--no-verify"],
                                capture_output=True, text=True, timeout=60)
             if p.returncode != 0:
