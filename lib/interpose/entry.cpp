@@ -23,7 +23,8 @@
 // Only these symbols are exported (the rest of the library is built with
 // hidden visibility).
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
+// (Not in the standard-ABI build, STRATA_MPI_ABI: the ABI has no extensions.)
+#if !defined(STRATA_MPI_ABI) && __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_Allreduce_init
 #endif
 
