@@ -43,7 +43,8 @@ friends, or strata's own apps, which do not know about the interposer):
   fortran PROGRAM   fortran_collectives.f90 (the five collectives through
                     mpif.h, `use mpi` and `use mpi_f08`, in place and not),
                     run without the interposer (its references agree with
-                    MPI's), then with it: every result right, and the log
+                    MPI's; not where MPI_IN_PLACE_REDUCE_CRASHES), then with
+                    it: every result right, and the log
                     shows every call of each binding's communicator going
                     to strata with its Fortran datatype
   first-started PROGRAM
