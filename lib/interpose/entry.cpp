@@ -23,7 +23,8 @@
 // Only these symbols are exported (the rest of the library is built with
 // hidden visibility).
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
+// (Not in the standard-ABI build, STRATA_MPI_ABI: the ABI has no extensions.)
+#if !defined(STRATA_MPI_ABI) && __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_Allreduce_init
 #endif
 
@@ -108,7 +109,7 @@ STRATA_MPI_EXPORT int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Dat
   return strata::interpose::iall_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
 }
 
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#if STRATA_MPI_HAS_MPIX_ALLREDUCE_INIT
 STRATA_MPI_EXPORT int MPIX_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                                           MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   if (strata::interpose::called_by_strata(STRATA_CALLER))
@@ -118,7 +119,7 @@ STRATA_MPI_EXPORT int MPIX_Allreduce_init(const void* sendbuf, void* recvbuf, in
 }
 #endif
 
-#if MPI_VERSION >= 4
+#if STRATA_MPI_HAS_ALLREDUCE_INIT
 STRATA_MPI_EXPORT int MPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   if (strata::interpose::called_by_strata(STRATA_CALLER))

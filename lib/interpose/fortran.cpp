@@ -1,6 +1,11 @@
 // Fortran's way in (Open MPI). Open MPI's Fortran bindings call PMPI_*
 // directly, so a Fortran program's MPI_ALLREDUCE never reaches the C
-// definitions of entry.cpp. These replace the bindings' own entry points
+// definitions of entry.cpp. MPICH's and Intel MPI's need nothing here:
+// their libmpifort (mpi_allreduce_ and its spellings, and the mpi_f08
+// module's mpi_allreduce_f08ts_) converts handles and MPI_IN_PLACE itself
+// and calls the C MPI_Allreduce through the dynamic linker (nm -D: `U
+// MPI_Allreduce`), which entry.cpp's definition takes; defining their
+// Fortran symbols here would replace that conversion. These replace the bindings' own entry points
 // for the five blocking collectives the interposer serves:
 //   - mpif.h and `use mpi`: mpi_allreduce_ and the compilers' other
 //     spellings of it (mpi_allreduce, mpi_allreduce__, MPI_ALLREDUCE);

@@ -1,7 +1,8 @@
 #include "settings.hpp"
 
 #include <mpi.h>
-#if __has_include(<mpi-ext.h>)
+// (Not in the standard-ABI build, STRATA_MPI_ABI: the ABI has no extensions.)
+#if !defined(STRATA_MPI_ABI) && __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_Query_cuda_support
 #endif
 

@@ -1,6 +1,7 @@
 #include "topo/advice.hpp"
 
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <atomic>
 #include <map>
@@ -13,7 +14,17 @@
 namespace strata::topo {
 namespace {
 
-constexpr const char* kFix = "launch with `mpirun --bind-to core --map-by numa` (Open MPI) or `srun --cpu-bind=cores` (Slurm)";
+// Slurm's words, which hold whichever MPI srun starts.
+constexpr const char* kSlurm = "`srun --cpu-bind=cores` (Slurm)";
+
+// The MPI library this process runs, as MPI_Get_library_version says
+// (callable before MPI_Init and after MPI_Finalize); "" where it cannot say.
+std::string running_mpi_library() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(version, &length) != MPI_SUCCESS || length <= 0) return "";
+  return std::string(version, static_cast<std::size_t>(length));
+}
 
 // The ranks that share their host with another rank and meet `predicate`
 // (by host name: virtual nodes on one host share it too).
@@ -31,6 +42,24 @@ bool speaks_for_the_job() { return util::world_rank() == 0; }
 
 }  // namespace
 
+std::string binding_fix(std::string_view mpi_library_version) {
+  const auto says = [&](std::string_view word) { return mpi_library_version.find(word) != std::string_view::npos; };
+  // Intel MPI and Cray MPICH say "MPICH" too: they are asked first. Intel's
+  // hydra has no -bind-to; it pins through its I_MPI_PIN variables.
+  if (says("Intel(R) MPI"))
+    return fmt::format("launch with `mpiexec -genv I_MPI_PIN 1 -genv I_MPI_PIN_DOMAIN core` (Intel MPI) or {}",
+                       kSlurm);
+  if (says("CRAY MPICH") || says("Cray MPICH"))
+    return fmt::format("launch with {} or `mpiexec --cpu-bind core` (Cray PALS)", kSlurm);
+  if (says("Open MPI")) return fmt::format("launch with `mpirun --bind-to core --map-by numa` (Open MPI) or {}", kSlurm);
+  if (says("MPICH") || says("MVAPICH"))
+    return fmt::format("launch with `mpiexec -bind-to core` (MPICH's hydra) or {}", kSlurm);
+  return fmt::format(
+      "launch with your MPI launcher's binding option (Open MPI: `mpirun --bind-to core --map-by numa`; MPICH's "
+      "hydra: `mpiexec -bind-to core`) or {}",
+      kSlurm);
+}
+
 bool unbound(const Topology& topology, const RankInfo& rank) {
   const NodeInfo& node = topology.nodes.at(static_cast<std::size_t>(rank.node));
   return node.cores > 1 && static_cast<int>(rank.bound_cores.size()) >= node.cores;
@@ -43,16 +72,20 @@ bool spans_numa(const Topology& topology, const RankInfo& rank) {
 std::vector<std::string> binding_advice(const Topology& topology) {
   std::vector<std::string> lines;
   const int total = static_cast<int>(topology.ranks.size());
-  if (const std::vector<int> ranks = ranks_where(topology, unbound); !ranks.empty())
+  const std::vector<int> unbound_ranks = ranks_where(topology, unbound);
+  const std::vector<int> numa_ranks = ranks_where(topology, spans_numa);
+  if (unbound_ranks.empty() && numa_ranks.empty()) return lines;
+  const std::string fix = binding_fix(running_mpi_library());
+  if (const std::vector<int>& ranks = unbound_ranks; !ranks.empty())
     lines.push_back(fmt::format(
         "{} of {} ranks are not bound to cores (ranks {}): the OS may move them between cores and NUMA domains, "
         "which costs cache and memory locality and makes timings noisy; {}",
-        ranks.size(), total, util::ranges(ranks), kFix));
-  if (const std::vector<int> ranks = ranks_where(topology, spans_numa); !ranks.empty())
+        ranks.size(), total, util::ranges(ranks), fix));
+  if (const std::vector<int>& ranks = numa_ranks; !ranks.empty())
     lines.push_back(fmt::format(
         "{} of {} ranks are bound to cores in more than one NUMA domain (ranks {}): their memory may sit in the "
         "far domain; {}",
-        ranks.size(), total, util::ranges(ranks), kFix));
+        ranks.size(), total, util::ranges(ranks), fix));
   return lines;
 }
 

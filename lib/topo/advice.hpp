@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/topology.hpp"
@@ -18,8 +19,15 @@ bool unbound(const Topology& topology, const RankInfo& rank);
 // Bound to cores of more than one NUMA domain (and not simply unbound).
 bool spans_numa(const Topology& topology, const RankInfo& rank);
 
+// The launch options that bind each rank to cores, in the words of the
+// launcher that comes with the MPI library `mpi_library_version` names (as
+// MPI_Get_library_version says it): Open MPI's mpirun, MPICH's hydra
+// mpiexec, Intel MPI's pinning variables, Cray's; Slurm's srun beside each.
+std::string binding_fix(std::string_view mpi_library_version);
+
 // One line per problem found (empty when binding is fine), each naming the
-// ranks and the mpirun/srun flags that fix it. Only ranks that share their
+// ranks and the launch options that fix it (binding_fix for the MPI library
+// this process runs). Only ranks that share their
 // host with another rank of the communicator count: a rank alone on its
 // host competes with nobody (and one rank per host with threads of its own
 // is rightly bound to every core), so a one-rank communicator never gets

@@ -43,7 +43,8 @@ friends, or strata's own apps, which do not know about the interposer):
   fortran PROGRAM   fortran_collectives.f90 (the five collectives through
                     mpif.h, `use mpi` and `use mpi_f08`, in place and not),
                     run without the interposer (its references agree with
-                    MPI's), then with it: every result right, and the log
+                    MPI's; not where MPI_IN_PLACE_REDUCE_CRASHES), then with
+                    it: every result right, and the log
                     shows every call of each binding's communicator going
                     to strata with its Fortran datatype
   first-started PROGRAM
@@ -430,9 +431,22 @@ FORTRAN_ROUTED = [
 ]
 
 
+# MPICH 4.0 (Debian 12's 4.0.2) crashes in its own MPI_Reduce with
+# MPI_IN_PLACE at the root from 512 doubles up (a C program too, without
+# strata): the Fortran program cannot run on it alone. Preloaded, every call
+# goes to strata (the run asserts it), so that run still shows MPICH's
+# Fortran bindings reaching the interposer.
+MPI_IN_PLACE_REDUCE_CRASHES = re.compile(r"MPICH 4\.0\.\d+$")
+
+
 def check_fortran(mpirun, preload, np, program):
     bindings = {"mpif.h": "fortran-mpif-h", "use mpi": "fortran-use-mpi", "use mpi_f08": "fortran-use-mpi-f08"}
-    for env in ({}, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}):
+    runs = [{}, {"LD_PRELOAD": preload, "STRATA_DEBUG": "INFO"}]
+    mpi = os.environ.get("STRATA_TEST_MPI", "")
+    if MPI_IN_PLACE_REDUCE_CRASHES.match(mpi):
+        print(f"check_interpose: not run without the interposer: {mpi}'s own in-place MPI_Reduce crashes", flush=True)
+        runs = runs[1:]
+    for env in runs:
         status, out = run(mpirun, np, env, [program])
         c = Checks(out, np)
         c.require(status == 0, f"the Fortran program exited {status} ({'preloaded' if env else 'plain'})")

@@ -17,8 +17,9 @@
 //
 // Prints "first_started: rank R: N of M checks passed" (exit 0 when all
 // pass), one line per failure, and on rank 0 which persistent all-reduce it
-// used: "first_started: persistent all-reduce: MPIX_Allreduce_init" (Open
-// MPI's extension), "MPI_Allreduce_init" (MPI 4) or "none".
+// used: "first_started: persistent all-reduce: MPI_Allreduce_init" (where
+// the MPI library has it), "MPIX_Allreduce_init" (Open MPI 4.1's extension)
+// or "none".
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -65,16 +66,17 @@ void beside_idup(MPI_Comm first, MPI_Comm parent, const char* what) {
 // others before it; started three times, the first completion waiting for
 // the idup too.
 void persistent_beside_idup(MPI_Comm first, MPI_Comm later) {
-#if defined(ALLREDUCE_INIT)
+  const program_checks::PersistentAllReduce init = program_checks::persistent_all_reduce();
+  if (init.call == nullptr) return;
   int in = rank + 1, out = 0;
   MPI_Comm made;
   MPI_Request requests[2];
   if (rank == 0) {
-    ALLREDUCE_INIT(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
+    init.call(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
     MPI_Comm_idup(later, &made, &requests[1]);
   } else {
     MPI_Comm_idup(later, &made, &requests[1]);
-    ALLREDUCE_INIT(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
+    init.call(&in, &out, 1, MPI_INT, MPI_SUM, first, MPI_INFO_NULL, &requests[0]);
   }
   for (int turn = 0; turn < 3; ++turn) {
     in = rank + 1 + turn;
@@ -84,14 +86,10 @@ void persistent_beside_idup(MPI_Comm first, MPI_Comm later) {
     else
       MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
     const int expected = size * (size + 1) / 2 + size * turn;
-    check(out == expected, ALLREDUCE_INIT_NAME " beside an idup, turn %d: %d, expected %d", turn, out, expected);
+    check(out == expected, "%s beside an idup, turn %d: %d, expected %d", init.name, turn, out, expected);
   }
   MPI_Request_free(&requests[0]);
   MPI_Comm_free(&made);
-#else
-  (void)first;
-  (void)later;
-#endif
 }
 
 // MPI_Ibcast of every other int of 16 through a vector datatype freed
@@ -201,7 +199,7 @@ int main(int argc, char** argv) {
   check(out == 2 * size, "MPI_Allreduce after the started calls: %d", out);
   for (MPI_Comm* comm : {&broadcast, &gather, &reduce, &scatter}) MPI_Comm_free(comm);
 
-  if (rank == 0) std::printf("first_started: persistent all-reduce: %s\n", ALLREDUCE_INIT_NAME);
+  if (rank == 0) std::printf("first_started: persistent all-reduce: %s\n", program_checks::persistent_all_reduce().name);
   const int status = program_checks::passed();
   MPI_Finalize();
   return status;

@@ -1,6 +1,6 @@
 ! A Fortran MPI program that knows nothing of strata (mode "fortran" of
 ! check_interpose.py): the five collectives the interposer serves, through
-! each of Open MPI's three Fortran bindings, each on a duplicate of
+! each of the MPI's three Fortran bindings, each on a duplicate of
 ! MPI_COMM_WORLD named after its binding (so the interposer's log tells them
 ! apart): mpif.h, `use mpi` and `use mpi_f08`, each running the same checks
 ! (fortran_collectives.inc) with its own MPI in scope. Values are small

@@ -1,5 +1,5 @@
 // What the interposer's C++ test programs (requests.cpp, first_started.cpp)
-// share: the persistent all-reduce this MPI offers, and one rank's tally of
+// share: the persistent all-reduce this MPI library offers, and one rank's tally of
 // checks, printed as the "<program>: rank R: ..." lines check_interpose.py
 // reads.
 #pragma once
@@ -12,18 +12,13 @@
 #include <cstdarg>
 #include <cstdio>
 
-// ALLREDUCE_INIT: MPIX_Allreduce_init (Open MPI's extension) or
-// MPI_Allreduce_init (MPI 4); undefined where MPI has neither.
-// ALLREDUCE_INIT_NAME names it, or is "none".
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPIX_Allreduce_init"
-#elif MPI_VERSION >= 4
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#define ALLREDUCE_INIT_NAME "MPI_Allreduce_init"
-#else
-#define ALLREDUCE_INIT_NAME "none"
-#endif
+// The persistent all-reduce this MPI library provides, looked up when the
+// program runs rather than read from MPI_VERSION: Open MPI 5's mpi.h says
+// MPI 3.1 yet its libmpi exports MPI_Allreduce_init; Open MPI 4.1 has only
+// its MPIX_ extension. A weak reference is null where no library loaded
+// defines the symbol (with the interposer preloaded, its definition wins).
+extern "C" int MPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request* request) __attribute__((weak));
 
 namespace program_checks {
 
@@ -32,6 +27,24 @@ namespace program_checks {
 inline const char* program = "";
 inline int rank = 0;
 inline int checks = 0, failures = 0;
+
+using AllReduceInit = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info, MPI_Request*);
+
+// MPI_Allreduce_init where the library has it, else MPIX_Allreduce_init
+// (Open MPI's pcollreq extension), else nullptr; `name` names it ("none").
+struct PersistentAllReduce {
+  AllReduceInit call;
+  const char* name;
+};
+
+inline PersistentAllReduce persistent_all_reduce() {
+  if (MPI_Allreduce_init != nullptr) return {MPI_Allreduce_init, "MPI_Allreduce_init"};
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+  return {MPIX_Allreduce_init, "MPIX_Allreduce_init"};
+#else
+  return {nullptr, "none"};
+#endif
+}
 
 // Counts a check; a failed one prints "<program>: rank R: FAIL <text>"
 // (the first 40 of them).
