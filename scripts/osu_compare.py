@@ -4,7 +4,8 @@
   scripts/osu_compare.py build SRC DIR
       Compiles osu_allreduce, osu_reduce and osu_bcast (c/mpi/collective/
       blocking/) and osu_iallreduce (c/mpi/collective/non_blocking/) from an
-      unmodified OSU 7.4 tree SRC, with c/util/, using mpicc, into DIR. OSU
+      unmodified OSU 7.4 tree SRC, with c/util/, using $MPICC (default mpicc;
+      MPICH: MPICC=mpicc.mpich), into DIR. OSU
       is never part of this repository: fetch it yourself (public mirror
       sherrywong1220/osu-micro-benchmarks-7.4, commit bed60f5).
 
@@ -83,7 +84,7 @@ def build(src: pathlib.Path, into: pathlib.Path) -> int:
     into.mkdir(parents=True, exist_ok=True)
     for name in BENCHMARKS:
         kind = "non_blocking" if name in NON_BLOCKING else "blocking"
-        command = ["mpicc", "-O2", "-I", str(util), "-DFIELD_WIDTH=18", "-DFLOAT_PRECISION=2",
+        command = [os.environ.get("MPICC", "mpicc"), "-O2", "-I", str(util), "-DFIELD_WIDTH=18", "-DFLOAT_PRECISION=2",
                    str(collective / kind / f"osu_{name}.c"), *[str(util / u) for u in UTIL_SOURCES], "-lm",
                    "-o", str(into / f"osu_{name}")]
         done = subprocess.run(command, stderr=subprocess.PIPE, text=True)
@@ -199,7 +200,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     status = 0
-    print(f"# mpirun -np {args.np} {args.mpirun_args}; median of {args.runs} alternating runs; "
+    launcher = (f"scripts/launch.py -n {args.np} with STRATA_MPIEXEC={os.environ['STRATA_MPIEXEC']}"
+                if os.environ.get("STRATA_MPIEXEC") else f"mpirun -np {args.np}")
+    print(f"# {launcher} {args.mpirun_args}; median of {args.runs} alternating runs; "
           f"speedup = plain / strata{'; validated (-c)' if args.validate else ''}")
     for name in args.bench.split(","):
         binary = directory / f"osu_{name}"

@@ -6,6 +6,11 @@ the loader finds (LD_LIBRARY_PATH), and checks the results and the
 interposer's log.
 
     check_abi.py LAUNCH_PY INTERPOSER PROGRAM
+    check_abi.py --prefix mpich|impi     print the prefix of that MPI,
+                                         installing it as below if need be
+                                         (scripts/mpich_pass.sh configures
+                                         -Dmpi_abi with it); exit 77 saying
+                                         why on stderr when it cannot
 
 LAUNCH_PY is scripts/launch.py, given each MPI's own mpiexec (its kind is
 asked from --version), so that no launcher's flags are spelled here.
@@ -127,7 +132,21 @@ def run(launch_py, prefix, env, program):
     return proc.returncode, out
 
 
+def print_prefix(name):
+    """--prefix: the prefix alone on stdout, everything else on stderr."""
+    if name not in MPIS:
+        print(f"check_abi: --prefix takes one of {', '.join(MPIS)}, not {name!r}", file=sys.stderr)
+        return 2
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    prefix = obtain(name)
+    sys.stdout = stdout
+    print(prefix)
+    return 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--prefix":
+        return print_prefix(sys.argv[2])
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
