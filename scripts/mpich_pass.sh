@@ -9,7 +9,7 @@
 # scripts/test.sh`.
 #   scripts/mpich_pass.sh [`meson test` arguments: test names or --suite,
 #                          instead of the selection below]
-# Environment: STRATA_MPICH_BUILD_DIR (default: build-mpich).
+# Environment: STRATA_MPICH_BUILD_DIR (default: build-test-mpich; build-mpich is left to the user, README.md).
 #
 # What runs, and why that and not all (the main pass runs every suite
 # against Open MPI; this pass is about what differs under another MPI and
@@ -53,7 +53,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-build=${STRATA_MPICH_BUILD_DIR:-$STRATA_ROOT/build-mpich}
+build=${STRATA_MPICH_BUILD_DIR:-$STRATA_ROOT/build-test-mpich}
 start=$(date +%s)
 # Logs left from an earlier run must not be counted if this one fails to build.
 rm -f "$build/meson-logs/testlog.json"

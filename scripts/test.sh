@@ -19,7 +19,7 @@
 #              ran it (scripts/sanitize/main_pass_tests.py; 148 s of the
 #              main pass at fdde433). Given arguments, the main pass runs
 #              what they pick, all of it.
-#   mpich      build-mpich/ (STRATA_MPICH_BUILD_DIR): strata built against
+#   mpich      build-test-mpich/ (STRATA_MPICH_BUILD_DIR): strata built against
 #              Debian's MPICH (-Dmpi=mpich), a subset of its mpi,
 #              interpose, capi and python suites run under MPICH's own
 #              launcher (scripts/mpich_pass.sh says which and why).
@@ -52,7 +52,7 @@ case $passes in
   0 | 1 | only) ;;
   *) echo "strata: STRATA_SANITIZE=$passes: expected auto, 0, 1 or only" >&2; exit 2 ;;
 esac
-export STRATA_MPICH_BUILD_DIR=${STRATA_MPICH_BUILD_DIR:-$STRATA_ROOT/build-mpich}
+export STRATA_MPICH_BUILD_DIR=${STRATA_MPICH_BUILD_DIR:-$STRATA_ROOT/build-test-mpich}
 mpich=${STRATA_MPICH:-auto}
 case $mpich in
   auto) if [ $# -eq 0 ]; then mpich=1; else mpich=0; fi ;;
