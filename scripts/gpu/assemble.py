@@ -9,7 +9,7 @@ a GPU machine".
 The bundle is one folder that runs on a machine with CUDA's driver but no
 MPI, hwloc, fmt or Boost:
 
-    bin/      strata's apps and Open MPI's launcher (mpirun = orterun, orted)
+    bin/      strata's apps, Open MPI's launcher (mpirun = orterun, orted) and strata-launch
     tests/    the GPU test executables the build's meson tests run
     lib/      libstrata, its GPU plugin libstrata_gpu.so (which libstrata
               loads from its own folder) and every shared library they need
@@ -177,6 +177,12 @@ def rewrite_command(cmd, build, workdir, outputs, bundle, mpirun):
         path = os.path.realpath(os.path.join(workdir, arg)) if not arg.startswith("-") else None
         if path and os.path.realpath(mpirun) == path:
             out.append("{B}/bin/mpirun")
+        elif path == os.path.join(build, "strata-launch"):
+            # The build's launcher layer: the bundle's own, on its Open MPI.
+            if "bin/strata-launch" not in bundle.sources:
+                bundle.copy(os.path.join(SOURCE_ROOT, "scripts", "gpu", "strata-launch"), "bin/strata-launch")
+                bundle.copy(os.path.join(SOURCE_ROOT, "scripts", "launch.py"), "scripts/launch.py")
+            out.append("{B}/bin/strata-launch")
         elif i == 0 and re.match(r"python3?(\.\d+)?$", os.path.basename(arg)):
             out.append("python3")
         elif path and path in outputs and is_elf(path):

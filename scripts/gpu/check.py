@@ -301,29 +301,31 @@ def run_command(step, log):
     return rc, output
 
 
-def mpirun_ranks(cmd):
-    """The rank count of an `mpirun -np N ...` command; 0 for any other."""
-    if not cmd or os.path.basename(cmd[0]) != "mpirun":
-        return 0
-    for flag, value in zip(cmd, cmd[1:]):
+def rank_count_at(cmd):
+    """(rank count, index of its flag) of an `mpirun -np N ...` command or
+    of the launcher layer's `strata-launch -n N ...` (a test's command as
+    assemble.py rewrites it); (0, -1) for any other."""
+    if not cmd or os.path.basename(cmd[0]) not in ("mpirun", "strata-launch"):
+        return 0, -1
+    for at, (flag, value) in enumerate(zip(cmd, cmd[1:])):
         if flag in ("-np", "-n", "--np") and value.isdigit():
-            return int(value)
-    return 0
+            return int(value), at
+    return 0, -1
 
 
 def per_rank_host(step):
-    """Puts per_rank_host.sh between mpirun and the program of a GPU step
-    with two ranks or more (the program: the first bundle path after
-    mpirun's options), so that each rank, or each virtual node of
+    """Puts per_rank_host.sh between the launcher and the program of a GPU
+    step with two ranks or more (the program: the first bundle path after
+    the rank count), so that each rank, or each virtual node of
     STRATA_RANKS_PER_NODE ranks, gets its own NCCL_HOSTID. Other steps are
     left alone: host-only steps need no NCCL, and check_bench's steps start
     mpirun themselves (their multi-rank runs use psgpu and host-staged
     algorithms, which need no NCCL)."""
-    ranks = mpirun_ranks(step.cmd)
+    ranks, flag = rank_count_at(step.cmd)
     if not step.device or ranks < 2:
         return
     already = any(os.path.basename(c) == "per_rank_host.sh" for c in step.cmd)  # the test's own command has it
-    at = next((i for i, c in enumerate(step.cmd) if i > 0 and c.startswith(BUNDLE + os.sep)), None)
+    at = next((i for i, c in enumerate(step.cmd) if i > flag and c.startswith(BUNDLE + os.sep)), None)
     if at is None:
         return
     group = step.env.get("STRATA_RANKS_PER_NODE") or "1"

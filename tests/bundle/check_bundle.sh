@@ -198,9 +198,11 @@ for line in sys.stdin:
     if not m:
         continue
     phase, name, command = m.groups()
-    np = re.search(r"/mpirun .*?-np (\d+) ", command)
+    # mpirun -np N (the session steps) or strata-launch -n N (the tests).
+    np = re.search(r"/(?:mpirun .*?-np|strata-launch -n) (\d+) ", command)
     should = bool(np) and int(np.group(1)) > 1 and phase != "preflight" and " -m host " not in command
-    has = re.search(r"/mpirun .* \S+/scripts/per_rank_host\.sh /\S+/(tests|bin)/\S+", command) is not None
+    has = re.search(r"/(?:mpirun|strata-launch) .* \S+/scripts/per_rank_host\.sh /\S+/(tests|bin)/\S+",
+                    command) is not None
     if should != has:
         wrong.append(f"{name}: {command}")
     elif has:

@@ -30,7 +30,7 @@ python=$3
 bench=$build/apps/bench/strata-bench
 module=$build/apps/bench/strata-bench-cuda.so
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-launch=${STRATA_LAUNCH:?check_cuda_lazy: STRATA_LAUNCH (the build\'s strata-launch) is not set: run it through meson test}
+launch=${STRATA_LAUNCH:?check_cuda_lazy: STRATA_LAUNCH (strata-launch of the build) is not set: run it through meson test}
 MPIRUN=("$launch" -n 2)
 CUDA_LIBS='lib(cudart|nccl)\.so'
 # meson puts the build's library folders, the test double's among them, on

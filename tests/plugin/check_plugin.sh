@@ -22,7 +22,7 @@ failures=0
 ok() { echo "check_plugin: ok: $*"; }
 bad() { echo "check_plugin: FAIL: $*"; failures=$((failures + 1)); }
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
-launch=${STRATA_LAUNCH:?check_plugin: STRATA_LAUNCH (the build\'s strata-launch) is not set: run it through meson test}
+launch=${STRATA_LAUNCH:?check_plugin: STRATA_LAUNCH (strata-launch of the build) is not set: run it through meson test}
 mpirun_np2() { "$launch" -n 2 --env LD_LIBRARY_PATH "$@"; }
 
 # Both programs must pass, each rank printing "NAME: rank R: ok".

@@ -36,7 +36,7 @@ where=$(cd "$work" && PYTHONPATH=$site LD_LIBRARY_PATH=$libdir "$python" -c 'imp
 case $where in "$site"/*) ;; *) echo "python install test: strata imported from $where, not $site" >&2; exit 1 ;; esac
 
 output=$(cd "$work" && PYTHONPATH=$site LD_LIBRARY_PATH=$libdir \
-  "${STRATA_LAUNCH:?python install test: STRATA_LAUNCH (the build's strata-launch) is not set}" -n 2 "$python" "$example")
+  "${STRATA_LAUNCH:?python install test: STRATA_LAUNCH (strata-launch of the build) is not set}" -n 2 "$python" "$example")
 echo "$output"
 [ "$output" = "mean of ranks = 0.5" ] || { echo "python install test: expected 'mean of ranks = 0.5'" >&2; exit 1; }
 
