@@ -57,7 +57,7 @@ failures = []
 
 SKIPPED = [
     (r"scripts/test\.sh\b", "runs every suite, this test among them (.ci/run is this command)"),
-    (r"scripts/bench\.sh\b(?! --help)", "benchmarks and writes results/ into the source tree "
+    (r"(\w+=\S+ )*scripts/bench\.sh\b(?! --help)", "benchmarks and writes results/ into the source tree "
                                       "(suite bench runs bench.sh: tests/bench/check_bench_sh.py)"),
     (r"(srun|sbatch)\b", "needs a Slurm cluster"),
     (r"scripts/slurm-local\.sh\b", "installs and runs Slurm (suite slurm runs the local cluster)"),
