@@ -1,7 +1,7 @@
 // A rank late to a call the others gave up on, then MPI goes on (an
 // independent campaign's crash): at 4 ranks, ranks 1-3 call all_reduce
 // with a short timeout and raise DeadlineExceeded (or PeerFailure); rank 0
-// makes the same call after they gave up, against their abandoned
+// makes the same call once they said they gave up, against their abandoned
 // operations, and times out too, or completes with the exact sum where
 // every contribution was already in place (the others' shared-memory slots;
 // under spec `mpi`, MPI's own non-blocking collective, which cannot be
@@ -31,8 +31,27 @@ namespace {
 
 constexpr int kLate = 0;
 constexpr double kTimeout = 1.0;
-// Rank 0 enters after the others gave up (their timeout, with margin).
-constexpr auto kLateBy = std::chrono::milliseconds(1500);
+// How long rank 0 waits to hear that the others gave up (a bound, not a
+// delay: they say so as soon as their call raised).
+constexpr double kGaveUpBoundSeconds = 60;
+// A tag of MPI_COMM_WORLD that strata's own (duplicate) communicators never see.
+constexpr int kGaveUpTag = 4242;
+
+// Rank 0 waits until every other rank has said, on MPI_COMM_WORLD, that its
+// call raised: its own call then meets only operations given up on.
+void wait_until_others_gave_up() {
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(world_size() - 1));
+  std::vector<int> flags(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    MPI_Irecv(&flags[i], 1, MPI_INT, static_cast<int>(i) + 1, kGaveUpTag, MPI_COMM_WORLD, &requests[i]);
+  const double since = MPI_Wtime();
+  int all = 0;
+  while (!all && MPI_Wtime() - since < kGaveUpBoundSeconds) {
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
+    if (!all) std::this_thread::yield();
+  }
+  REQUIRE_MESSAGE(all, "the other ranks did not say within " << kGaveUpBoundSeconds << " s that their call raised");
+}
 
 enum class Form { blocking, request };
 
@@ -43,7 +62,7 @@ void late_rank(const std::string& spec, Form form) {
   std::vector<float> data(count, 1.0f);
   {
     Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
-    if (comm.rank() == kLate) std::this_thread::sleep_for(kLateBy);
+    if (comm.rank() == kLate) wait_until_others_gave_up();
     bool failed = false;
     std::string message;
     try {
@@ -60,6 +79,10 @@ void late_rank(const std::string& spec, Form form) {
       failed = true, message = e.what();
     } catch (const std::exception& e) {
       message = e.what();
+    }
+    if (comm.rank() != kLate) {
+      const int gave_up = 1;
+      MPI_Send(&gave_up, 1, MPI_INT, kLate, kGaveUpTag, MPI_COMM_WORLD);
     }
     if (comm.rank() != kLate) {
       CHECK_MESSAGE(failed, "rank " << comm.rank() << " expected DeadlineExceeded or PeerFailure, got: "
