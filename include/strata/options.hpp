@@ -94,6 +94,24 @@ struct Config {
   // The others run inside test()/wait() as without it. STRATA_PROGRESS_THREAD=1
   // in the environment turns it on too. docs/REQUESTS.md.
   bool progress_thread = false;
+  // Reproducible results (docs/REPRODUCIBILITY.md), for floating-point
+  // reductions on host memory: "off"; "order": for a given rank count, the
+  // same bits whatever the algorithm, spec, node layout, message size,
+  // packing and form (blocking, request, persistent, batch); "exact": the
+  // same bits for any assignment of the contributions to ranks and with
+  // further ranks contributing zeros (sums and means, through exact
+  // fixed-point accumulation; min, max and prod as in "order"). Empty: the
+  // STRATA_REPRODUCIBLE environment variable if set, else "off". Another
+  // value raises InvalidArgument; ranks that differ raise InvalidArgument on
+  // every rank. CUDA tensors: "order" for f32 and f64; the f32 accumulation
+  // of 16-bit types and "exact" raise Unavailable there.
+  std::string reproducible;
+  // f16 and bf16 sums and means accumulate in f32 and round once at the end
+  // (always so in the reproducible modes); without it they accumulate in
+  // their own type, rounding at every addition (docs/ALGORITHMS.md,
+  // "Rounding"). STRATA_ACCUMULATE=f32 turns it on too. Every rank must
+  // agree (InvalidArgument on every rank otherwise).
+  bool accumulate_f32 = false;
 };
 
 }  // namespace strata

@@ -27,18 +27,22 @@ bool call_check_wanted(const Config& config) {
 // The same exchange says whether every rank traces (STRATA_TRACE), the
 // condition for aligning trace clocks, which is collective, and whether
 // every rank asks for auto from the cost model.
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted) {
-  enum : int { kChecks = 1, kTraces = 2, kModels = 4 };
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, const plan::Numerics& numerics) {
+  enum : int { kChecks = 1, kTraces = 2, kModels = 4, kNumericsShift = 3 };
+  auto numerics_of = [](int word) { return word >> kNumericsShift; };
   std::vector<int> all(static_cast<std::size_t>(size));
-  const int mine = (wanted ? kChecks : 0) | (util::trace::enabled() ? kTraces : 0) | (model_wanted ? kModels : 0);
+  const int numerics_code = static_cast<int>(numerics.reproducible) * 2 + (numerics.accumulate_f32 ? 1 : 0);
+  const int mine = (wanted ? kChecks : 0) | (util::trace::enabled() ? kTraces : 0) | (model_wanted ? kModels : 0) |
+                   (numerics_code << kNumericsShift);
   STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
-  std::vector<int> on, off, models, no_model;
+  std::vector<int> on, off, models, no_model, numerics_like_rank0, numerics_unlike;
   Agreed agreed{.every_rank_traces = true, .every_rank_models = true};
   for (int r = 0; r < size; ++r) {
     const int theirs = all[static_cast<std::size_t>(r)];
     (theirs & kChecks ? on : off).push_back(r);
     (theirs & kModels ? models : no_model).push_back(r);
     agreed.every_rank_traces &= (theirs & kTraces) != 0;
+    (numerics_of(theirs) == numerics_of(all.front()) ? numerics_like_rank0 : numerics_unlike).push_back(r);
   }
   agreed.every_rank_models = no_model.empty();
   if (!on.empty() && !off.empty())
@@ -52,6 +56,12 @@ Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_want
         "rank(s) {} (STRATA_MODEL_FILE, and a spec of auto): set them alike on every rank (with mpirun, "
         "`-x STRATA_MODEL_FILE`)",
         util::where(), util::ranges(models), util::ranges(no_model)));
+  if (!numerics_unlike.empty())
+    throw InvalidArgument(fmt::format(
+        "strata [{}]: creating a Communicator: rank(s) {} reduce unlike rank(s) {} (Config::reproducible and "
+        "accumulate_f32, STRATA_REPRODUCIBLE, STRATA_ACCUMULATE): set them alike on every rank (with mpirun, "
+        "`-x STRATA_REPRODUCIBLE`)",
+        util::where(), util::ranges(numerics_unlike), util::ranges(numerics_like_rank0)));
   return agreed;
 }
 

@@ -14,6 +14,7 @@
 #include "exec/call.hpp"
 #include "exec/plan_cache.hpp"
 #include "plan/fingerprint.hpp"
+#include "plan/numerics.hpp"
 #include "strata/options.hpp"
 
 namespace strata::api {
@@ -36,7 +37,9 @@ struct Agreed {
 // Config::check_calls differing). The same one exchange settles auto from
 // the cost model: `model_wanted` (model_auto_wanted) must be alike too, or
 // only some ranks would read the model, and InvalidArgument says so.
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted);
+// `numerics` (numerics_wanted) must be alike too: ranks reducing in
+// different ways would exchange different messages.
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, const plan::Numerics& numerics);
 
 // Fingerprints of one communicator's calls.
 class Fingerprints {

@@ -69,7 +69,8 @@ bool Executor::thread_may_run(const BatchCall& call) const {
   try {
     for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
       every_plan_shared_memory &=
-          plans_.choose(call.collective, pack.bytes(), Memory::host, call.options->implementation, call.spec)
+          plans_.choose(call.collective, pack.bytes(), Memory::host, call.options->implementation, call.spec,
+                        {call.op, pack.dtype})
               .shared_memory;
   } catch (const Error&) {
     return false;  // (a plan that cannot be made fails when the request runs, on the caller's thread)
@@ -81,7 +82,8 @@ std::vector<plan::Choice> Executor::gpu_choices(const BatchCall& call) const {
   std::vector<plan::Choice> choices;
   for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
     choices.push_back(
-        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec));
+        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec,
+                      {call.op, pack.dtype}));
   return choices;
 }
 
@@ -192,6 +194,7 @@ std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Tic
             plan::describe(packs));
 
   gpu_backend();
+  for (const plan::Pack& pack : packs) refuse_cuda_numerics(call.collective, call.op, pack.dtype);
   const bool broadcast = call.collective == Collective::broadcast;
   const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
   const std::string_view collective_name = call.name();
@@ -200,7 +203,8 @@ std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Tic
   bool any_host_stages = false;
   for (const plan::Pack& pack : packs)
     any_host_stages |= host_stages(
-        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec));
+        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec,
+                      {call.op, pack.dtype}));
   const gpu::Mode mode = mode_of(call.options->stream, call.request, call.ordering, any_host_stages);
   std::shared_ptr<Flight> flight;
   for (std::size_t p = 0; p < packs.size(); ++p) {
@@ -215,7 +219,8 @@ std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Tic
         job.replicas[r].pieces.push_back({element_at(batch[piece.tensor][r], piece.offset), piece.count});
     }
     const plan::Choice& choice =
-        plans_.cached(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec);
+        plans_.cached(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec,
+                      {call.op, pack.dtype});
     plan::Job proto;
     proto.dtype = pack.dtype;
     proto.op = call.op;  // mean stays: exec runs sum and finishes

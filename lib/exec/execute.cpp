@@ -9,6 +9,7 @@
 #include "exec/hierarchical.hpp"
 #include "exec/host_levels.hpp"
 #include "exec/registry.hpp"
+#include "exec/reproducible.hpp"
 #include "exec/verify.hpp"
 #include "host/transport.hpp"
 #include "plan/collective.hpp"
@@ -96,9 +97,6 @@ void breaking_backend(gpu::Backend& backend, Work&& work) {
 
 }  // namespace
 
-namespace {
-
-// run_host's plan, with job.op a level op (mean already made sum).
 void run_host_plan(Collective collective, const plan::Choice& choice, const plan::Job& job,
                    const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
                    const plan::Fingerprint* check) {
@@ -152,11 +150,13 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
            whole ? context.workspace->get(kDriverSlot, whole) : nullptr);
 }
 
-}  // namespace
-
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
               const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
               const plan::Fingerprint* check) {
+  if (plan::reduces(collective) && context.numerics.exact_sum(job.dtype, job.op))
+    return run_exact(collective, choice, job, contributors, context, deadline, info, check);
+  if (plan::reduces(collective) && context.numerics.widens(job.dtype, job.op))
+    return run_widened(collective, choice, job, contributors, context, deadline, info, check);
   plan::Job level_job = job;
   if (level_job.op == ReduceOp::mean) level_job.op = ReduceOp::sum;
   run_host_plan(collective, choice, level_job, context, deadline, info, check);

@@ -15,6 +15,7 @@
 #include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
+#include "plan/numerics.hpp"
 #include "topo/gpu_plane.hpp"
 #include "topo/node_split.hpp"
 #include "util/arena.hpp"
@@ -35,6 +36,8 @@ struct HostContext {
   // deadline (host::Transport), and where the call check's MPI buffers live.
   // Reset after each call, abandoned (never freed) after a failed one.
   util::Arena* landing = nullptr;
+  // How reductions round (Config::reproducible, Config::accumulate_f32).
+  plan::Numerics numerics;
 };
 
 // Runs `job` (count > 0) with `choice` (a host choice from plan::choose),
@@ -42,11 +45,18 @@ struct HostContext {
 // the result lands (exec/finish.hpp). With `check`, first makes sure every
 // rank makes the same call (exec/verify.hpp) — inside the first
 // shared-memory round when the plan is flat over shared memory, so it
-// costs nothing extra. Throws Mismatch (every rank, nothing sent),
+// costs nothing extra. Sums that context.numerics widens or sums exactly
+// run through exec/reproducible.hpp. Throws Mismatch (every rank, nothing sent),
 // DeadlineExceeded, BackendError.
 void run_host(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
               const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
               const plan::Fingerprint* check = nullptr);
+
+// run_host's plan alone: `job.op` a level op (mean already made sum), no
+// finish, no numerics transform (exec/reproducible.hpp runs it).
+void run_host_plan(Collective collective, const plan::Choice& choice, const plan::Job& job,
+                   const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+                   const plan::Fingerprint* check);
 
 // What a call on CUDA tensors runs over.
 struct GpuContext {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "exec/registry.hpp"
+#include "plan/collective.hpp"
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
 #include "host/reduce_simd.hpp"
@@ -39,7 +40,7 @@ void Executor::start(ExecutorSetup setup) {
   mpi_any_thread_ = setup.mpi_any_thread;
   sequence_ = setup.sequence;
   plans_ = std::move(setup.plans);
-  host_.start(comm_, rank_, size_, *split_, setup.chunk_bytes);
+  host_.start(comm_, rank_, size_, *split_, setup.chunk_bytes, setup.numerics);
   gpu_ = GpuRuntime(std::move(setup.gpu_rows), std::move(setup.gpu_plane));
   if (size_ > 1) roll_call_ = std::make_unique<RollCall>(comm_, sequence_);
   static bool logged = false;  // once per process, like the kernel choice itself
@@ -55,6 +56,16 @@ void Executor::reset() noexcept {
   gpu_.reset();      // the levels, then the backend
   roll_call_.reset();
   host_.reset();
+}
+
+void Executor::refuse_cuda_numerics(Collective collective, ReduceOp op, DataType dtype) const {
+  const plan::Numerics& numerics = host_.context().numerics;
+  if (!plan::reduces(collective) || !(numerics.exact_sum(dtype, op) || numerics.widens(dtype, op))) return;
+  throw Unavailable(util::located(fmt::format(
+      "{} of {} on CUDA tensors: {} runs on host memory only so far (docs/REPRODUCIBILITY.md); copy the tensor to "
+      "host memory, or use reproducible mode order on f32 or f64",
+      to_string(collective), to_string(dtype),
+      numerics.exact_sum(dtype, op) ? "reproducible mode exact" : "accumulating 16-bit sums in f32")));
 }
 
 bool Executor::mpi_here() const { return mpi_any_thread_ || !util::on_progress_thread(); }
@@ -108,7 +119,8 @@ void Executor::run_host(const Call& call, const Ticket& ticket, const util::Dead
     return;
   }
   const std::size_t bytes = call.bytes();
-  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec);
+  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec,
+                                                  {call.job.op, call.job.dtype});
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = host_.chunk_bytes();
@@ -170,7 +182,8 @@ gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering
 }
 
 plan::Choice Executor::gpu_choice(const Call& call) const {
-  return plans_.choose(call.collective, call.bytes(), Memory::cuda, call.options->implementation, call.spec);
+  return plans_.choose(call.collective, call.bytes(), Memory::cuda, call.options->implementation, call.spec,
+                       {call.job.op, call.job.dtype});
 }
 
 gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices,
@@ -189,8 +202,10 @@ gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream
 std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
   if (call.job.count == 0) return nullptr;
+  refuse_cuda_numerics(call.collective, call.job.op, call.job.dtype);
   const std::size_t bytes = call.bytes();
-  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec);
+  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec,
+                                                  {call.job.op, call.job.dtype});
   current_ = {to_string(call.collective), ticket.sequence, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
@@ -296,7 +311,9 @@ bool Executor::thread_may_run(const Call& call) const {
   bool shared = false;
   try {
     shared =
-        plans_.choose(call.collective, call.bytes(), Memory::host, call.options->implementation, call.spec).shared_memory;
+        plans_.choose(call.collective, call.bytes(), Memory::host, call.options->implementation, call.spec,
+                      {call.job.op, call.job.dtype})
+            .shared_memory;
   } catch (const Error&) {
     return false;  // (a plan that cannot be made fails when the request runs, on the caller's thread)
   }

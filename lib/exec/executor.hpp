@@ -69,6 +69,7 @@ struct ExecutorSetup {
   topo::GpuPlane gpu_plane;            // decided from gpu_rows (its verdicts are in plans' layout)
   std::size_t chunk_bytes = 0;         // Config::chunk_bytes (0: default)
   bool mpi_any_thread = false;         // MPI_THREAD_MULTIPLE
+  plan::Numerics numerics;             // Config::reproducible, Config::accumulate_f32 (agreed)
   const std::atomic<std::uint64_t>* sequence = nullptr;  // the api layer's call counter (answers roll calls)
 };
 
@@ -204,6 +205,10 @@ class Executor {
     return flight;
   }
   bool thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const;
+  // Throws Unavailable (the same on every rank, before any work) for a
+  // CUDA reduction the numerics would widen or sum exactly: those
+  // transforms run on host memory only.
+  void refuse_cuda_numerics(Collective collective, ReduceOp op, DataType dtype) const;
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
   std::shared_ptr<Flight> run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);

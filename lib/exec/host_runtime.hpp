@@ -24,7 +24,8 @@ class HostRuntime {
   // Makes it ready, once: maps the node's shared-memory segment (collective
   // over split.node and unbounded in time: only when the communicator is
   // made). `chunk_bytes`: Config::chunk_bytes (0: the default).
-  void start(MPI_Comm comm, int rank, int size, const topo::NodeSplit& split, std::size_t chunk_bytes);
+  void start(MPI_Comm comm, int rank, int size, const topo::NodeSplit& split, std::size_t chunk_bytes,
+             plan::Numerics numerics);
   HostRuntime(const HostRuntime&) = delete;
   HostRuntime& operator=(const HostRuntime&) = delete;
 

@@ -28,15 +28,17 @@ class PlanCache {
   std::uint64_t spec_hash(const plan::Spec* spec = nullptr) const;
 
   // The plan for one call of `bytes` bytes under `spec` (null: the
-  // communicator's). Throws InvalidArgument where the spec names nothing
-  // that can run it.
+  // communicator's), reducing as `reduction` says: plan::canonical_choice where the
+  // layout's reproducible mode asks for it (plan::takes_canonical), else
+  // plan::choose. Throws InvalidArgument where the spec names nothing that
+  // can run it.
   plan::Choice choose(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
-                      const plan::Spec* spec = nullptr) const;
+                      const plan::Spec* spec = nullptr, plan::Reduction reduction = {}) const;
 
   // choose(), reusing the last answer when the shape repeats. The reference
   // (and described()) stays valid until the next cached() call.
   const plan::Choice& cached(Collective collective, std::size_t bytes, Memory memory, Implementation implementation,
-                             const plan::Spec* spec = nullptr);
+                             const plan::Spec* spec = nullptr, plan::Reduction reduction = {});
   // The last cached() choice's describe(), kept for messages and traces.
   const std::string& described() const { return last_.described; }
 
@@ -52,6 +54,7 @@ class PlanCache {
     std::size_t bytes = 0;
     Memory memory = Memory::host;
     Implementation implementation = Implementation::automatic;
+    bool canonical = false;
     plan::Choice choice;
     std::string described;
   } last_;

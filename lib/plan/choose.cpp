@@ -7,6 +7,7 @@
 #include <string>
 
 #include "plan/collective.hpp"
+#include "plan/nan.hpp"
 #include "strata/errors.hpp"
 #include "util/log.hpp"
 #include "util/where.hpp"
@@ -197,6 +198,28 @@ Choice choose(Catalogue known, const Spec& spec, Collective collective, std::siz
   if (choice.cross && layout.node_count > 1) choice.shape = Shape::hierarchical;
   choice.shared_memory = memory == Memory::host && choice.algorithm->shared_memory && layout.local_size > 1 &&
                          (choice.shape == Shape::hierarchical || layout.node_count == 1);
+  return choice;
+}
+
+}  // namespace strata::plan
+
+namespace strata::plan {
+
+bool takes_canonical(const Layout& layout, Collective collective, Reduction reduction) {
+  if (layout.reproducible == Reproducible::off || !reduces(collective) || !floating(reduction.dtype)) return false;
+  const Numerics numerics{.reproducible = layout.reproducible};
+  if (numerics.exact_sum(reduction.dtype, reduction.op)) return false;
+  return layout.ranks > 2 || reduction.op == ReduceOp::min || reduction.op == ReduceOp::max;
+}
+
+Choice canonical_choice(Catalogue known) {
+  Choice choice;
+  choice.algorithm = find(known, "pscpu");
+  if (!choice.algorithm)
+    throw Unavailable(util::located("the reproducible modes reduce with pscpu, which this build does not register"));
+  choice.shards = 1;  // every rank owns a slice
+  choice.shape = Shape::flat;
+  choice.shared_memory = false;  // the shared-memory rounds fold their own slice first
   return choice;
 }
 

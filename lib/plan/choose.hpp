@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "plan/algorithm.hpp"
+#include "plan/numerics.hpp"
 #include "plan/spec.hpp"
 #include "strata/types.hpp"
 
@@ -52,6 +53,10 @@ struct Layout {
   // the spec the model picked for this layout, identical on every rank;
   // null: the fixed table.
   std::shared_ptr<const Spec> modelled_all_reduce{};
+  // Config::reproducible (agreed by every rank), and the communicator's
+  // ranks, which decide whether a call takes canonical_choice.
+  Reproducible reproducible = Reproducible::off;
+  int ranks = 1;
 };
 
 // The table "auto" stands for: host memory, one node: shared-memory pscpu
@@ -82,6 +87,29 @@ Spec resolve_spec(std::string_view configured, Catalogue known);
 std::string describe_map(const Spec& spec, const Layout& layout);
 // The same for a layout of `node_count` nodes without a model.
 std::string describe_map(const Spec& spec, int node_count);
+
+// What a call reduces: its op and dtype.
+struct Reduction {
+  ReduceOp op = ReduceOp::sum;
+  DataType dtype = DataType::f32;
+};
+
+// Whether a call takes canonical_choice() instead of the spec's: the layout
+// is reproducible, the collective reduces floating-point data (integer
+// results do not depend on the order), exact mode does not sum it in fixed
+// point (exec/reproducible.hpp: its integer sums run on any plan), and
+// there are three or more ranks or the op is min or max. (Two ranks' sum or
+// product is one IEEE operation, the same bits in either order, so every
+// plan gives the canonical bits; min and max are not symmetric in their
+// bits: a zero's sign and a NaN's payload follow the order.)
+bool takes_canonical(const Layout& layout, Collective collective, Reduction reduction);
+
+// The plan of the reproducible modes, the same whatever the spec, layout,
+// size or memory: pscpu flat over MPI, so that every element is reduced by
+// one owner folding every rank's contribution in rank order 0..n-1 (host
+// memory directly, CUDA memory through pinned copies). Throws Unavailable
+// if pscpu is not in `known`.
+Choice canonical_choice(Catalogue known);
 
 // Pick the algorithm for one call of `bytes` bytes on `memory`.
 // - implementation = ring forces xring; nccl forces nccl (CUDA memory only).

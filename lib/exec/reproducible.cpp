@@ -1,0 +1,117 @@
+#include "exec/reproducible.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "exec/finish.hpp"
+#include "exec/fixed_point.hpp"
+#include "plan/collective.hpp"
+#include "strata/errors.hpp"
+#include "util/half.hpp"
+#include "util/where.hpp"
+
+namespace strata::exec {
+namespace {
+
+// Workspace slots of the transforms: the algorithms use slots below 96 and
+// the hierarchical driver slot 96 (execute.cpp).
+constexpr std::size_t kWideInSlot = 100, kWideOutSlot = 101, kCodesSlot = 102, kFixedSlot = 103,
+                      kFixedOutSlot = 104, kKindsSlot = 105, kKindsOutSlot = 106;
+
+// Elements of a call's input: reduce_scatter's holds every rank's block.
+std::size_t input_count(Collective collective, const plan::Job& job, const HostContext& context) {
+  return collective == Collective::reduce_scatter ? job.count * static_cast<std::size_t>(context.size) : job.count;
+}
+
+void widen(const void* in, std::size_t count, DataType dtype, float* out) {
+  const auto* halves = static_cast<const std::uint16_t*>(in);
+  if (dtype == DataType::f16)
+    for (std::size_t i = 0; i < count; ++i) out[i] = util::f16_to_f32(halves[i]);
+  else
+    for (std::size_t i = 0; i < count; ++i) out[i] = util::bf16_to_f32(halves[i]);
+}
+
+void narrow(const float* in, std::size_t count, DataType dtype, void* out) {
+  auto* halves = static_cast<std::uint16_t*>(out);
+  if (dtype == DataType::f16)
+    for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_f16(in[i]);
+  else
+    for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_bf16(in[i]);
+}
+
+template <typename T>
+T* scratch(const HostContext& context, std::size_t slot, std::size_t count) {
+  return reinterpret_cast<T*>(context.workspace->get(slot, count * sizeof(T)));
+}
+
+}  // namespace
+
+void run_widened(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+                 const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+                 const plan::Fingerprint* check) {
+  const bool holds = plan::holds_reduction(collective, context.rank, job.root);
+  const std::size_t in_count = input_count(collective, job, context);
+  float* wide_in = scratch<float>(context, kWideInSlot, in_count);
+  widen(job.in, in_count, job.dtype, wide_in);
+  plan::Job wide = job;
+  wide.in = wide_in;
+  wide.out = holds ? scratch<float>(context, kWideOutSlot, job.count) : nullptr;
+  wide.dtype = DataType::f32;
+  wide.op = job.op == ReduceOp::mean ? ReduceOp::sum : job.op;
+  run_host_plan(collective, choice, wide, context, deadline, info, check);
+  finish_host(job.op, wide, holds, contributors);  // a mean divides in f32, before the one rounding
+  if (holds) narrow(static_cast<const float*>(wide.out), job.count, job.dtype, job.out);
+}
+
+void run_exact(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
+               const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+               const plan::Fingerprint* check) {
+  if (contributors > fixed_point::kMaxContributors)
+    throw Unavailable(fmt::format("strata [{}]: {} #{}: reproducible mode exact sums at most {} contributions "
+                                  "exactly, and this call has {}; use mode order",
+                                  util::where(), info.collective, info.sequence, fixed_point::kMaxContributors,
+                                  contributors));
+  const bool holds = plan::holds_reduction(collective, context.rank, job.root);
+  const std::size_t in_count = input_count(collective, job, context);
+  const std::size_t words = fixed_point::words(job.dtype);
+
+  // Every element's scale: the largest any rank holds (the call check rides here).
+  std::int8_t* codes = scratch<std::int8_t>(context, kCodesSlot, in_count);
+  fixed_point::measure(job.in, in_count, job.dtype, codes);
+  plan::Job scales = job;
+  scales.in = scales.out = codes;
+  scales.count = in_count;
+  scales.dtype = DataType::i8;
+  scales.op = ReduceOp::max;
+  run_host_plan(Collective::all_reduce, choice, scales, context, deadline, info, check);
+
+  // The integer sums, on the call's own plan; infinities and NaNs counted
+  // beside them where any rank holds one.
+  const bool non_finite = fixed_point::any_non_finite(codes, in_count);
+  std::int64_t* fixed = scratch<std::int64_t>(context, kFixedSlot, in_count * words);
+  std::int64_t* kinds = non_finite ? scratch<std::int64_t>(context, kKindsSlot, in_count) : nullptr;
+  fixed_point::encode(job.in, in_count, job.dtype, codes, fixed, kinds);
+  plan::Job sums = job;
+  sums.in = fixed;
+  sums.out = holds ? scratch<std::int64_t>(context, kFixedOutSlot, job.count * words) : nullptr;
+  sums.count = job.count * words;
+  sums.dtype = DataType::i64;
+  sums.op = ReduceOp::sum;
+  run_host_plan(collective, choice, sums, context, deadline, info, nullptr);
+  plan::Job kind_sums = sums;
+  if (non_finite) {
+    kind_sums.in = kinds;
+    kind_sums.out = holds ? scratch<std::int64_t>(context, kKindsOutSlot, job.count) : nullptr;
+    kind_sums.count = job.count;
+    run_host_plan(collective, choice, kind_sums, context, deadline, info, nullptr);
+  }
+  if (!holds) return;
+  // reduce_scatter: this rank's block of the agreed scales.
+  const std::size_t first = collective == Collective::reduce_scatter ? job.count * static_cast<std::size_t>(context.rank) : 0;
+  fixed_point::decode(static_cast<const std::int64_t*>(sums.out),
+                      non_finite ? static_cast<const std::int64_t*>(kind_sums.out) : nullptr, codes + first, job.count,
+                      job.dtype, job.op == ReduceOp::mean ? contributors : 1, job.out);
+}
+
+}  // namespace strata::exec
