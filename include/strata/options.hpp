@@ -105,7 +105,7 @@ struct Config {
   // value raises InvalidArgument; ranks that differ raise InvalidArgument on
   // every rank. CUDA tensors: "order" for f32 and f64; the f32 accumulation
   // of 16-bit types and "exact" raise Unavailable there.
-  std::string reproducible;
+  std::string reproducible{};
   // f16 and bf16 sums and means accumulate in f32 and round once at the end
   // (always so in the reproducible modes); without it they accumulate in
   // their own type, rounding at every addition (docs/ALGORITHMS.md,

@@ -61,13 +61,16 @@ module strata
   public :: STRATA_SUM, STRATA_MEAN, STRATA_MIN, STRATA_MAX, STRATA_PROD
   public :: STRATA_IMPL_AUTO, STRATA_IMPL_RING, STRATA_IMPL_NCCL, STRATA_MEMORY_HOST, STRATA_MEMORY_CUDA
 
-  ! strata_config: all_reduce_spec is c_null_ptr (default spec) or c_loc of
-  ! a `character(kind=c_char), target` string ending in c_null_char.
+  ! strata_config: all_reduce_spec and reproducible are c_null_ptr (the
+  ! defaults) or c_loc of a `character(kind=c_char), target` string ending
+  ! in c_null_char.
   type, bind(c), public :: strata_config
     type(c_ptr) :: all_reduce_spec = c_null_ptr
     integer(c_size_t) :: chunk_bytes = 0
     integer(c_int) :: check_calls = 1
     integer(c_int) :: progress_thread = 0
+    type(c_ptr) :: reproducible = c_null_ptr  ! "off", "order" or "exact", as all_reduce_spec
+    integer(c_int) :: accumulate_f32 = 0
   end type
 
   ! strata_options: per-call options and where the call's buffers live.

@@ -116,8 +116,17 @@ typedef struct strata_config {
    * none (STRATA_PROGRESS_THREAD=1 in the environment turns it on too).
    * strata::Config::progress_thread. */
   int progress_thread;
+  /* Reproducible results (strata::Config::reproducible; docs/REPRODUCIBILITY.md):
+   * "off", "order" (for a given rank count, the same bits whatever the
+   * algorithm, layout, size or form) or "exact" (the same bits for any
+   * assignment of the contributions to ranks). NULL or "" = the
+   * STRATA_REPRODUCIBLE environment variable if set, else "off". */
+  const char* reproducible;
+  /* Non-zero: f16 and bf16 sums and means accumulate in f32 and round once
+   * (strata::Config::accumulate_f32; STRATA_ACCUMULATE=f32 too). */
+  int accumulate_f32;
 } strata_config;
-#define STRATA_CONFIG_INIT {NULL, 0, 1, 0}
+#define STRATA_CONFIG_INIT {NULL, 0, 1, 0, NULL, 0}
 
 /* Per-call options (strata::CommunicationOptions), plus where the call's
  * buffers live (strata::Tensor's memory and device: in C they describe every

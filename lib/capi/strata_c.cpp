@@ -95,6 +95,8 @@ Config config_of(const strata_config* config) {
   result.chunk_bytes = c.chunk_bytes;
   result.check_calls = c.check_calls != 0;
   result.progress_thread = c.progress_thread != 0;
+  result.reproducible = c.reproducible ? c.reproducible : "";
+  result.accumulate_f32 = c.accumulate_f32 != 0;
   return result;
 }
 

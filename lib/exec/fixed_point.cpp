@@ -38,11 +38,37 @@ int exponent_of(double x) {
 // (f32 and narrower: up to 2^(E + 2) at the top clamp, still far from overflow).
 int scale_exponent(std::int8_t code, DataType dtype) { return dtype == DataType::f64 ? 16 * code + 15 : code; }
 
-// x * 2^e in two steps, so that neither factor overflows a double.
-double scaled(double x, int e) {
+// x * 2^e as two multiplies, so that neither factor overflows a double;
+// the factors of every code, one table per direction and scale rule, so
+// that an element costs two multiplies rather than two ldexp calls.
+struct Factors {
+  double first = 1, second = 1;
+};
+struct ScaleTable {
+  Factors to_fixed[256], from_fixed[256];
+};
+
+Factors factors(int e) {
   const int half = e / 2;
-  return (x * std::ldexp(1.0, half)) * std::ldexp(1.0, e - half);
+  return {std::ldexp(1.0, half), std::ldexp(1.0, e - half)};
 }
+
+const ScaleTable& table(DataType dtype) {
+  static const auto make = [](DataType kind) {
+    ScaleTable t;
+    for (int code = -128; code <= 127; ++code) {
+      const int e = scale_exponent(static_cast<std::int8_t>(code), kind);
+      const int words_below = kind == DataType::f64 ? 2 : 1;
+      t.to_fixed[code + 128] = factors(kFractionBits - e);
+      t.from_fixed[code + 128] = factors(e - kFractionBits * words_below);
+    }
+    return t;
+  };
+  static const ScaleTable f64 = make(DataType::f64), narrower = make(DataType::f32);
+  return dtype == DataType::f64 ? f64 : narrower;
+}
+
+double apply(double x, const Factors& f) { return (x * f.first) * f.second; }
 
 // round-half-even(y) for |y| < 2^51, without a libm call.
 std::int64_t round_to_int(double y) {
@@ -103,6 +129,7 @@ bool any_non_finite(const std::int8_t* codes, std::size_t count) {
 void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t* codes, std::int64_t* fixed,
             std::int64_t* kinds) {
   const bool two_words = dtype == DataType::f64;
+  const ScaleTable& scales = table(dtype);
   for (std::size_t i = 0; i < count; ++i) {
     const double x = load(in, i, dtype);
     std::int64_t* word = fixed + (two_words ? 2 * i : i);
@@ -113,7 +140,7 @@ void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t
       if (two_words) word[1] = 0;
       continue;
     }
-    const double y = scaled(x, kFractionBits - scale_exponent(code, dtype));
+    const double y = apply(x, scales.to_fixed[code + 128]);
     const std::int64_t high = round_to_int(y);
     word[0] = high;
     if (two_words) word[1] = round_to_int((y - static_cast<double>(high)) * 0x1p40);  // y - high is exact
@@ -123,19 +150,19 @@ void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t
 void decode(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes, std::size_t count,
             DataType dtype, std::size_t divisor, void* out) {
   const bool two_words = dtype == DataType::f64;
+  const ScaleTable& scales = table(dtype);
   for (std::size_t i = 0; i < count; ++i) {
     const std::int8_t code = codes[i];
     double v = 0;
     if (code == kNonFiniteCode && kinds && kinds[i] != 0) {
       v = non_finite_result(kinds[i]);
     } else if (code != kZeroCode && code != kNonFiniteCode) {
-      const int e = scale_exponent(code, dtype) - kFractionBits;
+      const Factors& back = scales.from_fixed[code + 128];
       if (two_words) {
         // high * 2^40 + low, rounded once (both terms are exact doubles).
-        const double sum = static_cast<double>(fixed[2 * i]) * 0x1p40 + static_cast<double>(fixed[2 * i + 1]);
-        v = scaled(sum, e - kFractionBits);
+        v = apply(static_cast<double>(fixed[2 * i]) * 0x1p40 + static_cast<double>(fixed[2 * i + 1]), back);
       } else {
-        v = scaled(static_cast<double>(fixed[i]), e);
+        v = apply(static_cast<double>(fixed[i]), back);
       }
       if (divisor > 1) v /= static_cast<double>(divisor);
     }

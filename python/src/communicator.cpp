@@ -311,7 +311,8 @@ void bind_communicator(py::module_& m) {
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 Collectives over an mpi4py communicator.
 
-Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False) is collective over
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False, reproducible=None,
+accumulate_f32=False) is collective over
 `comm` (every rank must construct it) and duplicates it, so strata's traffic
 never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
 "auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
@@ -324,12 +325,16 @@ requests of the *_async and *_init methods on a thread of the communicator
 while Python computes, where that thread may run them (host arrays; with
 mpi4py's default MPI_THREAD_MULTIPLE every host request;
 STRATA_PROGRESS_THREAD=1 also turns it on); the others run inside their
-test() and wait(). Raises ValueError (strata.InvalidArgument) for a bad spec
-or chunk size.
+test() and wait(). reproducible: None (STRATA_REPRODUCIBLE, else "off"),
+"off", "order" (for a given rank count, the same bits whatever the algorithm,
+layout, size or form) or "exact" (the same bits for any assignment of the
+contributions to ranks; docs/REPRODUCIBILITY.md). accumulate_f32: f16 and
+bf16 sums accumulate in f32 and round once (STRATA_ACCUMULATE=f32 too).
+Raises ValueError (strata.InvalidArgument) for a bad spec, chunk size or mode.
 Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
       .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls,
-                       bool progress_thread) {
+                       bool progress_thread, py::handle reproducible, bool accumulate_f32) {
              if (chunk_bytes < 0)
                throw InvalidArgument(
                    strata::util::located(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes)));
@@ -339,11 +344,18 @@ in a long-lived structure.)doc")
              config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              config.check_calls = check_calls;
              config.progress_thread = progress_thread;
+             if (!reproducible.is_none()) {
+               if (!py::isinstance<py::str>(reproducible))
+                 throw InvalidArgument(strata::util::located("reproducible must be None or one of 'off', 'order', 'exact'"));
+               config.reproducible = reproducible.cast<std::string>();
+             }
+             config.accumulate_f32 = accumulate_f32;
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
            py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0,
-           py::arg("check_calls") = true, py::arg("progress_thread") = false)
+           py::arg("check_calls") = true, py::arg("progress_thread") = false, py::arg("reproducible") = py::none(),
+           py::arg("accumulate_f32") = false)
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(
