@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "util/half.hpp"
 
@@ -15,32 +17,13 @@ constexpr std::int64_t kNanCount = std::int64_t{1} << 42, kPlusInfCount = std::i
                        kMinusInfCount = 1;
 constexpr std::int64_t kCountMask = (std::int64_t{1} << 21) - 1;
 
-// Element i of `data` as a double (exact for every floating dtype).
-double load(const void* data, std::size_t i, DataType dtype) {
-  switch (dtype) {
-    case DataType::f32: return static_cast<const float*>(data)[i];
-    case DataType::f64: return static_cast<const double*>(data)[i];
-    case DataType::f16: return util::f16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
-    case DataType::bf16: return util::bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
-    default: return 0;  // (integers never come here: their sums are exact already)
-  }
-}
-
-// The binary exponent of a finite nonzero double: floor(log2 |x|).
-int exponent_of(double x) {
-  const auto bits = std::bit_cast<std::uint64_t>(x);
-  const int field = static_cast<int>((bits >> 52) & 0x7ff);
-  if (field != 0) return field - 1023;
-  return std::ilogb(x);  // a subnormal double (only f64 inputs)
-}
-
-// The scale exponent E of an agreed code: every contribution has |x| < 2^(E + 1)
-// (f32 and narrower: up to 2^(E + 2) at the top clamp, still far from overflow).
-int scale_exponent(std::int8_t code, DataType dtype) { return dtype == DataType::f64 ? 16 * code + 15 : code; }
+// f64's scale exponent E of an agreed code: every contribution has
+// |x| < 2^(E + 1). (The narrow formats' E is the code itself.)
+int f64_scale_exponent(std::int8_t code) { return 16 * code + 15; }
 
 // x * 2^e as two multiplies, so that neither factor overflows a double;
-// the factors of every code, one table per direction and scale rule, so
-// that an element costs two multiplies rather than two ldexp calls.
+// f64's factors for every code, one table per direction, so that an
+// element costs two multiplies rather than two ldexp calls.
 struct Factors {
   double first = 1, second = 1;
 };
@@ -53,19 +36,17 @@ Factors factors(int e) {
   return {std::ldexp(1.0, half), std::ldexp(1.0, e - half)};
 }
 
-const ScaleTable& table(DataType dtype) {
-  static const auto make = [](DataType kind) {
+const ScaleTable& f64_table() {
+  static const ScaleTable table = [] {
     ScaleTable t;
     for (int code = -128; code <= 127; ++code) {
-      const int e = scale_exponent(static_cast<std::int8_t>(code), kind);
-      const int words_below = kind == DataType::f64 ? 2 : 1;
+      const int e = f64_scale_exponent(static_cast<std::int8_t>(code));
       t.to_fixed[code + 128] = factors(kFractionBits - e);
-      t.from_fixed[code + 128] = factors(e - kFractionBits * words_below);
+      t.from_fixed[code + 128] = factors(e - 2 * kFractionBits);
     }
     return t;
-  };
-  static const ScaleTable f64 = make(DataType::f64), narrower = make(DataType::f32);
-  return dtype == DataType::f64 ? f64 : narrower;
+  }();
+  return table;
 }
 
 double apply(double x, const Factors& f) { return (x * f.first) * f.second; }
@@ -86,16 +67,6 @@ float to_float_odd(double v) {
   return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
 }
 
-void store(void* out, std::size_t i, DataType dtype, double v) {
-  switch (dtype) {
-    case DataType::f32: static_cast<float*>(out)[i] = static_cast<float>(v); return;
-    case DataType::f64: static_cast<double*>(out)[i] = v; return;
-    case DataType::f16: static_cast<std::uint16_t*>(out)[i] = util::f32_to_f16(to_float_odd(v)); return;
-    case DataType::bf16: static_cast<std::uint16_t*>(out)[i] = util::f32_to_bf16(to_float_odd(v)); return;
-    default: return;
-  }
-}
-
 double non_finite_result(std::int64_t kinds) {
   const std::int64_t nans = (kinds >> 42) & kCountMask, plus = (kinds >> 21) & kCountMask,
                      minus = kinds & kCountMask;
@@ -103,23 +74,94 @@ double non_finite_result(std::int64_t kinds) {
   return plus ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
 }
 
+// What the loops need of each dtype: its storage, its value as a double
+// (exact for every floating dtype), a double stored rounded once.
+struct F32 {
+  using Stored = float;
+  static constexpr bool f64 = false;
+  static double load(Stored x) { return x; }
+  static Stored store(double v) { return static_cast<float>(v); }
+};
+struct F64 {
+  using Stored = double;
+  static constexpr bool f64 = true;
+  static double load(Stored x) { return x; }
+  static Stored store(double v) { return v; }
+};
+struct F16 {
+  using Stored = std::uint16_t;
+  static constexpr bool f64 = false;
+  static double load(Stored x) { return util::f16_to_f32(x); }
+  static Stored store(double v) { return util::f32_to_f16(to_float_odd(v)); }
+};
+struct BF16 {
+  using Stored = std::uint16_t;
+  static constexpr bool f64 = false;
+  static double load(Stored x) { return util::bf16_to_f32(x); }
+  static Stored store(double v) { return util::f32_to_bf16(to_float_odd(v)); }
+};
+
+template <typename Format, typename Work>
+void with_format(DataType dtype, Work&& work) {
+  switch (dtype) {
+    case DataType::f32: work(F32{}); return;
+    case DataType::f64: work(F64{}); return;
+    case DataType::f16: work(F16{}); return;
+    case DataType::bf16: work(BF16{}); return;
+    default: return;  // (integers never come here: their sums are exact already)
+  }
+}
+
+// The scale code of an f64 value: its binary exponent from the bits (a
+// subnormal counts as 2^-1023, still an upper bound) in steps of 16.
+std::int8_t f64_code(double x) {
+  const auto bits = std::bit_cast<std::uint64_t>(x);
+  const int field = static_cast<int>((bits >> 52) & 0x7ff);
+  const int e = field - 1023;
+  const int code = e >= 0 ? e / 16 : -((-e + 15) / 16);
+  const bool zero = (bits << 1) == 0;
+  return static_cast<std::int8_t>(field == 0x7ff ? kNonFiniteCode : zero ? kZeroCode : code);
+}
+
+// 2^e as a double, from its bits (e within a normal double's range).
+double power_of_two(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
+
+// The scale code of a narrow format's value from its own bits: its binary
+// exponent (a subnormal counts as the smallest normal's binade below,
+// still an upper bound), clamped to [-128, 126].
+template <typename Format>
+std::int8_t narrow_code(typename Format::Stored x) {
+  std::uint32_t bits = 0;
+  int field = 0, all_ones = 0, bias = 0;
+  if constexpr (std::is_same_v<Format, F16>) {
+    bits = static_cast<std::uint32_t>(x) << 17;  // the sign shifted out
+    field = static_cast<int>(bits >> 27);
+    all_ones = 0x1f;
+    bias = 15;
+  } else {
+    if constexpr (std::is_same_v<Format, F32>) bits = std::bit_cast<std::uint32_t>(x) << 1;
+    else bits = static_cast<std::uint32_t>(x) << 17;
+    field = static_cast<int>(bits >> 24);
+    all_ones = 0xff;
+    bias = 127;
+  }
+  const int e = std::min((field == 0 ? 1 : field) - bias - (field == 0 ? 1 : 0), 126);
+  return static_cast<std::int8_t>(field == all_ones ? kNonFiniteCode : bits == 0 ? kZeroCode : std::max(e, -128));
+}
+
 }  // namespace
 
 std::size_t words(DataType dtype) { return dtype == DataType::f64 ? 2 : 1; }
 
 void measure(const void* in, std::size_t count, DataType dtype, std::int8_t* codes) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const double x = load(in, i, dtype);
-    if (!std::isfinite(x)) {
-      codes[i] = kNonFiniteCode;
-    } else if (x == 0) {
-      codes[i] = kZeroCode;
-    } else {
-      const int e = exponent_of(x);
-      const int code = dtype == DataType::f64 ? (e >= 0 ? e / 16 : -((-e + 15) / 16)) : std::clamp(e, -128, 126);
-      codes[i] = static_cast<std::int8_t>(code);
-    }
-  }
+  with_format<void>(dtype, [&](auto format) {
+    using Format = decltype(format);
+    const auto* x = static_cast<const typename Format::Stored*>(in);
+    if constexpr (Format::f64)
+      for (std::size_t i = 0; i < count; ++i) codes[i] = f64_code(x[i]);
+    else
+      for (std::size_t i = 0; i < count; ++i) codes[i] = narrow_code<Format>(x[i]);
+  });
 }
 
 bool any_non_finite(const std::int8_t* codes, std::size_t count) {
@@ -128,46 +170,58 @@ bool any_non_finite(const std::int8_t* codes, std::size_t count) {
 
 void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t* codes, std::int64_t* fixed,
             std::int64_t* kinds) {
-  const bool two_words = dtype == DataType::f64;
-  const ScaleTable& scales = table(dtype);
-  for (std::size_t i = 0; i < count; ++i) {
-    const double x = load(in, i, dtype);
-    std::int64_t* word = fixed + (two_words ? 2 * i : i);
-    const std::int8_t code = codes[i];
-    if (kinds) kinds[i] = std::isnan(x) ? kNanCount : std::isinf(x) ? (x > 0 ? kPlusInfCount : kMinusInfCount) : 0;
-    if (code == kNonFiniteCode || code == kZeroCode || x == 0) {
-      word[0] = 0;
-      if (two_words) word[1] = 0;
-      continue;
+  with_format<void>(dtype, [&](auto format) {
+    using Format = decltype(format);
+    const auto* x = static_cast<const typename Format::Stored*>(in);
+    const ScaleTable& scales = f64_table();
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = Format::load(x[i]);
+      const int code = codes[i];
+      // A value whose element holds an infinity or NaN somewhere counts 0
+      // (its result comes from the kinds); a zero code means every rank's is 0.
+      const bool counted = code != kNonFiniteCode && code != kZeroCode;
+      double y = 0;
+      if constexpr (Format::f64) y = counted ? apply(v, scales.to_fixed[code + 128]) : 0.0;
+      else y = counted ? v * power_of_two(kFractionBits - code) : 0.0;  // (one factor suffices: code <= 126)
+      const std::int64_t high = round_to_int(y);
+      if constexpr (Format::f64) {
+        fixed[2 * i] = high;
+        fixed[2 * i + 1] = round_to_int((y - static_cast<double>(high)) * 0x1p40);  // y - high is exact
+      } else {
+        fixed[i] = high;
+      }
     }
-    const double y = apply(x, scales.to_fixed[code + 128]);
-    const std::int64_t high = round_to_int(y);
-    word[0] = high;
-    if (two_words) word[1] = round_to_int((y - static_cast<double>(high)) * 0x1p40);  // y - high is exact
-  }
+    if (kinds)
+      for (std::size_t i = 0; i < count; ++i) {
+        const double v = Format::load(x[i]);
+        kinds[i] = std::isnan(v) ? kNanCount : std::isinf(v) ? (v > 0 ? kPlusInfCount : kMinusInfCount) : 0;
+      }
+  });
 }
 
 void decode(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes, std::size_t count,
             DataType dtype, std::size_t divisor, void* out) {
-  const bool two_words = dtype == DataType::f64;
-  const ScaleTable& scales = table(dtype);
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::int8_t code = codes[i];
-    double v = 0;
-    if (code == kNonFiniteCode && kinds && kinds[i] != 0) {
-      v = non_finite_result(kinds[i]);
-    } else if (code != kZeroCode && code != kNonFiniteCode) {
-      const Factors& back = scales.from_fixed[code + 128];
-      if (two_words) {
+  with_format<void>(dtype, [&](auto format) {
+    using Format = decltype(format);
+    auto* result = static_cast<typename Format::Stored*>(out);
+    const ScaleTable& scales = f64_table();
+    const double d = static_cast<double>(divisor);
+    for (std::size_t i = 0; i < count; ++i) {
+      double v = 0;  // +0 for a zero sum (a zero code's words are all 0)
+      if constexpr (Format::f64) {
         // high * 2^40 + low, rounded once (both terms are exact doubles).
-        v = apply(static_cast<double>(fixed[2 * i]) * 0x1p40 + static_cast<double>(fixed[2 * i + 1]), back);
+        const double sum = static_cast<double>(fixed[2 * i]) * 0x1p40 + static_cast<double>(fixed[2 * i + 1]);
+        v = apply(sum, scales.from_fixed[codes[i] + 128]);
       } else {
-        v = apply(static_cast<double>(fixed[i]), back);
+        v = static_cast<double>(fixed[i]) * power_of_two(codes[i] - kFractionBits);
       }
-      if (divisor > 1) v /= static_cast<double>(divisor);
+      if (divisor > 1) v /= d;
+      result[i] = Format::store(v);
     }
-    store(out, i, dtype, v == 0 ? 0.0 : v);
-  }
+    if (kinds)
+      for (std::size_t i = 0; i < count; ++i)
+        if (codes[i] == kNonFiniteCode && kinds[i] != 0) result[i] = Format::store(non_finite_result(kinds[i]));
+  });
 }
 
 }  // namespace strata::exec::fixed_point
