@@ -12,6 +12,7 @@
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
 #include "host/reduce_simd.hpp"
+#include "util/abandoned.hpp"
 #include "util/breaking.hpp"
 #include "util/log.hpp"
 #include "util/thread_role.hpp"
@@ -52,6 +53,7 @@ void Executor::start(ExecutorSetup setup) {
 }
 
 void Executor::reset() noexcept {
+  if (health_.broken()) keep_communicators();
   flights_.reset();  // (the watcher stops; the backend's teardown settles what is still queued)
   gpu_.reset();      // the levels, then the backend
   roll_call_.reset();
@@ -66,6 +68,15 @@ void Executor::refuse_cuda_numerics(Collective collective, ReduceOp op, DataType
       "host memory, or use reproducible mode order on f32 or f64",
       to_string(collective), to_string(dtype),
       numerics.exact_sum(dtype, op) ? "reproducible mode exact" : "accumulating 16-bit sums in f32")));
+}
+
+void Executor::keep_communicators() noexcept {
+  util::abandoned_operations_on(comm_);
+  if (split_) {
+    util::abandoned_operations_on(split_->node);
+    util::abandoned_operations_on(split_->cross);
+  }
+  if (roll_call_) roll_call_->keep_communicator();
 }
 
 bool Executor::mpi_here() const { return mpi_any_thread_ || !util::on_progress_thread(); }

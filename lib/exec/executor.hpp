@@ -174,6 +174,13 @@ class Executor {
   // Breaks the communicator and abandons the buffers work given up on may
   // still touch.
   void mark_broken(const char* reason);
+  // A broken communicator's calls were given up on, on this rank and maybe
+  // on others: messages of those calls may still arrive for any of its MPI
+  // communicators (the duplicate, the node and cross-node groups, the roll
+  // call's), long after. Freed, MPI could give a later communicator the
+  // same context and match them there (MPICH does: a fresh communicator's
+  // all-reduce read a stale slice), so they are kept (util/abandoned.hpp).
+  void keep_communicators() noexcept;
   template <typename Work>
   void breaking_on_failure(Work&& work) {
     util::breaking_on_failure(work, [this](const char* what) { mark_broken(what); });

@@ -31,6 +31,8 @@ RollCall::~RollCall() {
   if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) util::free_comm(comm_);
 }
 
+void RollCall::keep_communicator() noexcept { util::abandoned_operations_on(comm_); }
+
 void RollCall::run() {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (lock.owns_lock()) answer();

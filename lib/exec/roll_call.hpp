@@ -62,6 +62,11 @@ class RollCall final : public util::IdleWork {
   // kLinger.
   Result ask(std::uint64_t sequence);
 
+  // Keeps the duplicate when the roll call goes (util::abandoned_operations_on):
+  // questions asked of ranks that never answered, and answers to them, may
+  // still arrive on it.
+  void keep_communicator() noexcept;
+
  private:
   void answer();  // run() with mutex_ held
 
