@@ -95,6 +95,7 @@ Config config_of(const strata_config* config) {
   result.chunk_bytes = c.chunk_bytes;
   result.check_calls = c.check_calls != 0;
   result.progress_thread = c.progress_thread != 0;
+  result.verify = static_cast<Verification>(c.verify);  // (validated with the rest of the config)
   return result;
 }
 

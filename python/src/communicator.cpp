@@ -311,7 +311,8 @@ void bind_communicator(py::module_& m) {
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 Collectives over an mpi4py communicator.
 
-Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False) is collective over
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False, verify="off") is
+collective over
 `comm` (every rank must construct it) and duplicates it, so strata's traffic
 never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
 "auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
@@ -324,26 +325,33 @@ requests of the *_async and *_init methods on a thread of the communicator
 while Python computes, where that thread may run them (host arrays; with
 mpi4py's default MPI_THREAD_MULTIPLE every host request;
 STRATA_PROGRESS_THREAD=1 also turns it on); the others run inside their
-test() and wait(). Raises ValueError (strata.InvalidArgument) for a bad spec
+test() and wait(). verify: "checksum" checks every host call's result
+end to end (strata.Corrupted on every rank when it is not the reduction of
+what the ranks gave; docs/RELIABILITY.md, "Integrity checks"), "off" does
+not; STRATA_VERIFY overrides it; every rank must agree. Raises ValueError (strata.InvalidArgument) for a bad spec
 or chunk size.
 Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
       .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls,
-                       bool progress_thread) {
+                       bool progress_thread, const std::string& verify) {
              if (chunk_bytes < 0)
                throw InvalidArgument(
                    strata::util::located(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes)));
+             if (verify != "off" && verify != "checksum")
+               throw InvalidArgument(strata::util::located(
+                   fmt::format("verify = '{}' must be 'checksum' or 'off'", verify)));
              const MPI_Comm mpi = mpi_comm_of(comm);
              strata::Config config;  // by member, not position: Config may grow fields
              config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
              config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              config.check_calls = check_calls;
              config.progress_thread = progress_thread;
+             config.verify = verify == "checksum" ? strata::Verification::checksum : strata::Verification::off;
              py::gil_scoped_release release;
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
            py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0,
-           py::arg("check_calls") = true, py::arg("progress_thread") = false)
+           py::arg("check_calls") = true, py::arg("progress_thread") = false, py::arg("verify") = "off")
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(
