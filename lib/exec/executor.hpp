@@ -69,6 +69,7 @@ struct ExecutorSetup {
   topo::GpuPlane gpu_plane;            // decided from gpu_rows (its verdicts are in plans' layout)
   std::size_t chunk_bytes = 0;         // Config::chunk_bytes (0: default)
   bool mpi_any_thread = false;         // MPI_THREAD_MULTIPLE
+  bool verifies = false;               // Config::verify (agreed): host calls end with the integrity check
   const std::atomic<std::uint64_t>* sequence = nullptr;  // the api layer's call counter (answers roll calls)
 };
 
@@ -152,8 +153,9 @@ class Executor {
 
   // Whether the progress thread may run `call`: host memory, at least
   // 64 KiB (smaller ones cost more to hand over than to run), and running
-  // it makes no MPI call (one node over shared memory, or a communicator of
-  // one rank) or MPI allows calls from any thread; CUDA memory where MPI
+  // it makes no MPI call (one node over shared memory without the
+  // integrity check, or a communicator of one rank) or MPI allows calls
+  // from any thread; CUDA memory where MPI
   // allows calls from any thread (its setup and host stages use MPI).
   bool thread_may_run(const Call& call) const;
   bool thread_may_run(const BatchCall& call) const;
@@ -237,6 +239,8 @@ class Executor {
   int size_ = 1;
   const topo::NodeSplit* split_ = nullptr;
   bool mpi_any_thread_ = false;
+  bool verifies_ = false;                 // the integrity check after each host call (exec/integrity.hpp)
+  std::vector<std::byte> integrity_copy_;  // its copy of an in-place min/max input
   const std::atomic<std::uint64_t>* sequence_ = nullptr;
   PlanCache plans_;
   Health health_;
