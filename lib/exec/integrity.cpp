@@ -15,6 +15,7 @@
 #include "util/check.hpp"
 #include "util/element.hpp"
 #include "util/ranges.hpp"
+#include "util/slice.hpp"
 #include "util/trace.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
@@ -141,14 +142,17 @@ bool holds_common(Collective collective, int rank, int root) {
   return false;
 }
 
-// Whether this rank's result elements count in the held sums: each result
-// element once (all_reduce: rank 0's copy; the others are compared by hash).
-bool sums_held(Collective collective, int rank, int root) {
+// The part of this rank's result that it sums for the held sums: each
+// result element counted once. An all_reduce's copies are compared by hash,
+// so each rank sums its owner slice of its copy (the work spread evenly);
+// a reduce's root sums all of it, a reduce_scatter's every rank its block.
+util::Slice held_part(Collective collective, std::size_t count, int rank, int size, int root) {
   switch (collective) {
-    case Collective::all_reduce: return rank == 0;
-    case Collective::reduce: return rank == root;
-    case Collective::reduce_scatter: return true;
-    default: return false;
+    case Collective::all_reduce:
+      return util::owner_slice(count, static_cast<std::size_t>(size), static_cast<std::size_t>(rank));
+    case Collective::reduce: return {0, rank == root ? count : 0};
+    case Collective::reduce_scatter: return {0, count};
+    default: return {0, 0};
   }
 }
 
@@ -229,8 +233,10 @@ void IntegrityCheck::confirm(const HostContext& context, const util::Deadline& d
     record->given_wrapping = given_wrapping_;
     record->given_sum = given_sum_;
     record->given_magnitude = given_magnitude_;
-    if (sums_held(collective_, rank_, job_.root)) {
-      const ElementSums held = element_sums(job_.out, job_.count, job_.dtype);
+    const util::Slice part = held_part(collective_, job_.count, rank_, size_, job_.root);
+    if (part.count > 0) {
+      const ElementSums held = element_sums(static_cast<const std::byte*>(job_.out) + part.offset * job_.element_bytes(),
+                                            part.count, job_.dtype);
       record->held_wrapping = held.wrapping;
       record->held_sum = held.sum;
       record->held_magnitude = held.magnitude;
