@@ -250,13 +250,14 @@ void IntegrityCheck::confirm(const HostContext& context, const util::Deadline& d
   const std::uint64_t my_violations = record->violations;
 
   host::Transport t(context.comm, context.rank, context.size, deadline, info, *context.workspace);
-  if (t.bounded()) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, record, 1, record_type(), record_op(), t.comm(), &request));
-    t.wait_collective(request);
-  } else {
-    STRATA_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, record, 1, record_type(), record_op(), t.comm()));
-  }
+  // Non-blocking and polled with strata's backoff, also without a
+  // deadline: ranks finish their checksums at different times, and MPI's
+  // blocking all-reduce spins on a core the late rank may need (on 2 shared
+  // cores it cost milliseconds per call; docs/PERFORMANCE.md, "Cost of the
+  // integrity check").
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRATA_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, record, 1, record_type(), record_op(), t.comm(), &request));
+  t.wait_collective(request);
 
   // The verdict, from numbers every rank holds alike.
   std::vector<std::string> findings;
@@ -315,7 +316,7 @@ void IntegrityCheck::confirm(const HostContext& context, const util::Deadline& d
   const std::size_t size = static_cast<std::size_t>(size_);
   const Standing mine{hash, holds ? 1u : 0u, my_violations};
   auto* all = reinterpret_cast<Standing*>(context.landing->allocate(size * sizeof(Standing)));
-  MPI_Request request = MPI_REQUEST_NULL;
+  request = MPI_REQUEST_NULL;
   STRATA_CHECK_MPI(
       MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, t.comm(), &request));
   t.wait_collective(request);

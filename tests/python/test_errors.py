@@ -42,7 +42,7 @@ def test_hierarchy():
 
 
 @pytest.mark.parametrize("kind", ["Error", "InvalidArgument", "DeadlineExceeded", "Mismatch", "PeerFailure",
-                                  "Unavailable", "BackendError"])
+                                  "Unavailable", "BackendError", "Corrupted"])
 def test_cpp_exceptions_are_translated(kind):
     with pytest.raises(getattr(strata, kind)) as info:
         _strata._throw_for_test(kind, f"a {kind} message")
