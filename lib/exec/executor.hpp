@@ -108,7 +108,9 @@ class Executor {
   // the mode the header describes. A timeout names the ranks that really
   // did not arrive (a roll call) and, like a backend failure, breaks the
   // communicator. Count 0 is still collective (the check). Returns the
-  // flight of an ordered call (null when the call is done).
+  // flight of an ordered call (null when the call is done). With the
+  // integrity check (ExecutorSetup::verifies) a host call ends with it:
+  // Corrupted on every rank, the communicator still usable.
   std::shared_ptr<Flight> run(const Call& call, const Ticket& ticket);
   // Runs a batch, checked once as a whole (ticket.check) and then pack by
   // pack under the ticket's number, calling on_pack_done(i) as pack i lands

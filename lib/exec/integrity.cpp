@@ -314,11 +314,12 @@ void IntegrityCheck::confirm(const HostContext& context, const util::Deadline& d
 
   // Rare: every rank learns every rank's standing to say who differs.
   const std::size_t size = static_cast<std::size_t>(size_);
-  const Standing mine{hash, holds ? 1u : 0u, my_violations};
+  // (In the arena, as the record: a gather given up at the deadline may still read and write them.)
+  auto* mine = new (context.landing->allocate(sizeof(Standing))) Standing{hash, holds ? 1u : 0u, my_violations};
   auto* all = reinterpret_cast<Standing*>(context.landing->allocate(size * sizeof(Standing)));
   request = MPI_REQUEST_NULL;
   STRATA_CHECK_MPI(
-      MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, t.comm(), &request));
+      MPI_Iallgather(mine, sizeof *mine, MPI_BYTE, all, sizeof *mine, MPI_BYTE, t.comm(), &request));
   t.wait_collective(request);
   const std::vector<Standing> standings(all, all + size);
   std::string text;
