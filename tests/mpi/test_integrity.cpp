@@ -328,3 +328,40 @@ TEST_CASE("the ranks must agree on verify") {
   }
   CHECK_MESSAGE(message.find("integrity check is on at rank(s) 0 and off") != std::string::npos, message);
 }
+
+TEST_CASE("requests are verified too, with and without the progress thread") {
+  const int n = world_size(), rank = world_rank();
+  if (n < 2) return;
+  constexpr std::size_t kCount = 40000;  // 160 KB: large enough for the progress thread
+  for (const bool thread : {false, true}) {
+    Config config = verifying("auto");
+    config.progress_thread = thread;
+    Communicator comm(MPI_COMM_WORLD, config);
+    const std::string label = std::string("iall_reduce progress_thread=") + (thread ? "on" : "off");
+    Buffer in(kCount, DataType::f32), want(kCount, DataType::f32);
+    fill_expected(want.data(), kCount, DataType::f32, ReduceOp::sum, n);
+
+    // Call 1: clean.
+    fill_input(in.data(), kCount, DataType::f32, ReduceOp::sum, rank);
+    clean(label + " (clean)", [&] { comm.iall_reduce(in.tensor(), in.tensor(), ReduceOp::sum).wait(); });
+    expect_equal(label + " (clean)", in.data(), want.data(), kCount, DataType::f32);
+
+    // Call 2: a bit flipped where the plan passes (shared memory on one
+    // node, MPI receives across virtual nodes), raised by wait().
+    const bool virtual_nodes = std::getenv("STRATA_RANKS_PER_NODE") != nullptr;
+    const std::uint64_t flips_before = util::fault::flips();
+    util::fault::arm(virtual_nodes ? util::fault::Site::mpi : util::fault::Site::shm, 2, n - 1, 30);
+    fill_input(in.data(), kCount, DataType::f32, ReduceOp::sum, rank);
+    const Outcome outcome = run_faulted([&] { comm.iall_reduce(in.tensor(), in.tensor(), ReduceOp::sum).wait(); });
+    util::fault::disarm();
+    const bool any_flipped = !all_ranks(MPI_COMM_WORLD, util::fault::flips() == flips_before);
+    CHECK_MESSAGE(any_flipped, label << ": the plan passed no fault site (nothing flipped)");
+    CHECK_MESSAGE(outcome.corrupted, label << ": no Corrupted on rank " << rank << " " << outcome.message);
+    CHECK_MESSAGE(outcome.message.find("all_reduce #2") != std::string::npos, label << ": " << outcome.message);
+
+    // Call 3: exact again.
+    fill_input(in.data(), kCount, DataType::f32, ReduceOp::sum, rank);
+    clean(label + " (after)", [&] { comm.iall_reduce(in.tensor(), in.tensor(), ReduceOp::sum).wait(); });
+    expect_equal(label + " (after)", in.data(), want.data(), kCount, DataType::f32);
+  }
+}
