@@ -45,8 +45,12 @@ class Communicator {
   // topology (hwloc) and maps the node's shared-memory segment, so that no
   // later call blocks outside its deadline. Throws InvalidArgument for a bad
   // Config (unknown algorithm in the spec), ranks differing in whether calls
-  // are checked (Config::check_calls, STRATA_CHECK) or STRATA_RANKS_PER_NODE,
-  // Unavailable if hwloc fails, BackendError if MPI or shared memory fails.
+  // are checked (Config::check_calls, STRATA_CHECK), verified
+  // (Config::verify, STRATA_VERIFY; a value of STRATA_VERIFY other than
+  // checksum or off) or STRATA_RANKS_PER_NODE, Unavailable if hwloc fails,
+  // BackendError if MPI or shared memory fails. With Config::verify, every
+  // host call below may also throw Corrupted (strata/errors.hpp), on every
+  // rank alike; the communicator stays usable.
   explicit Communicator(MPI_Comm comm, Config config = {});
   // Collective. Completes every started request first (their errors stay
   // with their Request objects).

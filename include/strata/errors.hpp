@@ -59,6 +59,19 @@ class PeerFailure : public Error {
   using Error::Error;
 };
 
+// A call's result failed the end-to-end integrity check (Config::verify,
+// STRATA_VERIFY=checksum; docs/RELIABILITY.md, "Integrity checks"): the
+// result the ranks hold is not the reduction (or copy) of what they gave —
+// a bit flipped in transit, in shared memory or in a staging buffer, or a
+// wrong reduction. Raised on every rank; the message names the call and
+// which ranks' results differ or which sum disagreed. Every rank did the
+// same communication, so the communicator stays usable; the outputs of
+// the call are unreliable.
+class Corrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 // A feature that is not available here (no GPU, built without CUDA, ...).
 class Unavailable : public Error {
  public:

@@ -62,6 +62,13 @@ struct PackingOptions {
   int agg_small_grads_max_group = 10;
 };
 
+// What Config::verify checks after each call (docs/RELIABILITY.md,
+// "Integrity checks").
+enum class Verification {
+  off,       // nothing (the default)
+  checksum,  // checksums of every rank's contribution and result, compared in one small all-reduce
+};
+
 // Per-communicator configuration, fixed at construction.
 struct Config {
   // The all_reduce_spec: "auto", an algorithm name ("xring", "rechd",
@@ -80,6 +87,17 @@ struct Config {
   // environment, turns it off (for measurements); every rank must agree:
   // the constructor raises InvalidArgument on every rank when they do not.
   bool check_calls = true;
+  // End-to-end integrity of host-memory calls: with checksum, after each
+  // call the ranks compare checksums of what every rank gave and of what
+  // every rank holds (one small MPI all-reduce), and every rank raises
+  // Corrupted naming the call when the result is not the reduction (or
+  // copy) of the contributions; the communicator stays usable. What is and
+  // is not detected, and its cost: docs/RELIABILITY.md, "Integrity checks".
+  // CUDA tensors are not verified. STRATA_VERIFY=checksum or off in the
+  // environment overrides this field (anything else: InvalidArgument).
+  // Every rank must agree: the constructor raises InvalidArgument on every
+  // rank when they do not.
+  Verification verify = Verification::off;
   // Pipeline chunk of the ring algorithms on host memory, in bytes: 0 =
   // built-in default (256 KiB), else 4 KiB .. 1 GiB (InvalidArgument
   // otherwise). CUDA tensors that a host algorithm reduces are staged

@@ -34,7 +34,7 @@ module strata
   enum, bind(c)
     enumerator :: STRATA_OK = 0, STRATA_ERR_INVALID_ARGUMENT = 1, STRATA_ERR_DEADLINE_EXCEEDED = 2, &
                   STRATA_ERR_MISMATCH = 3, STRATA_ERR_PEER_FAILURE = 4, STRATA_ERR_UNAVAILABLE = 5, &
-                  STRATA_ERR_BACKEND = 6, STRATA_ERR_INTERNAL = 7
+                  STRATA_ERR_BACKEND = 6, STRATA_ERR_INTERNAL = 7, STRATA_ERR_CORRUPTED = 8
   end enum
   ! strata_dtype (real(c_float) = STRATA_F32, real(c_double) = STRATA_F64,
   ! integer(c_int32_t) = STRATA_I32, integer(c_int64_t) = STRATA_I64, ...)
@@ -55,7 +55,8 @@ module strata
     enumerator :: STRATA_MEMORY_HOST = 0, STRATA_MEMORY_CUDA = 1
   end enum
   public :: STRATA_OK, STRATA_ERR_INVALID_ARGUMENT, STRATA_ERR_DEADLINE_EXCEEDED, STRATA_ERR_MISMATCH, &
-            STRATA_ERR_PEER_FAILURE, STRATA_ERR_UNAVAILABLE, STRATA_ERR_BACKEND, STRATA_ERR_INTERNAL
+            STRATA_ERR_PEER_FAILURE, STRATA_ERR_UNAVAILABLE, STRATA_ERR_BACKEND, STRATA_ERR_INTERNAL, &
+            STRATA_ERR_CORRUPTED
   public :: STRATA_F32, STRATA_F64, STRATA_F16, STRATA_BF16, STRATA_I8, STRATA_U8, STRATA_I32, STRATA_U32, &
             STRATA_I64, STRATA_U64
   public :: STRATA_SUM, STRATA_MEAN, STRATA_MIN, STRATA_MAX, STRATA_PROD
@@ -71,6 +72,7 @@ module strata
     integer(c_int) :: progress_thread = 0
     type(c_ptr) :: reproducible = c_null_ptr  ! "off", "order" or "exact", as all_reduce_spec
     integer(c_int) :: accumulate_f32 = 0
+    integer(c_int) :: verify = 0  ! 1: the integrity check after each host call (strata.h)
   end type
 
   ! strata_options: per-call options and where the call's buffers live.

@@ -39,6 +39,7 @@ typedef enum strata_status {
   STRATA_ERR_UNAVAILABLE = 5,       /* not available here (no GPU, built without CUDA, ...) */
   STRATA_ERR_BACKEND = 6,           /* MPI, CUDA or NCCL returned an error */
   STRATA_ERR_INTERNAL = 7,          /* anything else: out of memory, a bug in strata */
+  STRATA_ERR_CORRUPTED = 8,         /* the result failed the integrity check (strata_config.verify) */
   STRATA_STATUS_MAX_ENUM = 0x7fffffff
 } strata_status;
 
@@ -125,8 +126,18 @@ typedef struct strata_config {
   /* Non-zero: f16 and bf16 sums and means accumulate in f32 and round once
    * (strata::Config::accumulate_f32; STRATA_ACCUMULATE=f32 too). */
   int accumulate_f32;
+  /* STRATA_VERIFY_CHECKSUM: after each host-memory call the ranks compare
+   * checksums of what each gave and holds, and every rank fails with
+   * STRATA_ERR_CORRUPTED naming the call when the result is not the
+   * reduction (or copy) of the contributions; the communicator stays
+   * usable. STRATA_VERIFY_OFF (the default): no check. STRATA_VERIFY=checksum
+   * or off in the environment overrides it. strata::Config::verify;
+   * docs/RELIABILITY.md, "Integrity checks". */
+  int verify;
 } strata_config;
-#define STRATA_CONFIG_INIT {NULL, 0, 1, 0, NULL, 0}
+#define STRATA_VERIFY_OFF 0
+#define STRATA_VERIFY_CHECKSUM 1
+#define STRATA_CONFIG_INIT {NULL, 0, 1, 0, NULL, 0, STRATA_VERIFY_OFF}
 
 /* Per-call options (strata::CommunicationOptions), plus where the call's
  * buffers live (strata::Tensor's memory and device: in C they describe every

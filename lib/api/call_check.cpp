@@ -24,23 +24,35 @@ bool call_check_wanted(const Config& config) {
   return config.check_calls && !off;
 }
 
+bool verification_wanted(const Config& config) {
+  const char* env = std::getenv("STRATA_VERIFY");
+  if (!env) return config.verify == Verification::checksum;
+  const std::string_view value(env);
+  if (value == "checksum") return true;
+  if (value == "off") return false;
+  throw InvalidArgument(util::located(fmt::format(
+      "STRATA_VERIFY = '{}' must be checksum (the integrity check after each call) or off", value)));
+}
+
 // The same exchange says whether every rank traces (STRATA_TRACE), the
 // condition for aligning trace clocks, which is collective, and whether
 // every rank asks for auto from the cost model.
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, const plan::Numerics& numerics) {
-  enum : int { kChecks = 1, kTraces = 2, kModels = 4, kNumericsShift = 3 };
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, bool verify_wanted,
+                           const plan::Numerics& numerics) {
+  enum : int { kChecks = 1, kTraces = 2, kModels = 4, kVerifies = 8, kNumericsShift = 4 };
   auto numerics_of = [](int word) { return word >> kNumericsShift; };
   std::vector<int> all(static_cast<std::size_t>(size));
   const int numerics_code = static_cast<int>(numerics.reproducible) * 2 + (numerics.accumulate_f32 ? 1 : 0);
   const int mine = (wanted ? kChecks : 0) | (util::trace::enabled() ? kTraces : 0) | (model_wanted ? kModels : 0) |
-                   (numerics_code << kNumericsShift);
+                   (verify_wanted ? kVerifies : 0) | (numerics_code << kNumericsShift);
   STRATA_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm));
-  std::vector<int> on, off, models, no_model, numerics_like_rank0, numerics_unlike;
+  std::vector<int> on, off, models, no_model, verifying, not_verifying, numerics_like_rank0, numerics_unlike;
   Agreed agreed{.every_rank_traces = true, .every_rank_models = true};
   for (int r = 0; r < size; ++r) {
     const int theirs = all[static_cast<std::size_t>(r)];
     (theirs & kChecks ? on : off).push_back(r);
     (theirs & kModels ? models : no_model).push_back(r);
+    (theirs & kVerifies ? verifying : not_verifying).push_back(r);
     agreed.every_rank_traces &= (theirs & kTraces) != 0;
     (numerics_of(theirs) == numerics_of(all.front()) ? numerics_like_rank0 : numerics_unlike).push_back(r);
   }
@@ -62,6 +74,11 @@ Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_want
         "accumulate_f32, STRATA_REPRODUCIBLE, STRATA_ACCUMULATE): set them alike on every rank (with mpirun, "
         "`-x STRATA_REPRODUCIBLE`)",
         util::where(), util::ranges(numerics_unlike), util::ranges(numerics_like_rank0)));
+  if (!verifying.empty() && !not_verifying.empty())
+    throw InvalidArgument(fmt::format(
+        "strata [{}]: creating a Communicator: the integrity check is on at rank(s) {} and off at rank(s) {} "
+        "(Config::verify, STRATA_VERIFY): set it alike on every rank (with mpirun, `-x STRATA_VERIFY`)",
+        util::where(), util::ranges(verifying), util::ranges(not_verifying)));
   return agreed;
 }
 

@@ -23,6 +23,12 @@ namespace strata::api {
 // STRATA_CHECK=off (or 0, false, no) turns it off for measurements.
 bool call_check_wanted(const Config& config);
 
+// Whether this rank wants the integrity check after each host call:
+// STRATA_VERIFY=checksum or off when set (it overrides the field), else
+// Config::verify. Throws InvalidArgument naming STRATA_VERIFY for any other
+// value (a typo must not silently mean "off").
+bool verification_wanted(const Config& config);
+
 // What the ranks agree on when a communicator is made.
 struct Agreed {
   bool every_rank_traces = false;  // STRATA_TRACE on every rank: trace clocks may be aligned (collective)
@@ -36,10 +42,13 @@ struct Agreed {
 // differs between ranks (STRATA_CHECK set on some ranks only, or
 // Config::check_calls differing). The same one exchange settles auto from
 // the cost model: `model_wanted` (model_auto_wanted) must be alike too, or
-// only some ranks would read the model, and InvalidArgument says so.
-// `numerics` (numerics_wanted) must be alike too: ranks reducing in
-// different ways would exchange different messages.
-Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, const plan::Numerics& numerics);
+// only some ranks would read the model, and InvalidArgument says so; and
+// the integrity check: `verify_wanted` (verification_wanted) alike, or a
+// verifying rank would wait in an all-reduce the others never make; and
+// `numerics` (numerics_wanted): ranks reducing in different ways would
+// exchange different messages.
+Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_wanted, bool verify_wanted,
+                           const plan::Numerics& numerics);
 
 // Fingerprints of one communicator's calls.
 class Fingerprints {

@@ -50,6 +50,7 @@ Session::Session(MPI_Comm comm, Config config) {
   const bool model_wanted = model_auto_wanted(spec);
   check_calls_ = call_check_wanted(config);
   const plan::Numerics numerics = numerics_wanted(config);
+  const bool verifies = verification_wanted(config);
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   // From here on a failure must free what was made: the destructor does not
   // run for a constructor that throws.
@@ -57,7 +58,7 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
-    const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_, model_wanted, numerics);
+    const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_, model_wanted, verifies, numerics);
     if (util::trace::enabled()) [[unlikely]] {
       util::trace::start();
       if (agreed.every_rank_traces) util::trace::align_clocks(comm_, rank_, size_);
@@ -78,6 +79,7 @@ Session::Session(MPI_Comm comm, Config config) {
                               .chunk_bytes = config.chunk_bytes,
                               .mpi_any_thread = thread_level == MPI_THREAD_MULTIPLE,
                               .numerics = numerics,
+                              .verifies = verifies,
                               .sequence = &sequence_};
     setup.gpu_plane = topo::decide(setup.gpu_rows, split_.min_local_size);
     plan::Layout layout{.node_count = split_.node_count,

@@ -43,6 +43,9 @@ void validate_config(const Config& config) {
     throw InvalidArgument(
         util::located(fmt::format("config.chunk_bytes = {} must be 0 (default: 256 KiB) or in [{}, {}] bytes",
                                   config.chunk_bytes, kMinChunkBytes, kMaxChunkBytes)));
+  if (config.verify != Verification::off && config.verify != Verification::checksum)
+    throw InvalidArgument(util::located(fmt::format("config.verify = {} is not off (0) or checksum (1)",
+                                                    static_cast<int>(config.verify))));
 }
 
 void validate_op(ReduceOp op) {

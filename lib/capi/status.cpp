@@ -44,6 +44,8 @@ strata_status fail_current(const char* function) noexcept {
     return fail(STRATA_ERR_UNAVAILABLE, function, e.what());
   } catch (const BackendError& e) {
     return fail(STRATA_ERR_BACKEND, function, e.what());
+  } catch (const Corrupted& e) {
+    return fail(STRATA_ERR_CORRUPTED, function, e.what());
   } catch (const Error& e) {
     // A strata::Error subclass this boundary does not know yet.
     return fail(STRATA_ERR_INTERNAL, function, e.what());
@@ -74,6 +76,7 @@ const char* strata_status_name(strata_status status) {
     case STRATA_ERR_UNAVAILABLE: return "STRATA_ERR_UNAVAILABLE";
     case STRATA_ERR_BACKEND: return "STRATA_ERR_BACKEND";
     case STRATA_ERR_INTERNAL: return "STRATA_ERR_INTERNAL";
+    case STRATA_ERR_CORRUPTED: return "STRATA_ERR_CORRUPTED";
   }
   return "STRATA_ERR_UNKNOWN";
 }

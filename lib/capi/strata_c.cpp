@@ -97,6 +97,7 @@ Config config_of(const strata_config* config) {
   result.progress_thread = c.progress_thread != 0;
   result.reproducible = c.reproducible ? c.reproducible : "";
   result.accumulate_f32 = c.accumulate_f32 != 0;
+  result.verify = static_cast<Verification>(c.verify);  // (validated with the rest of the config)
   return result;
 }
 

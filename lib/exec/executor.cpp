@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "exec/integrity.hpp"
 #include "exec/registry.hpp"
 #include "plan/collective.hpp"
 #include "exec/verify.hpp"
@@ -39,6 +40,7 @@ void Executor::start(ExecutorSetup setup) {
   size_ = setup.size;
   split_ = setup.split;
   mpi_any_thread_ = setup.mpi_any_thread;
+  verifies_ = setup.verifies && size_ > 1;  // one rank: nothing in transit
   sequence_ = setup.sequence;
   plans_ = std::move(setup.plans);
   host_.start(comm_, rank_, size_, *split_, setup.chunk_bytes, setup.numerics);
@@ -140,7 +142,13 @@ void Executor::run_host(const Call& call, const Ticket& ticket, const util::Dead
   util::log(util::LogLevel::trace, "{} #{}: {} bytes with {}", collective_name, ticket.sequence, bytes,
             plans_.described());
   breaking_on_failure([&] {
+    if (!verifies_) {
+      exec::run_host(call.collective, choice, job, call.contributors, host_.context(), deadline, info, ticket.check);
+      return;
+    }
+    const IntegrityCheck integrity(call.collective, job, call.contributors, rank_, size_, integrity_copy_);
     exec::run_host(call.collective, choice, job, call.contributors, host_.context(), deadline, info, ticket.check);
+    integrity.confirm(host_.context(), deadline, info);
   });
 }
 
@@ -334,8 +342,9 @@ bool Executor::thread_may_run(const Call& call) const {
 bool Executor::thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const {
   if (bytes < kProgressThreadMinBytes) return false;
   if (mpi_any_thread_ || size_ == 1) return true;
-  // One node: the call check and the shared-memory plans make no MPI call.
-  return split_->node_count == 1 && host_.has_segment() && every_plan_shared_memory;
+  // One node: the call check and the shared-memory plans make no MPI call
+  // (the integrity check does).
+  return !verifies_ && split_->node_count == 1 && host_.has_segment() && every_plan_shared_memory;
 }
 
 }  // namespace strata::exec

@@ -70,6 +70,7 @@ struct ExecutorSetup {
   std::size_t chunk_bytes = 0;         // Config::chunk_bytes (0: default)
   bool mpi_any_thread = false;         // MPI_THREAD_MULTIPLE
   plan::Numerics numerics;             // Config::reproducible, Config::accumulate_f32 (agreed)
+  bool verifies = false;               // Config::verify (agreed): host calls end with the integrity check
   const std::atomic<std::uint64_t>* sequence = nullptr;  // the api layer's call counter (answers roll calls)
 };
 
@@ -108,7 +109,9 @@ class Executor {
   // the mode the header describes. A timeout names the ranks that really
   // did not arrive (a roll call) and, like a backend failure, breaks the
   // communicator. Count 0 is still collective (the check). Returns the
-  // flight of an ordered call (null when the call is done).
+  // flight of an ordered call (null when the call is done). With the
+  // integrity check (ExecutorSetup::verifies) a host call ends with it:
+  // Corrupted on every rank, the communicator still usable.
   std::shared_ptr<Flight> run(const Call& call, const Ticket& ticket);
   // Runs a batch, checked once as a whole (ticket.check) and then pack by
   // pack under the ticket's number, calling on_pack_done(i) as pack i lands
@@ -153,8 +156,9 @@ class Executor {
 
   // Whether the progress thread may run `call`: host memory, at least
   // 64 KiB (smaller ones cost more to hand over than to run), and running
-  // it makes no MPI call (one node over shared memory, or a communicator of
-  // one rank) or MPI allows calls from any thread; CUDA memory where MPI
+  // it makes no MPI call (one node over shared memory without the
+  // integrity check, or a communicator of one rank) or MPI allows calls
+  // from any thread; CUDA memory where MPI
   // allows calls from any thread (its setup and host stages use MPI).
   bool thread_may_run(const Call& call) const;
   bool thread_may_run(const BatchCall& call) const;
@@ -249,6 +253,8 @@ class Executor {
   int size_ = 1;
   const topo::NodeSplit* split_ = nullptr;
   bool mpi_any_thread_ = false;
+  bool verifies_ = false;                 // the integrity check after each host call (exec/integrity.hpp)
+  std::vector<std::byte> integrity_copy_;  // its copy of an in-place min/max input
   const std::atomic<std::uint64_t>* sequence_ = nullptr;
   PlanCache plans_;
   Health health_;

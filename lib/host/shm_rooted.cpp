@@ -29,7 +29,10 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
     const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
     if (me != root || check) claim_set(t, seg, round);  // the root writes its set only for the check
     const RoundData data(seg, round, bytes);
-    if (me != root) util::copy_bytes(data.of(me), src + first * element, bytes);
+    if (me != root) {
+      util::copy_bytes(data.of(me), src + first * element, bytes);
+      staged_for_peers(t, data.of(me), bytes);
+    }
     const std::uint64_t digest = check ? plan::digest(*check) : 0;
     if (check) {
       seg.fingerprint(me, round) = *check;  // read only to describe a difference
@@ -79,7 +82,10 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
     // Only the root writes its set; the check goes in the control block.
     if (me == root || check) claim_set(t, seg, round);
     const RoundData staged(seg, round, chunk);
-    if (me == root) util::copy_bytes(staged.of(me), buffer + first, chunk);
+    if (me == root) {
+      util::copy_bytes(staged.of(me), buffer + first, chunk);
+      staged_for_peers(t, staged.of(me), chunk);
+    }
     if (check) publish_check(seg, round, *check);
     publish_staged(seg, round);
     if (check) {

@@ -75,6 +75,7 @@ void owner_rounds(Transport& t, ShmSegment& seg, const void* in, void* out, std:
       const util::Slice blk = block_of(count, owners, s, b, per_block);
       std::byte* at = mine + static_cast<std::size_t>(s) * block;
       util::copy_bytes(at, src + blk.offset * element, blk.count * element);
+      staged_for_peers(t, at, blk.count * element);
       if (check) put_digest(at + digest_offset(blk.count * element), digest);
     }
     if (check) {
@@ -147,6 +148,7 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
     if (me < owners) {
       const util::Slice blk = block_of(count, owners, me, b, per_block);
       util::copy_bytes(seg.area(me, round), data + blk.offset * element, blk.count * element);
+      staged_for_peers(t, seg.area(me, round), blk.count * element);
     }
     publish_staged(seg, round);
     wait_staged(t, seg, 0, owners, round);
@@ -167,6 +169,7 @@ void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, 
   claim_set(t, seg, round);
   const RoundData data(seg, round, bytes);
   util::copy_bytes(data.of(seg.local_rank()), in, bytes);
+  staged_for_peers(t, data.of(seg.local_rank()), bytes);
   const plan::Fingerprint* check = t.take_check();
   std::uint64_t digest = 0;
   if (check) {

@@ -12,10 +12,18 @@
 
 #include "host/shm_segment.hpp"
 #include "host/transport.hpp"
+#include "util/fault.hpp"
 #include "plan/fingerprint.hpp"
 #include "util/deadline.hpp"
 
 namespace strata::host::shm::steps {
+
+// Data this rank just staged in its set for peers to read: where a test
+// flips a bit (STRATA_FAULT_FLIP=shm:..., util/fault.hpp); one predictable
+// branch otherwise.
+inline void staged_for_peers(const Transport& t, void* data, std::size_t bytes) {
+  util::fault::at(util::fault::Site::shm, t.info().sequence, data, bytes);
+}
 
 using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int, std::uint64_t) const;
 

@@ -9,6 +9,7 @@
 
 #include "util/check.hpp"
 #include "util/copy.hpp"
+#include "util/fault.hpp"
 #include "util/where.hpp"
 #include "strata/errors.hpp"
 #include "util/abandoned.hpp"
@@ -55,6 +56,8 @@ void Transport::isend(Requests& into, const void* data, std::size_t bytes, int p
 }
 
 void Transport::irecv(Requests& into, void* data, std::size_t bytes, int peer, int tag) {
+  if (util::fault::armed()) [[unlikely]]
+    into.received_.emplace_back(data, bytes);
   if (landing_ && bytes > 0 && !workspace_.owns(data, bytes)) {
     std::byte* first = landing_->allocate(bytes);
     into.landings_.push_back({first, data, bytes});
@@ -72,6 +75,10 @@ bool Transport::test(Requests& requests) {
                                MPI_STATUSES_IGNORE));
   if (!done) return false;
   for (const Requests::Landing& landing : requests.landings_) util::copy_bytes(landing.to, landing.from, landing.bytes);
+  if (!requests.received_.empty()) [[unlikely]] {
+    for (const auto& [data, bytes] : requests.received_) util::fault::at(util::fault::Site::mpi, info_.sequence, data, bytes);
+    requests.received_.clear();
+  }
   requests.requests_.clear();
   requests.peers_.clear();
   requests.landings_.clear();

@@ -45,6 +45,8 @@ class Requests {
   std::vector<MPI_Request> requests_;
   std::vector<int> peers_;
   std::vector<Landing> landings_;
+  // Receives' destinations, kept only while a fault is armed (util/fault.hpp).
+  std::vector<std::pair<void*, std::size_t>> received_;
 };
 
 class Transport {

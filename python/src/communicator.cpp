@@ -311,8 +311,8 @@ void bind_communicator(py::module_& m) {
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 Collectives over an mpi4py communicator.
 
-Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False, reproducible=None,
-accumulate_f32=False) is collective over
+Communicator(comm, all_reduce_spec=None, chunk_bytes=0, check_calls=True, progress_thread=False, verify="off",
+reproducible=None, accumulate_f32=False) is collective over
 `comm` (every rank must construct it) and duplicates it, so strata's traffic
 never mixes with the program's. all_reduce_spec: None (STRATA_SPEC, else
 "auto"), a string such as "pscpu/pscpu#2" or "tree:64k:xring", or TensorFlow's
@@ -325,25 +325,34 @@ requests of the *_async and *_init methods on a thread of the communicator
 while Python computes, where that thread may run them (host arrays; with
 mpi4py's default MPI_THREAD_MULTIPLE every host request;
 STRATA_PROGRESS_THREAD=1 also turns it on); the others run inside their
-test() and wait(). reproducible: None (STRATA_REPRODUCIBLE, else "off"),
-"off", "order" (for a given rank count, the same bits whatever the algorithm,
-layout, size or form) or "exact" (the same bits for any assignment of the
-contributions to ranks; docs/REPRODUCIBILITY.md). accumulate_f32: f16 and
-bf16 sums accumulate in f32 and round once (STRATA_ACCUMULATE=f32 too).
-Raises ValueError (strata.InvalidArgument) for a bad spec, chunk size or mode.
+test() and wait(). verify: "checksum" checks every host call's result
+end to end (strata.Corrupted on every rank when it is not the reduction of
+what the ranks gave; docs/RELIABILITY.md, "Integrity checks"), "off" does
+not; STRATA_VERIFY overrides it; every rank must agree. reproducible: None
+(STRATA_REPRODUCIBLE, else "off"), "off", "order" (for a given rank count,
+the same bits whatever the algorithm, layout, size or form) or "exact" (the
+same bits for any assignment of the contributions to ranks;
+docs/REPRODUCIBILITY.md). accumulate_f32: f16 and bf16 sums accumulate in
+f32 and round once (STRATA_ACCUMULATE=f32 too). Raises ValueError
+(strata.InvalidArgument) for a bad spec, chunk size, verify or mode.
 Close it (close(), or a `with` block) before MPI is finalized if you keep it
 in a long-lived structure.)doc")
       .def(py::init([](py::handle comm, py::handle all_reduce_spec, long long chunk_bytes, bool check_calls,
-                       bool progress_thread, py::handle reproducible, bool accumulate_f32) {
+                       bool progress_thread, const std::string& verify, py::handle reproducible,
+                       bool accumulate_f32) {
              if (chunk_bytes < 0)
                throw InvalidArgument(
                    strata::util::located(fmt::format("chunk_bytes = {} must be >= 0 (0 = default)", chunk_bytes)));
+             if (verify != "off" && verify != "checksum")
+               throw InvalidArgument(strata::util::located(
+                   fmt::format("verify = '{}' must be 'checksum' or 'off'", verify)));
              const MPI_Comm mpi = mpi_comm_of(comm);
              strata::Config config;  // by member, not position: Config may grow fields
              config.all_reduce_spec = spec_text(all_reduce_spec, "all_reduce_spec");
              config.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
              config.check_calls = check_calls;
              config.progress_thread = progress_thread;
+             config.verify = verify == "checksum" ? strata::Verification::checksum : strata::Verification::off;
              if (!reproducible.is_none()) {
                if (!py::isinstance<py::str>(reproducible))
                  throw InvalidArgument(strata::util::located("reproducible must be None or one of 'off', 'order', 'exact'"));
@@ -354,8 +363,8 @@ in a long-lived structure.)doc")
              return std::make_shared<PyCommunicator>(mpi, std::move(config));
            }),
            py::arg("comm"), py::arg("all_reduce_spec") = py::none(), py::arg("chunk_bytes") = 0,
-           py::arg("check_calls") = true, py::arg("progress_thread") = false, py::arg("reproducible") = py::none(),
-           py::arg("accumulate_f32") = false)
+           py::arg("check_calls") = true, py::arg("progress_thread") = false, py::arg("verify") = "off",
+           py::arg("reproducible") = py::none(), py::arg("accumulate_f32") = false)
       .def_property_readonly("rank", &PyCommunicator::rank, "This process's rank in the communicator.")
       .def_property_readonly("size", &PyCommunicator::size, "The number of ranks.")
       .def_property_readonly(

@@ -12,7 +12,7 @@ namespace {
 // The Python classes, looked up once at import. Leaked on purpose: they must
 // outlive every translation, and Python tears modules down on its own.
 struct Classes {
-  py::object error, invalid_argument, deadline_exceeded, mismatch, peer_failure, unavailable, backend_error;
+  py::object error, invalid_argument, deadline_exceeded, mismatch, peer_failure, unavailable, backend_error, corrupted;
 };
 Classes* classes = nullptr;
 
@@ -32,6 +32,8 @@ void translate(std::exception_ptr p) {
     raise(classes->invalid_argument, classes->invalid_argument(e.what()));
   } catch (const strata::Mismatch& e) {
     raise(classes->mismatch, classes->mismatch(e.what()));
+  } catch (const strata::Corrupted& e) {
+    raise(classes->corrupted, classes->corrupted(e.what()));
   } catch (const strata::PeerFailure& e) {
     raise(classes->peer_failure, classes->peer_failure(e.what()));
   } catch (const strata::Unavailable& e) {
@@ -52,6 +54,7 @@ void translate(std::exception_ptr p) {
   if (kind == "InvalidArgument") throw strata::InvalidArgument(message);
   if (kind == "DeadlineExceeded") throw strata::DeadlineExceeded(message, {1, 3}, {2});
   if (kind == "Mismatch") throw strata::Mismatch(message);
+  if (kind == "Corrupted") throw strata::Corrupted(message);
   if (kind == "PeerFailure") throw strata::PeerFailure(message);
   if (kind == "Unavailable") throw strata::Unavailable(message);
   if (kind == "BackendError") throw strata::BackendError(message, "MPI", 15, "node7", 2);
@@ -64,7 +67,7 @@ void register_errors(py::module_& m) {
   py::module_ errors = py::module_::import("strata.errors");
   classes = new Classes{errors.attr("Error"),       errors.attr("InvalidArgument"), errors.attr("DeadlineExceeded"),
                         errors.attr("Mismatch"),    errors.attr("PeerFailure"),     errors.attr("Unavailable"),
-                        errors.attr("BackendError")};
+                        errors.attr("BackendError"), errors.attr("Corrupted")};
   py::register_exception_translator(translate);
   m.def("_throw_for_test", &throw_for_test, py::arg("kind"), py::arg("message"),
         "Throw the C++ strata exception `kind` (tests of the error translation only). DeadlineExceeded carries "

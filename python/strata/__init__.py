@@ -18,6 +18,7 @@ from mpi4py import MPI as _MPI  # noqa: F401
 
 from .errors import (  # noqa: F401
     BackendError,
+    Corrupted,
     DeadlineExceeded,
     Error,
     InvalidArgument,
@@ -41,7 +42,7 @@ from ._strata import (  # noqa: F401
 )
 
 __all__ = [
-    "BackendError", "CollectiveHints", "CommunicationOptions", "Communicator", "CrossDeviceOps",
+    "BackendError", "CollectiveHints", "CommunicationOptions", "Communicator", "Corrupted", "CrossDeviceOps",
     "DeadlineExceeded", "Error", "InvalidArgument", "Mismatch", "MultiWorkerAllReduce", "NcclAllReduce",
     "PeerFailure", "ReduceOp", "ReductionToOneDevice", "Request", "Unavailable", "all_reduce_spec_text",
     "cuda_built",

@@ -60,4 +60,14 @@ class BackendError(Error):
         self.rank = rank
 
 
-__all__ = ["Error", "InvalidArgument", "DeadlineExceeded", "Mismatch", "PeerFailure", "Unavailable", "BackendError"]
+class Corrupted(Error):
+    """A result failed the integrity check (verify="checksum", STRATA_VERIFY).
+
+    Raised on every rank; the message names the call and which ranks'
+    results differ or which sum disagreed. The communicator stays usable;
+    the call's outputs are unreliable.
+    """
+
+
+__all__ = ["Error", "InvalidArgument", "DeadlineExceeded", "Mismatch", "PeerFailure", "Unavailable", "BackendError",
+           "Corrupted"]

@@ -48,6 +48,8 @@ TEST_CASE("each exception class maps to its status, with the message") {
   CHECK_MESSAGE(last_error_is("strata_test: no GPU"), strata_last_error());
   CHECK(throwing<strata::BackendError>("MPI_Isend failed", "MPI", 5, "host", 0) == STRATA_ERR_BACKEND);
   CHECK_MESSAGE(last_error_is("strata_test: MPI_Isend failed"), strata_last_error());
+  CHECK(throwing<strata::Corrupted>("sums differ") == STRATA_ERR_CORRUPTED);
+  CHECK_MESSAGE(last_error_is("strata_test: sums differ"), strata_last_error());
 }
 
 TEST_CASE("anything else is STRATA_ERR_INTERNAL and never escapes") {
@@ -86,6 +88,7 @@ TEST_CASE("the last error is per thread") {
 TEST_CASE("status names and the version") {
   CHECK(std::string(strata_status_name(STRATA_OK)) == "STRATA_OK");
   CHECK(std::string(strata_status_name(STRATA_ERR_BACKEND)) == "STRATA_ERR_BACKEND");
+  CHECK(std::string(strata_status_name(STRATA_ERR_CORRUPTED)) == "STRATA_ERR_CORRUPTED");
   CHECK(std::string(strata_status_name(static_cast<strata_status>(-1))) == "STRATA_ERR_UNKNOWN");
   int major = -1, minor = -1, patch = -1;
   strata_version(&major, &minor, &patch);

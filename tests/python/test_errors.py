@@ -42,7 +42,7 @@ def test_hierarchy():
 
 
 @pytest.mark.parametrize("kind", ["Error", "InvalidArgument", "DeadlineExceeded", "Mismatch", "PeerFailure",
-                                  "Unavailable", "BackendError"])
+                                  "Unavailable", "BackendError", "Corrupted"])
 def test_cpp_exceptions_are_translated(kind):
     with pytest.raises(getattr(strata, kind)) as info:
         _strata._throw_for_test(kind, f"a {kind} message")
@@ -242,6 +242,16 @@ def test_bad_specs_raise_from_the_constructor_on_every_rank():
         strata.Communicator(WORLD, all_reduce_spec=42)
     with pytest.raises(ValueError, match="chunk_bytes"):
         strata.Communicator(WORLD, chunk_bytes=-1)
+
+
+def test_verify_checksum_runs_and_bad_values_are_value_errors():
+    with strata.Communicator(WORLD, verify="checksum") as c:
+        x = np.arange(1000, dtype=np.float32) + WORLD.rank
+        c.all_reduce(x)
+        want = (np.arange(1000, dtype=np.float64) * WORLD.size + sum(range(WORLD.size))).astype(np.float32)
+        assert_equal(x, want, "all_reduce with verify=checksum")
+    with pytest.raises(strata.InvalidArgument, match="verify = 'sums' must be 'checksum' or 'off'"):
+        strata.Communicator(WORLD, verify="sums")
 
 
 def test_bad_communicators():
