@@ -55,6 +55,7 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    recorder_.start(comm_, rank_, size_);
     const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_, model_wanted);
     if (util::trace::enabled()) [[unlikely]] {
       util::trace::start();
@@ -248,10 +249,12 @@ std::shared_ptr<exec::Flight> Session::run_started(const Call& call) { return ru
 std::shared_ptr<exec::Flight> Session::run_started(const BatchCall& call) { return run_any_started(call); }
 
 std::shared_ptr<exec::Flight> Session::run_call(const Call& call) {
-  executor_.ensure_usable();
-  plan::Fingerprint fingerprint;
-  const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
-  return executor_.run(call, ticket);
+  return recorder_.dumping([&] {
+    executor_.ensure_usable();
+    plan::Fingerprint fingerprint;
+    const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
+    return recorded(call, ticket.sequence, [&] { return executor_.run(call, ticket); });
+  });
 }
 
 template <typename AnyCall>
