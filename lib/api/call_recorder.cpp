@@ -87,7 +87,8 @@ util::flight::CallFacts CallRecorder::facts(const exec::BatchCall& call, std::ui
           .root = plan::rooted(call.collective) ? call.root : -1};
 }
 
-void CallRecorder::dump(const char* reason, const char* message) const {
+void CallRecorder::dump(const char* reason, const char* message) {
+  dumped_ = true;
   util::flight::write_file(reason, message);  // (best effort: the error itself says what went wrong)
 }
 

@@ -43,9 +43,11 @@ class CallRecorder {
     }
   }
 
-  // Runs `work`; when it raises DeadlineExceeded, Mismatch or PeerFailure
-  // (this last once per communicator: every later call raises it too),
-  // writes the file (where STRATA_FLIGHT_DIR is set) and rethrows.
+  // Runs `work`; when it raises DeadlineExceeded, Mismatch or PeerFailure,
+  // writes the file (where STRATA_FLIGHT_DIR is set) and rethrows. A
+  // PeerFailure writes it only when this communicator wrote none before:
+  // every call on a broken communicator raises it, and the file that the
+  // breaking error wrote says what broke it.
   template <typename Work>
   auto dumping(Work&& work) {
     try {
@@ -57,8 +59,7 @@ class CallRecorder {
       dump("Mismatch", e.what());
       throw;
     } catch (const PeerFailure& e) {
-      if (!peer_failure_dumped_) dump("PeerFailure", e.what());
-      peer_failure_dumped_ = true;
+      if (!dumped_) dump("PeerFailure", e.what());
       throw;
     }
   }
@@ -78,12 +79,12 @@ class CallRecorder {
   static std::string_view plan_of(const plan::CallInfo& current, std::uint64_t sequence) {
     return current.sequence == sequence ? current.algorithm : std::string_view();
   }
-  void dump(const char* reason, const char* message) const;
+  void dump(const char* reason, const char* message);
 
   std::uint32_t id_ = 0;
   int rank_ = 0;
   int size_ = 1;
-  bool peer_failure_dumped_ = false;
+  bool dumped_ = false;  // a file was written for an error of this communicator
 };
 
 }  // namespace strata::api
