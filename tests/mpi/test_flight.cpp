@@ -26,7 +26,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -116,6 +115,12 @@ ToolRun run_tool() {
   return run;
 }
 
+// Rank 0: strata-flight read the files and its output holds `expected`.
+void check_tool_says(const ToolRun& run, const std::string& expected) {
+  CHECK_MESSAGE(run.status == 0, run.output);
+  CHECK_MESSAGE(run.output.find(expected) != std::string::npos, "no '" << expected << "' in:\n" << run.output);
+}
+
 void all_reduce(Communicator& comm, std::vector<float>& data, std::size_t count, double timeout = 0) {
   comm.all_reduce({data.data(), count, DataType::f32}, {data.data(), count, DataType::f32}, ReduceOp::sum,
                   {.timeout_seconds = timeout});
@@ -123,21 +128,9 @@ void all_reduce(Communicator& comm, std::vector<float>& data, std::size_t count,
 
 // The late rank waits until every other one said, on MPI_COMM_WORLD, that
 // its call raised.
-void wait_until_others_gave_up(int late) {
-  std::vector<MPI_Request> requests;
-  std::vector<int> flags(static_cast<std::size_t>(world_size()));
-  for (int r = 0; r < world_size(); ++r) {
-    if (r == late) continue;
-    requests.emplace_back();
-    MPI_Irecv(&flags[static_cast<std::size_t>(r)], 1, MPI_INT, r, kGaveUpTag, MPI_COMM_WORLD, &requests.back());
-  }
-  const double since = MPI_Wtime();
-  int all = 0;
-  while (!all && MPI_Wtime() - since < kGaveUpBoundSeconds) {
-    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
-    if (!all) std::this_thread::yield();
-  }
-  REQUIRE_MESSAGE(all, "the other ranks did not say within " << kGaveUpBoundSeconds << " s that their call raised");
+void wait_until_others_gave_up() {
+  REQUIRE_MESSAGE(heard_from_every_other_rank(kGaveUpTag, kGaveUpBoundSeconds),
+                  "the other ranks did not say within " << kGaveUpBoundSeconds << " s that their call raised");
 }
 
 // Two calls in step, then call #3 with rank 0 late (`makes_it`:
@@ -160,7 +153,7 @@ ToolRun timeout_with_late_rank(bool makes_it) {
       const int said = 1;
       MPI_Send(&said, 1, MPI_INT, late, kGaveUpTag, MPI_COMM_WORLD);
     } else {
-      wait_until_others_gave_up(late);
+      wait_until_others_gave_up();
       if (makes_it) {
         try {
           all_reduce(comm, data, kCount, kTimeout);  // may complete: every contribution was in place
@@ -184,11 +177,8 @@ ToolRun timeout_with_late_rank(bool makes_it) {
 TEST_CASE("a timeout with a rank that never makes the call: strata-flight says it never made it") {
   if (flight_off()) return;
   const ToolRun run = timeout_with_late_rank(false);
-  if (world_rank() == 0) {
-    CHECK_MESSAGE(run.status == 0, run.output);
-    const std::string behind = "behind: rank " + std::to_string(kLate) + " never made call #3 (its last call is #2)";
-    CHECK_MESSAGE(run.output.find(behind) != std::string::npos, "no '" << behind << "' in:\n" << run.output);
-  }
+  if (world_rank() == 0)
+    check_tool_says(run, "behind: rank " + std::to_string(kLate) + " never made call #3 (its last call is #2)");
 }
 
 TEST_CASE("a Mismatch: every rank's file holds the call as it made it, and strata-flight names the disagreement") {
@@ -217,12 +207,8 @@ TEST_CASE("a Mismatch: every rank's file holds the call as it made it, and strat
     CHECK(data[0] == static_cast<float>(world_size()));
   }
   if (world_rank() == 0) {
-    const ToolRun run = run_tool();
-    CHECK_MESSAGE(run.status == 0, run.output);
     const std::string others = world_size() == 2 ? "rank 0" : "ranks 0-" + std::to_string(odd - 1);
-    const std::string disagree =
-        "disagree on call #2: count: 1000 on " + others + ", 1001 on rank " + std::to_string(odd);
-    CHECK_MESSAGE(run.output.find(disagree) != std::string::npos, "no '" << disagree << "' in:\n" << run.output);
+    check_tool_says(run_tool(), "disagree on call #2: count: 1000 on " + others + ", 1001 on rank " + std::to_string(odd));
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -292,10 +278,8 @@ TEST_CASE("a timeout with a late rank: every rank's file, and strata-flight name
   if (flight_off()) return;
   const ToolRun run = timeout_with_late_rank(true);
   if (world_rank() == 0) {
-    CHECK_MESSAGE(run.status == 0, run.output);
-    const std::string late = "behind: rank " + std::to_string(kLate) + " was late to call #3";
-    CHECK_MESSAGE(run.output.find(late) != std::string::npos, "no '" << late << "' in:\n" << run.output);
-    CHECK_MESSAGE(run.output.find("DeadlineExceeded by world rank") != std::string::npos, run.output);
+    check_tool_says(run, "behind: rank " + std::to_string(kLate) + " was late to call #3");
+    check_tool_says(run, "DeadlineExceeded by world rank");
   }
 }
 
