@@ -32,8 +32,9 @@ std::int8_t op_code(Collective collective, ReduceOp op) {
 
 }  // namespace
 
+void CallRecorder::prepare() { util::flight::start(); }
+
 void CallRecorder::start(MPI_Comm comm, int rank, int size) {
-  util::flight::start();
   int world_rank = 0, world_size = 1;
   STRATA_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   STRATA_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size));

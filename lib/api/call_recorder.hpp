@@ -21,10 +21,15 @@ namespace strata::api {
 
 class CallRecorder {
  public:
-  // Collective over `comm` (`rank` of `size`): starts the process's ring
-  // and file and signal handlers the first time (InvalidArgument for a bad
-  // STRATA_FLIGHT_RECORDS), then agrees on the communicator's flight id,
-  // the same on every rank of it and unique in each process.
+  // Local, before anything collective: makes the process's ring the first
+  // time; InvalidArgument for a bad STRATA_FLIGHT_RECORDS (on every rank
+  // alike, before any rank is inside a collective).
+  static void prepare();
+
+  // Collective over `comm` (`rank` of `size`), after prepare(): names the
+  // process's file and installs its signal handlers the first time (where
+  // STRATA_FLIGHT_DIR is set), then agrees on the communicator's flight
+  // id, the same on every rank of it and unique in each process.
   void start(MPI_Comm comm, int rank, int size);
 
   // Runs `work` (the call numbered `sequence`) recorded: started now,

@@ -48,6 +48,7 @@ Session::Session(MPI_Comm comm, Config config) {
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
   const bool model_wanted = model_auto_wanted(spec);
   check_calls_ = call_check_wanted(config);
+  CallRecorder::prepare();
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   // From here on a failure must free what was made: the destructor does not
   // run for a constructor that throws.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +24,12 @@ namespace {
 constexpr std::size_t kPathChars = 4096;
 char g_path[kPathChars] = {};
 char g_temporary[kPathChars] = {};
+// A second temporary, for a writer that starts while another is writing
+// (SIGUSR1 or a fatal signal arriving during a timeout's write, on the
+// same thread or another): each writes a whole file of its own and the
+// last rename wins, instead of both truncating one file under each other.
+char g_temporary_nested[kPathChars] = {};
+std::atomic<int> g_writers{0};
 char g_host[256] = {};
 int g_world_rank = 0, g_world_size = 1;
 long g_pid = 0;
@@ -171,36 +178,9 @@ void write_records(Out& out, const View& ring, const TickScale& scale) {
   }
 }
 
-}  // namespace
-
-void configure_file(int world_rank, int world_size) {
-  std::call_once(g_configured, [&] {
-    g_world_rank = world_rank;
-    g_world_size = world_size;
-    g_pid = static_cast<long>(::getpid());
-    if (::gethostname(g_host, sizeof(g_host) - 1) != 0) std::strcpy(g_host, "unknown");
-    const char* dir = std::getenv("STRATA_FLIGHT_DIR");
-    if (!dir || !*dir) return;
-    ::mkdir(dir, 0755);  // (exists already, usually; a failure shows when a file is written)
-    const int n = std::snprintf(g_path, kPathChars, "%s/flight-%s-%ld-rank%d.txt", dir, g_host, g_pid, world_rank);
-    if (n <= 0 || static_cast<std::size_t>(n) + 5 >= kPathChars) return;  // (too long a folder: stays off)
-    std::snprintf(g_temporary, kPathChars, "%s.tmp", g_path);
-    g_enabled = true;
-  });
-}
-
-bool file_enabled() noexcept { return g_enabled; }
-
-const char* file_path() noexcept { return g_enabled ? g_path : ""; }
-
-bool write_file(std::string_view reason, std::string_view detail) noexcept {
-  if (!g_enabled) {
-    errno = ENOENT;
-    return false;
-  }
-  // (Two writers at once, e.g. a signal during a timeout's dump, share the
-  // temporary name: the rename of either leaves one whole file.)
-  const int fd = ::open(g_temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// write_file() through `temporary`.
+bool write_through(const char* temporary, std::string_view reason, std::string_view detail) noexcept {
+  const int fd = ::open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   const View ring = view();
   bool ok = false;
@@ -222,7 +202,42 @@ bool write_file(std::string_view reason, std::string_view detail) noexcept {
     errno = saved;
     return false;
   }
-  return ::rename(g_temporary, g_path) == 0;
+  return ::rename(temporary, g_path) == 0;
+}
+
+}  // namespace
+
+void configure_file(int world_rank, int world_size) {
+  std::call_once(g_configured, [&] {
+    g_world_rank = world_rank;
+    g_world_size = world_size;
+    g_pid = static_cast<long>(::getpid());
+    if (::gethostname(g_host, sizeof(g_host) - 1) != 0) std::strcpy(g_host, "unknown");
+    const char* dir = std::getenv("STRATA_FLIGHT_DIR");
+    if (!dir || !*dir) return;
+    ::mkdir(dir, 0755);  // (exists already, usually; a failure shows when a file is written)
+    const int n = std::snprintf(g_path, kPathChars, "%s/flight-%s-%ld-rank%d.txt", dir, g_host, g_pid, world_rank);
+    if (n <= 0 || static_cast<std::size_t>(n) + 5 >= kPathChars) return;  // (too long a folder: stays off)
+    std::snprintf(g_temporary, kPathChars, "%s.tmp", g_path);
+    std::snprintf(g_temporary_nested, kPathChars, "%s.nested.tmp", g_path);
+    g_enabled = true;
+  });
+}
+
+bool file_enabled() noexcept { return g_enabled; }
+
+const char* file_path() noexcept { return g_enabled ? g_path : ""; }
+
+bool write_file(std::string_view reason, std::string_view detail) noexcept {
+  if (!g_enabled) {
+    errno = ENOENT;
+    return false;
+  }
+  // (A third writer at once shares the nested name: rare enough to leave.)
+  const bool nested = g_writers.fetch_add(1) > 0;
+  const bool ok = write_through(nested ? g_temporary_nested : g_temporary, reason, detail);
+  g_writers.fetch_sub(1);
+  return ok;
 }
 
 }  // namespace strata::util::flight
