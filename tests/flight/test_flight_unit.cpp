@@ -6,6 +6,7 @@
 // the ring is made once per process, by the first valid start().
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,8 +115,10 @@ int crash_child(int sig, bool previous) {
     flight::install_signal_handlers();
     flight::begin(facts(99));
     if (sig == SIGSEGV) {
-      volatile int* nowhere = nullptr;
-      *nowhere = 1;  // a real fault: the handler returns and the instruction faults again
+      // A real fault (not undefined behaviour the sanitizers would stop
+      // first): the handler returns and the store faults again.
+      void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      *static_cast<volatile int*>(page) = 1;
     }
     raise(sig);
     _exit(0);
