@@ -44,11 +44,11 @@ Session::Session(MPI_Comm comm, Config config) {
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
   validate_config(config);
+  CallRecorder::prepare();  // (STRATA_FLIGHT_RECORDS)
   const bool progress_thread = progress_thread_wanted(config);
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
   const bool model_wanted = model_auto_wanted(spec);
   check_calls_ = call_check_wanted(config);
-  CallRecorder::prepare();
   STRATA_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   // From here on a failure must free what was made: the destructor does not
   // run for a constructor that throws.
@@ -56,7 +56,6 @@ Session::Session(MPI_Comm comm, Config config) {
     STRATA_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     STRATA_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     STRATA_CHECK_MPI(MPI_Comm_size(comm_, &size_));
-    recorder_.start(comm_, rank_, size_);
     const Agreed agreed = agree_on_call_check(comm_, size_, check_calls_, model_wanted);
     if (util::trace::enabled()) [[unlikely]] {
       util::trace::start();
@@ -65,6 +64,7 @@ Session::Session(MPI_Comm comm, Config config) {
         util::log(util::LogLevel::warn, "STRATA_TRACE is set on some ranks only: trace clocks stay unaligned");
     }
     check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
+    recorder_.start(comm_, rank_, size_);
     int thread_level = MPI_THREAD_SINGLE;
     STRATA_CHECK_MPI(MPI_Query_thread(&thread_level));
     split_ = topo::split_nodes(comm_);
