@@ -191,6 +191,17 @@ class Communicator {
   // for the GPU.
   void check();
 
+  // Writes this process's flight record — its last calls on every
+  // communicator (STRATA_FLIGHT_RECORDS of them, 256 unless set) — to
+  // STRATA_FLIGHT_DIR/flight-<host>-<pid>-rank<world rank>.txt, replacing
+  // that file, and returns its path. strata writes the same file by itself
+  // on a DeadlineExceeded, a Mismatch, a PeerFailure, a fatal signal and
+  // SIGUSR1 (docs/RELIABILITY.md, "Flight recorder"). Local (no
+  // communication); works on a broken communicator too. Throws
+  // InvalidArgument when STRATA_FLIGHT_DIR was not set when the first
+  // Communicator was made, or when the file cannot be written (saying why).
+  std::string dump_flight_record();
+
  private:
   friend api::Session& api::session_of(Communicator& comm);
   void run(const api::Prepared& prepared);

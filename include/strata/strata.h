@@ -228,6 +228,16 @@ strata_status strata_comm_broken(const strata_comm* comm, int* broken);
  * waits for the GPU or the other ranks. INVALID_ARGUMENT if comm is NULL. */
 strata_status strata_comm_check(strata_comm* comm);
 
+/* Communicator::dump_flight_record(): writes this process's flight record
+ * (its last calls on every communicator) to
+ * STRATA_FLIGHT_DIR/flight-<host>-<pid>-rank<world rank>.txt and, when
+ * `path` is not NULL, copies that file's path into it (at most
+ * path_size - 1 characters, then a 0). Local. INVALID_ARGUMENT if comm is
+ * NULL, if STRATA_FLIGHT_DIR was not set when the first communicator was
+ * made, or if the file cannot be written (strata_last_error() says why).
+ * docs/RELIABILITY.md, "Flight recorder". */
+strata_status strata_comm_dump_flight_record(strata_comm* comm, char* path, size_t path_size);
+
 /* ---- collectives -----------------------------------------------------------
  * All collectives: every rank of the communicator calls them in the same
  * order with the same count, dtype, op and root. `options` may be NULL

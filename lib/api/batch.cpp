@@ -51,11 +51,13 @@ bool Session::only_enqueues(const BatchCall& call) const {
 }
 
 std::shared_ptr<exec::Flight> Session::run_call(const BatchCall& call) {
-  executor_.ensure_usable();
-  log_batch_plan(call);
-  plan::Fingerprint fingerprint;
-  const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
-  return executor_.run_batch(call, ticket);
+  return recorder_.dumping([&] {
+    executor_.ensure_usable();
+    log_batch_plan(call);
+    plan::Fingerprint fingerprint;
+    const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
+    return recorded(call, ticket.sequence, [&] { return executor_.run_batch(call, ticket); });
+  });
 }
 
 Plan Session::plan_batch(std::span<const Tensor> tensors, const PackingOptions& packing,

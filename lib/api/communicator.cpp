@@ -34,6 +34,8 @@ bool Communicator::broken() const { return session_->broken(); }
 
 void Communicator::check() { session_->check(); }
 
+std::string Communicator::dump_flight_record() { return session_->dump_flight_record(); }
+
 std::string Communicator::algorithm_for(std::size_t bytes, Collective collective, Memory memory) const {
   return session_->choose(collective, bytes, memory, Implementation::automatic).describe();
 }

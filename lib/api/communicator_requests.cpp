@@ -101,6 +101,7 @@ Request Communicator::start(const api::Prepared& prepared, bool persistent) {
   request->call = prepared.call;
   request->call.options = &request->options;
   request->call.request = true;
+  request->call.persistent = persistent;
   request->invalid = prepared.invalid;
   adopt(*session_, *request, persistent);
   if (!persistent) {

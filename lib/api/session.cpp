@@ -45,6 +45,7 @@ Session::Session(MPI_Comm comm, Config config) {
   // other ranks inside MPI_Comm_dup. (Ranks share config and environment in
   // practice, so all of them throw.)
   validate_config(config);
+  CallRecorder::prepare();  // (STRATA_FLIGHT_RECORDS)
   const bool progress_thread = progress_thread_wanted(config);
   plan::Spec spec = plan::resolve_spec(config.all_reduce_spec, exec::catalogue());
   const bool model_wanted = model_auto_wanted(spec);
@@ -66,6 +67,7 @@ Session::Session(MPI_Comm comm, Config config) {
         util::log(util::LogLevel::warn, "STRATA_TRACE is set on some ranks only: trace clocks stay unaligned");
     }
     check_calls_ = check_calls_ && size_ > 1;  // one rank has nobody to disagree with
+    recorder_.start(comm_, rank_, size_);
     int thread_level = MPI_THREAD_SINGLE;
     STRATA_CHECK_MPI(MPI_Query_thread(&thread_level));
     split_ = topo::split_nodes(comm_);
@@ -256,10 +258,12 @@ std::shared_ptr<exec::Flight> Session::run_started(const Call& call) { return ru
 std::shared_ptr<exec::Flight> Session::run_started(const BatchCall& call) { return run_any_started(call); }
 
 std::shared_ptr<exec::Flight> Session::run_call(const Call& call) {
-  executor_.ensure_usable();
-  plan::Fingerprint fingerprint;
-  const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
-  return executor_.run(call, ticket);
+  return recorder_.dumping([&] {
+    executor_.ensure_usable();
+    plan::Fingerprint fingerprint;
+    const exec::Ticket ticket = numbered(fingerprint, [&](std::uint64_t n) { return fingerprints_.of(call, n); });
+    return recorded(call, ticket.sequence, [&] { return executor_.run(call, ticket); });
+  });
 }
 
 template <typename AnyCall>

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "api/call_check.hpp"
+#include "api/call_recorder.hpp"
 #include "api/request_queue.hpp"
 #include "exec/call.hpp"
 #include "exec/executor.hpp"
@@ -50,7 +51,14 @@ class Session {
   const Topology& topology() const { return topology_; }
   bool broken() const { return executor_.broken(); }
   // Communicator::check().
-  void check() { executor_.check(); }
+  void check() {
+    recorder_.dumping([&] {
+      executor_.check();
+      return 0;
+    });
+  }
+  // Communicator::dump_flight_record() (api/call_recorder.hpp).
+  std::string dump_flight_record() { return recorder_.dump_on_demand(); }
   const plan::Spec& spec() const { return executor_.plans().spec(); }
   std::string spec_map() const {
     return plan::describe_map(executor_.plans().spec(), executor_.plans().layout());
@@ -137,9 +145,14 @@ class Session {
   void run_any(const AnyCall& call);
   template <typename AnyCall>
   std::shared_ptr<exec::Flight> run_any_started(const AnyCall& call);
-  // One call or batch, numbered, without its span.
+  // One call or batch, numbered and recorded, without its span.
   std::shared_ptr<exec::Flight> run_call(const Call& call);
   std::shared_ptr<exec::Flight> run_call(const BatchCall& call);
+  // The same once numbered (run_call's part in the flight recorder).
+  template <typename AnyCall, typename Work>
+  std::shared_ptr<exec::Flight> recorded(const AnyCall& call, std::uint64_t sequence, Work&& work) {
+    return recorder_.recorded(call, sequence, [&]() -> const plan::CallInfo& { return executor_.current(); }, work);
+  }
   // What refuses a call before it takes a number: the CUDA devices
   // (api/validate.hpp), then what the executor cannot run as asked.
   std::optional<InvalidArgument> precheck(const Call& call);
@@ -211,6 +224,7 @@ class Session {
   // roll calls).
   std::atomic<std::uint64_t> sequence_{0};
   bool check_calls_ = true;    // Config::check_calls and STRATA_CHECK, and more than one rank
+  CallRecorder recorder_;      // every call into the flight recorder (from construction)
   topo::NodeSplit split_;      // nodes, from construction
   Topology topology_;          // from construction, after split
   exec::Executor executor_;    // runs every call (from construction)

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "capi/status.hpp"
@@ -223,6 +225,17 @@ strata_status strata_comm_broken(const strata_comm* comm, int* broken) {
 
 strata_status strata_comm_check(strata_comm* comm) {
   return guarded("strata_comm_check", [&] { comm_of(comm).check(); });
+}
+
+strata_status strata_comm_dump_flight_record(strata_comm* comm, char* path, size_t path_size) {
+  return guarded("strata_comm_dump_flight_record", [&] {
+    const std::string written = comm_of(comm).dump_flight_record();
+    if (path && path_size > 0) {
+      const std::size_t length = std::min(written.size(), path_size - 1);
+      std::memcpy(path, written.data(), length);
+      path[length] = '\0';
+    }
+  });
 }
 
 strata_status strata_all_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,

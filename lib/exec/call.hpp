@@ -41,6 +41,7 @@ struct Call {
   std::string_view name = {};        // what messages call it; empty: the collective ("batch_all_reduce" for packs)
   std::size_t blocks = 1;            // reduce_scatter, all_gather: blocks in the larger buffer (the ranks)
   bool request = false;              // started by a request (non-blocking or persistent), not a blocking call
+  bool persistent = false;           // a request that is persistent (what the flight recorder calls its form)
   const Ordering* ordering = nullptr;  // CUDA: as made earlier (null: as the producer is when it runs)
 
   // The call's size as specs, plans and messages count it: the larger

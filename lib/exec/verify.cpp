@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "exec/check_record.hpp"
+#include "util/flight_recorder.hpp"
 #include "host/shm_rounds.hpp"
 #include "host/transport.hpp"
 #include "util/check.hpp"
@@ -81,8 +82,13 @@ bool verify_call(const HostContext& context, const plan::Fingerprint& mine, cons
   if (context.size == 1) return false;
   util::trace::Span span("verify");  // (a check riding in a shared-memory round has none)
   host::Transport t(context.comm, context.rank, context.size, deadline, info, *context.workspace);
-  if (checks_over_mpi(context)) return verify_over_mpi(t, *context.landing, mine, carry);
+  if (checks_over_mpi(context)) {
+    const bool carried = verify_over_mpi(t, *context.landing, mine, carry);
+    util::flight::mark_checked();
+    return carried;
+  }
   host::shm::verify(t, *context.segment, mine);
+  util::flight::mark_checked();
   return false;
 }
 

@@ -376,6 +376,18 @@ in a long-lived structure.)doc")
           "True once a timeout or a peer failure broke the communicator; every later call raises "
           "strata.PeerFailure.")
       .def(
+          "dump_flight_record",
+          [](PyCommunicator& self) {
+            py::gil_scoped_release release;
+            return self.call([](strata::Communicator& c) { return c.dump_flight_record(); });
+          },
+          R"doc(
+Writes this process's flight record (its last calls on every communicator)
+to STRATA_FLIGHT_DIR/flight-<host>-<pid>-rank<world rank>.txt and returns
+the file's path. Local. Raises strata.InvalidArgument when STRATA_FLIGHT_DIR
+is not set, or the file cannot be written. docs/RELIABILITY.md, "Flight
+recorder".)doc")
+      .def(
           "check",
           [](PyCommunicator& self) {
             py::gil_scoped_release release;

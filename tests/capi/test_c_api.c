@@ -114,10 +114,20 @@ static void test_option_defaults(void) {
 }
 
 /* strata_comm_check on a usable communicator: STRATA_OK, and the last
- * error left alone; a NULL handle is refused naming it. */
+ * error left alone; a NULL handle is refused naming it. The flight record
+ * without STRATA_FLIGHT_DIR (unset in the tests' environment): refused,
+ * saying to set it, the path buffer left alone. */
 static void test_check(strata_comm* comm) {
   char saved[512];
+  char path[64] = "untouched";
   g_step = "check";
+  EXPECT(strata_comm_dump_flight_record(NULL, NULL, 0), STRATA_ERR_INVALID_ARGUMENT,
+         "strata_comm_dump_flight_record", "comm");
+  if (getenv("STRATA_FLIGHT_DIR") == NULL) {
+    EXPECT(strata_comm_dump_flight_record(comm, path, sizeof path), STRATA_ERR_INVALID_ARGUMENT,
+           "strata_comm_dump_flight_record", "STRATA_FLIGHT_DIR");
+    CHECK(strcmp(path, "untouched") == 0);
+  }
   EXPECT(strata_comm_check(NULL), STRATA_ERR_INVALID_ARGUMENT, "strata_comm_check", "comm");
   snprintf(saved, sizeof saved, "%s", strata_last_error());
   EXPECT(strata_comm_check(comm), STRATA_OK, "strata_comm_check", "");

@@ -32,7 +32,9 @@ friends, or strata's own apps, which do not know about the interposer):
   errors-return     errors.py: a timeout comes back as MPI_ERR_OTHER
   errors-fatal      errors.py under MPI_ERRORS_ARE_FATAL: the job aborts
   errors-mismatch   errors.py: different counts on the ranks come back as
-                    MPI_ERR_TRUNCATE on every rank; the communicator works on
+                    MPI_ERR_TRUNCATE on every rank; the communicator works on;
+                    the flight recorder (STRATA_FLIGHT_DIR) recorded the
+                    routed calls, and strata-flight names the disagreement
   bench BENCH COLLECTIVE [bench args]
                     strata-bench --baseline mpi: its MPI_Allreduce /
                     MPI_Reduce / MPI_Bcast column runs through strata
@@ -71,6 +73,7 @@ otherwise, 77 when /usr/bin/python3 lacks mpi4py or numpy.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -344,12 +347,25 @@ def check_requests(mpirun, preload, np, program, extra_env):
 
 def check_errors(mpirun, preload, np, mode):
     scenario = "mismatch" if mode == "errors-mismatch" else "timeout"
-    env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1" if scenario == "timeout" else None)
+    flight_dir = tempfile.mkdtemp(prefix="strata-flight-interpose-") if scenario == "mismatch" else None
+    env = mpi4py_env(preload, STRATA_INTERPOSE_TIMEOUT="1" if scenario == "timeout" else None,
+                     STRATA_FLIGHT_DIR=flight_dir)
     if mode == "errors-fatal":
         env["MPI4PY_RC_ERRORS"] = "fatal"
     status, out = run(mpirun, np, env, [PYTHON, os.path.join(HERE, "errors.py"), scenario], timeout=90)
     c = Checks(out, np)
     if scenario == "mismatch":
+        # The routed calls are recorded like any strata call: every rank
+        # wrote its file on the Mismatch, and the tool names the counts
+        # (errors.py passes 10 + rank elements).
+        tool = os.path.join(HERE, "..", "..", "apps", "strata-flight", "strata-flight")
+        flight = subprocess.run([sys.executable, tool, flight_dir], capture_output=True, text=True)
+        print(flight.stdout + flight.stderr)
+        c.require(flight.returncode == 0, f"strata-flight exited {flight.returncode}")
+        counts = ", ".join(f"{10 + r} on rank {r}" for r in range(np))
+        c.require(re.search(rf"disagree on call #\d+: count: {counts}", flight.stdout),
+                  f"strata-flight did not name the disagreement 'count: {counts}'")
+        shutil.rmtree(flight_dir, ignore_errors=True)
         c.require(status == 0, f"mpirun exited {status}")
         for r in range(np):
             c.require(re.search(rf"strata WARN \[[^\]]*:{r}\] strata-mpi: MPI_Allreduce on comm MPI_COMM_WORLD .* "

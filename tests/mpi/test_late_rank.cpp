@@ -40,17 +40,8 @@ constexpr int kGaveUpTag = 4242;
 // Rank 0 waits until every other rank has said, on MPI_COMM_WORLD, that its
 // call raised: its own call then meets only operations given up on.
 void wait_until_others_gave_up() {
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(world_size() - 1));
-  std::vector<int> flags(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    MPI_Irecv(&flags[i], 1, MPI_INT, static_cast<int>(i) + 1, kGaveUpTag, MPI_COMM_WORLD, &requests[i]);
-  const double since = MPI_Wtime();
-  int all = 0;
-  while (!all && MPI_Wtime() - since < kGaveUpBoundSeconds) {
-    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
-    if (!all) std::this_thread::yield();
-  }
-  REQUIRE_MESSAGE(all, "the other ranks did not say within " << kGaveUpBoundSeconds << " s that their call raised");
+  REQUIRE_MESSAGE(heard_from_every_other_rank(kGaveUpTag, kGaveUpBoundSeconds),
+                  "the other ranks did not say within " << kGaveUpBoundSeconds << " s that their call raised");
 }
 
 enum class Form { blocking, request };

@@ -3,6 +3,7 @@ before anything is sent, on every rank alike; C++ errors arrive as the
 documented Python classes; CUDA arrays are routed to strata's CUDA path,
 which raises strata.Unavailable on a machine without a GPU."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -31,6 +32,13 @@ def still_works(comm):
 
 
 # --- the classes ------------------------------------------------------------
+
+@pytest.mark.skipif(bool(os.environ.get("STRATA_FLIGHT_DIR")), reason="STRATA_FLIGHT_DIR is set")
+def test_dump_flight_record_without_its_folder(comm):
+    # No STRATA_FLIGHT_DIR: nothing to write to, and the error says to set it.
+    with pytest.raises(strata.InvalidArgument, match="STRATA_FLIGHT_DIR"):
+        comm.dump_flight_record()
+
 
 def test_hierarchy():
     assert issubclass(strata.Error, RuntimeError)

@@ -1,0 +1,101 @@
+// The flight recorder: every process keeps its last N calls, of every
+// communicator, in one bounded ring, so that a timeout, a Mismatch, a
+// fatal signal or a request can write down what each rank was doing
+// (util/flight_file.hpp writes it; docs/RELIABILITY.md, "Flight recorder").
+// Always on, so the call path pays for it on every call: recording takes
+// no lock, allocates nothing and does no I/O — one atomic increment claims
+// a slot, plain stores fill it, and timestamps are raw clock ticks
+// (the TSC on x86-64) that the writer converts to steady-clock
+// nanoseconds. The ring is made once, at the first Communicator. Internal
+// header.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "strata/types.hpp"
+
+namespace strata::util::flight {
+
+// How a call was made.
+enum class Form : std::uint8_t { blocking, request, persistent, batch, stream_ordered };
+// Where a call got to: taken its number, passed the call check, returned
+// normally (a stream-ordered call: its work enqueued), or raised.
+enum class State : std::uint8_t { started, checked, completed, failed };
+
+std::string_view to_string(Form form);
+std::string_view to_string(State state);
+
+// What a call is, as recorded. dtype, op and root are -1 where the call
+// has none (a batch of mixed dtypes, a broadcast's op, an all-reduce's root).
+struct CallFacts {
+  std::uint32_t comm = 0;  // the communicator's flight id (the same on every rank of it)
+  std::int32_t rank = 0;   // this process's rank in it
+  std::int32_t size = 1;
+  std::uint64_t sequence = 0;  // the call's number on the communicator
+  std::uint64_t count = 0;     // elements (a batch: of all its tensors)
+  Collective collective = Collective::all_reduce;
+  Form form = Form::blocking;
+  std::int8_t dtype = -1;  // DataType
+  std::int8_t op = -1;     // ReduceOp
+  std::int32_t root = -1;
+};
+
+inline constexpr std::size_t kPlanChars = 48;  // the plan's text, cut to fit (with its terminating 0)
+
+// One slot of the ring. `claim` is 0 while the slot is being (re)written
+// and the number of the claim that wrote it after; a reader that sees the
+// same non-zero claim before and after copying a record has a whole one.
+struct Record {
+  std::atomic<std::uint64_t> claim{0};
+  CallFacts facts;
+  std::atomic<State> state{State::started};
+  std::uint64_t started = 0, checked = 0, ended = 0;  // ticks (now_ticks); 0: not yet
+  char plan[kPlanChars] = {};
+};
+
+// A recorded call, for its later steps (empty when nothing is recorded).
+struct Entry {
+  Record* record = nullptr;
+  std::uint64_t claim = 0;
+};
+
+// Makes the ring, once per process, with STRATA_FLIGHT_RECORDS records
+// (default kDefaultRecords). Throws InvalidArgument naming the variable
+// when it is not a whole number from 1 to kMaxRecords. Thread-safe; later
+// calls do nothing.
+inline constexpr std::size_t kDefaultRecords = 256;
+inline constexpr std::size_t kMaxRecords = 1 << 20;
+void start();
+
+// Records the start of a call on this thread (a no-op before start()).
+// Never allocates, locks or blocks.
+Entry begin(const CallFacts& facts) noexcept;
+// The call this thread is in passed the call check (a no-op outside one).
+void mark_checked() noexcept;
+// The call ended in `state` (completed or failed) with the plan `plan`
+// (cut to kPlanChars - 1 characters). A no-op when the ring went all the
+// way round since its begin().
+void end(const Entry& entry, State state, std::string_view plan) noexcept;
+
+// The raw clock the records hold, and the pair of readings (ticks, steady
+// nanoseconds) taken at start() that converts them. Async-signal-safe.
+std::uint64_t now_ticks() noexcept;
+struct Calibration {
+  std::uint64_t ticks = 0;
+  std::int64_t steady_ns = 0;
+};
+Calibration calibration() noexcept;
+
+// The ring as it is (null before start()), for the writer: `capacity`
+// slots, claims numbered from 1, `claimed` the last one handed out.
+struct View {
+  const Record* records = nullptr;
+  std::size_t capacity = 0;
+  std::uint64_t claimed = 0;
+};
+View view() noexcept;
+
+}  // namespace strata::util::flight
