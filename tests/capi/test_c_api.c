@@ -459,6 +459,11 @@ static void test_invalid_arguments(strata_comm* comm) {
   made = (strata_comm*)&config;
   EXPECT(strata_comm_create(MPI_COMM_WORLD, &config, &made), bad, "strata_comm_create", "no-such-algorithm");
   CHECK(made == NULL);
+  config.all_reduce_spec = NULL;
+  config.reproducible = "bitwise";
+  EXPECT(strata_comm_create(MPI_COMM_WORLD, &config, &made), bad, "strata_comm_create", "bitwise");
+  CHECK(made == NULL);
+  config.reproducible = NULL;
 
   /* Successful calls leave the last error alone; the communicator still works. */
   snprintf(saved, sizeof saved, "%s", strata_last_error());
@@ -980,6 +985,30 @@ int main(int argc, char** argv) {
     test_nonblocking(comm, 41, &options);
     test_persistent(comm, &options);
     test_check(comm);
+  }
+  /* Reproducible mode exact: rank r holds 2^-r... in rotated places; every
+   * element's sum is the same exact value whichever rank holds which. */
+  g_step = "create with reproducible = exact";
+  strata_config_init(&config);
+  CHECK(config.reproducible == NULL && config.accumulate_f32 == 0);
+  config.reproducible = "exact";
+  {
+    strata_comm* exact = NULL;
+    int rank = 0, size = 1;
+    EXPECT(strata_comm_create(MPI_COMM_WORLD, &config, &exact), STRATA_OK, "strata_comm_create", "");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (exact != NULL) {
+      float x[4];
+      for (int i = 0; i < 4; ++i) x[i] = ldexpf(1.0f, -((i + rank) % 4) * 10); /* 1, 2^-10, 2^-20, 2^-30 rotated */
+      EXPECT(strata_all_reduce(exact, x, x, 4, STRATA_F32, STRATA_SUM, NULL), STRATA_OK, "strata_all_reduce", "");
+      for (int i = 0; i < 4; ++i) {
+        double want = 0;
+        for (int r = 0; r < size; ++r) want += ldexp(1.0, -((i + r) % 4) * 10);
+        CHECK(x[i] == (float)want);
+      }
+    }
+    EXPECT(strata_comm_free(&exact), STRATA_OK, "strata_comm_free", "");
   }
   /* The same requests with the progress thread on. */
   g_step = "create with progress_thread";

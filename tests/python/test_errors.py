@@ -262,6 +262,25 @@ def test_verify_checksum_runs_and_bad_values_are_value_errors():
         strata.Communicator(WORLD, verify="sums")
 
 
+def test_reproducible_modes_run_and_bad_values_are_value_errors():
+    # Rank r holds the values rotated by r. order: the fold in rank order in
+    # float32; exact: the float64 sum (exact here) rounded once to float32.
+    values = np.array([3.0 * 2.0 ** -20, 1.0, -7.0 * 2.0 ** 10, 5.0], dtype=np.float32)
+    fold = np.roll(values, 0).copy()
+    for r in range(1, WORLD.size):
+        fold = (fold + np.roll(values, r)).astype(np.float32)
+    exact = sum(np.roll(values, r).astype(np.float64) for r in range(WORLD.size)).astype(np.float32)
+    for mode, want in (("order", fold), ("exact", exact)):
+        with strata.Communicator(WORLD, reproducible=mode, accumulate_f32=True) as c:
+            x = np.tile(np.roll(values, WORLD.rank), 250)
+            c.all_reduce(x)
+            assert_equal(x, np.tile(want, 250), f"all_reduce with reproducible={mode}")
+    with pytest.raises(strata.InvalidArgument, match="config.reproducible = 'bitwise' must be off, order or exact"):
+        strata.Communicator(WORLD, reproducible="bitwise")
+    with pytest.raises(strata.InvalidArgument, match="reproducible must be None"):
+        strata.Communicator(WORLD, reproducible=3)
+
+
 def test_bad_communicators():
     with pytest.raises(TypeError, match="mpi4py"):
         strata.Communicator("world")
