@@ -291,6 +291,27 @@ TEST_CASE("order: requests, persistent requests and batches give the blocking ca
   }
 }
 
+TEST_CASE("order: the ring's chunk size and the progress thread leave the bits alone") {
+  const int rank = world_rank(), n = world_size();
+  const std::size_t count = 70001;
+  const std::vector<std::byte>& want = canonical(n, count, DataType::f32, ReduceOp::sum, kSpread);
+  for (const std::size_t chunk : {std::size_t{4096}, std::size_t{1} << 20})
+    for (const bool thread : {false, true}) {
+      Config config;
+      config.all_reduce_spec = "xring";
+      config.chunk_bytes = chunk;
+      config.progress_thread = thread;
+      config.reproducible = "order";
+      Communicator comm(MPI_COMM_WORLD, config);
+      std::vector<std::byte> a = buffer_of(rank, count, DataType::f32, kSpread), out(a.size());
+      comm.all_reduce({a.data(), count, DataType::f32}, {out.data(), count, DataType::f32}, ReduceOp::sum);
+      check_bits(out, want, DataType::f32, label("chunk " + std::to_string(chunk), DataType::f32, ReduceOp::sum, count));
+      Request request = comm.iall_reduce({a.data(), count, DataType::f32}, {out.data(), count, DataType::f32}, ReduceOp::sum);
+      request.wait();
+      check_bits(out, want, DataType::f32, label("request, progress thread " + std::to_string(thread), DataType::f32, ReduceOp::sum, count));
+    }
+}
+
 TEST_CASE("accumulate_f32: 16-bit sums accumulate in f32 and round once on every algorithm, outside the reproducible modes") {
   const int rank = world_rank(), n = world_size();
   if (n > 2) return;  // with more ranks only the order of the f32 additions would be in question
