@@ -114,6 +114,13 @@ Session::Session(MPI_Comm comm, Config config) {
     printed = true;
     util::log(util::LogLevel::info, "all_reduce_spec {} on {} ranks: {}", executor_.plans().spec().to_string(), size_, spec_map());
   }
+  // The numerics, once per process and mode, where they are not the default.
+  static plan::Numerics said;
+  if (rank_ == 0 && (numerics.reproducible != said.reproducible || numerics.accumulate_f32 != said.accumulate_f32)) {
+    said = numerics;
+    util::log(util::LogLevel::info, "reproducible mode {}{}", plan::to_string(numerics.reproducible),
+              numerics.accumulate_f32 ? ", 16-bit sums accumulated in f32" : "");
+  }
 }
 
 Session::~Session() {
