@@ -217,8 +217,8 @@ std::vector<std::string> order_specs() {
   return only_requested(specs);
 }
 
-// The counts: one element, a few below and above the host thresholds (4 KiB, 64 KiB and 256 KiB of f32).
-const std::size_t kCounts[] = {1, 1500, 17000, 70001};
+// The counts: one element, below 64 KiB and above 256 KiB of f32 (the host thresholds).
+const std::size_t kCounts[] = {1, 1500, 70001};
 
 }  // namespace
 
@@ -228,7 +228,9 @@ TEST_CASE("order: every spec, size, dtype and op gives the canonical fold's bits
     Communicator comm = make(MPI_COMM_WORLD, spec, "order");
     for (const DataType dtype : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16}) {
       for (const ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-        if (op == ReduceOp::prod && (dtype == DataType::f16 || dtype == DataType::bf16)) continue;
+        // 16-bit: the f32 accumulation (sum, mean) and one exact op (max).
+        const bool sixteen = dtype == DataType::f16 || dtype == DataType::bf16;
+        if (sixteen && (op == ReduceOp::prod || op == ReduceOp::min)) continue;
         const int spread = op == ReduceOp::prod ? 2 : kSpread;  // products stay finite
         for (const std::size_t count : kCounts) {
           const std::vector<std::byte>& want = canonical(n, count, dtype, op, spread);
