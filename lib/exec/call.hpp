@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/backend.hpp"
+#include "plan/choose.hpp"
 #include "plan/fingerprint.hpp"
 #include "plan/job.hpp"
 #include "plan/packing.hpp"
@@ -47,6 +48,8 @@ struct Call {
   // The call's size as specs, plans and messages count it: the larger
   // buffer (for reduce_scatter the input, for all_gather the output).
   std::size_t bytes() const { return job.bytes() * blocks; }
+  // What it reduces, as plans ask (the reproducible modes plan by it).
+  plan::Reduction reduction() const { return {job.op, job.dtype}; }
 };
 
 // A validated batch: batch[k][r] is logical tensor k on local replica r

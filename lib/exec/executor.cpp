@@ -132,8 +132,8 @@ void Executor::run_host(const Call& call, const Ticket& ticket, const util::Dead
     return;
   }
   const std::size_t bytes = call.bytes();
-  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec,
-                                                  {call.job.op, call.job.dtype});
+  const plan::Choice& choice =
+      plans_.cached(call.collective, bytes, Memory::host, call.options->implementation, call.spec, call.reduction());
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
   job.chunk_bytes = host_.chunk_bytes();
@@ -202,7 +202,7 @@ gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering
 
 plan::Choice Executor::gpu_choice(const Call& call) const {
   return plans_.choose(call.collective, call.bytes(), Memory::cuda, call.options->implementation, call.spec,
-                       {call.job.op, call.job.dtype});
+                       call.reduction());
 }
 
 gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices,
@@ -223,8 +223,8 @@ std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket
   if (call.job.count == 0) return nullptr;
   refuse_cuda_numerics(call.collective, call.job.op, call.job.dtype);
   const std::size_t bytes = call.bytes();
-  const plan::Choice& choice = plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec,
-                                                  {call.job.op, call.job.dtype});
+  const plan::Choice& choice =
+      plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec, call.reduction());
   current_ = {to_string(call.collective), ticket.sequence, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
@@ -331,7 +331,7 @@ bool Executor::thread_may_run(const Call& call) const {
   try {
     shared =
         plans_.choose(call.collective, call.bytes(), Memory::host, call.options->implementation, call.spec,
-                      {call.job.op, call.job.dtype})
+                      call.reduction())
             .shared_memory;
   } catch (const Error&) {
     return false;  // (a plan that cannot be made fails when the request runs, on the caller's thread)
