@@ -7,10 +7,18 @@
 #include <limits>
 #include <type_traits>
 
+#include "host/reduce_simd.hpp"
 #include "util/half.hpp"
 
 namespace strata::exec::fixed_point {
 namespace {
+
+// Every helper below is inlined into each instruction set's copy of the
+// loops (the end of this file), so that each copy is vectorised for its
+// own: no libm calls, no int64 -> double conversion AVX2 lacks, only
+// integer and exactly rounded IEEE operations, so every copy gives the
+// same bits.
+#define STRATA_INLINE [[gnu::always_inline]] inline
 
 constexpr int kFractionBits = 40;
 constexpr std::int64_t kNanCount = std::int64_t{1} << 42, kPlusInfCount = std::int64_t{1} << 21,
@@ -49,10 +57,10 @@ const ScaleTable& f64_table() {
   return table;
 }
 
-double apply(double x, const Factors& f) { return (x * f.first) * f.second; }
+STRATA_INLINE double apply(double x, const Factors& f) { return (x * f.first) * f.second; }
 
 // round-half-even(y) for |y| < 2^51, without a libm call.
-std::int64_t round_to_int(double y) {
+STRATA_INLINE std::int64_t round_to_int(double y) {
   constexpr double kMagic = 0x1.8p52;
   return std::bit_cast<std::int64_t>(y + kMagic) - std::bit_cast<std::int64_t>(kMagic);
 }
@@ -60,11 +68,26 @@ std::int64_t round_to_int(double y) {
 // v rounded to float by truncation with the last bit set when inexact
 // ("round to odd"): rounding that float once more to 16 bits gives v
 // rounded once to 16 bits.
-float to_float_odd(double v) {
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) == v || std::isinf(f)) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
+STRATA_INLINE float to_float_odd(double v) {
+  const float f = static_cast<float>(v);
+  const double back = static_cast<double>(f);
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  const bool exact = back == v || (bits & 0x7fffffffu) == 0x7f800000u;  // (an infinity stays one)
+  // Rounded away from zero: one step back toward it (f is not 0 then).
+  const bool away = (back < 0 ? -back : back) > (v < 0 ? -v : v);
+  bits -= away ? 1u : 0u;
+  return exact ? f : std::bit_cast<float>(bits | 1u);
+}
+
+// x as the nearest double, rounded once, for any int64 (AVX2 has no such
+// conversion): the high 32 bits and the low 32 bits each placed exactly
+// in a double's mantissa, then added.
+STRATA_INLINE double to_double(std::int64_t x) {
+  const auto u = static_cast<std::uint64_t>(x);
+  // 2^52 + low half; 2^84 + 2^63 + high half (signed) * 2^32, less 2^84 + 2^63 + 2^52 (exact).
+  const double low = std::bit_cast<double>(0x4330000000000000ULL | (u & 0xffffffffULL));
+  const double high = std::bit_cast<double>((u >> 32) ^ 0x4530000080000000ULL) - 0x1.00000801p84;
+  return high + low;  // the only rounding
 }
 
 double non_finite_result(std::int64_t kinds) {
@@ -79,42 +102,31 @@ double non_finite_result(std::int64_t kinds) {
 struct F32 {
   using Stored = float;
   static constexpr bool f64 = false;
-  static double load(Stored x) { return x; }
-  static Stored store(double v) { return static_cast<float>(v); }
+  STRATA_INLINE static double load(Stored x) { return x; }
+  STRATA_INLINE static Stored store(double v) { return static_cast<float>(v); }
 };
 struct F64 {
   using Stored = double;
   static constexpr bool f64 = true;
-  static double load(Stored x) { return x; }
-  static Stored store(double v) { return v; }
+  STRATA_INLINE static double load(Stored x) { return x; }
+  STRATA_INLINE static Stored store(double v) { return v; }
 };
 struct F16 {
   using Stored = std::uint16_t;
   static constexpr bool f64 = false;
-  static double load(Stored x) { return util::f16_to_f32(x); }
-  static Stored store(double v) { return util::f32_to_f16(to_float_odd(v)); }
+  STRATA_INLINE static double load(Stored x) { return util::f16_to_f32(x); }
+  STRATA_INLINE static Stored store(double v) { return util::f32_to_f16(to_float_odd(v)); }
 };
 struct BF16 {
   using Stored = std::uint16_t;
   static constexpr bool f64 = false;
-  static double load(Stored x) { return util::bf16_to_f32(x); }
-  static Stored store(double v) { return util::f32_to_bf16(to_float_odd(v)); }
+  STRATA_INLINE static double load(Stored x) { return util::bf16_to_f32(x); }
+  STRATA_INLINE static Stored store(double v) { return util::f32_to_bf16(to_float_odd(v)); }
 };
-
-template <typename Format, typename Work>
-void with_format(DataType dtype, Work&& work) {
-  switch (dtype) {
-    case DataType::f32: work(F32{}); return;
-    case DataType::f64: work(F64{}); return;
-    case DataType::f16: work(F16{}); return;
-    case DataType::bf16: work(BF16{}); return;
-    default: return;  // (integers never come here: their sums are exact already)
-  }
-}
 
 // The scale code of an f64 value: its binary exponent from the bits (a
 // subnormal counts as 2^-1023, still an upper bound) in steps of 16.
-std::int8_t f64_code(double x) {
+STRATA_INLINE std::int8_t f64_code(double x) {
   const auto bits = std::bit_cast<std::uint64_t>(x);
   const int field = static_cast<int>((bits >> 52) & 0x7ff);
   const int e = field - 1023;
@@ -124,13 +136,13 @@ std::int8_t f64_code(double x) {
 }
 
 // 2^e as a double, from its bits (e within a normal double's range).
-double power_of_two(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
+STRATA_INLINE double power_of_two(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
 
 // The scale code of a narrow format's value from its own bits: its binary
 // exponent (a subnormal counts as the smallest normal's binade below,
 // still an upper bound), clamped to [-128, 126].
 template <typename Format>
-std::int8_t narrow_code(typename Format::Stored x) {
+STRATA_INLINE std::int8_t narrow_code(typename Format::Stored x) {
   std::uint32_t bits = 0;
   int field = 0, all_ones = 0, bias = 0;
   if constexpr (std::is_same_v<Format, F16>) {
@@ -149,79 +161,155 @@ std::int8_t narrow_code(typename Format::Stored x) {
   return static_cast<std::int8_t>(field == all_ones ? kNonFiniteCode : bits == 0 ? kZeroCode : std::max(e, -128));
 }
 
+// ---- the loops, one copy per instruction set ------------------------------
+
+template <typename Format>
+STRATA_INLINE void measure_loop(const void* in, std::size_t count, std::int8_t* codes) {
+  const auto* x = static_cast<const typename Format::Stored*>(in);
+  if constexpr (Format::f64)
+    for (std::size_t i = 0; i < count; ++i) codes[i] = f64_code(x[i]);
+  else
+    for (std::size_t i = 0; i < count; ++i) codes[i] = narrow_code<Format>(x[i]);
+}
+
+template <typename Format>
+STRATA_INLINE void encode_loop(const void* in, std::size_t count, const std::int8_t* codes, std::int64_t* fixed,
+                               std::int64_t* kinds) {
+  const auto* x = static_cast<const typename Format::Stored*>(in);
+  const ScaleTable& scales = f64_table();
+  for (std::size_t i = 0; i < count; ++i) {
+    const double v = Format::load(x[i]);
+    const int code = codes[i];
+    // A value whose element holds an infinity or NaN somewhere counts 0
+    // (its result comes from the kinds); a zero code means every rank's is 0.
+    // (Selected after the arithmetic, not branched around it, so that
+    // the loop vectorises: an uncounted value's y may be anything.)
+    const bool counted = code != kNonFiniteCode && code != kZeroCode;
+    if constexpr (Format::f64) {
+      const double y = apply(v, scales.to_fixed[code + 128]);
+      const std::int64_t high = round_to_int(y);
+      const std::int64_t low = round_to_int((y - to_double(high)) * 0x1p40);  // y - high is exact
+      fixed[2 * i] = counted ? high : 0;
+      fixed[2 * i + 1] = counted ? low : 0;
+    } else {
+      const double y = v * power_of_two(kFractionBits - code);  // (one factor suffices: code <= 126)
+      fixed[i] = round_to_int(y) & -static_cast<std::int64_t>(counted);
+    }
+  }
+  if (kinds)
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = Format::load(x[i]);
+      kinds[i] = v != v ? kNanCount : v == std::numeric_limits<double>::infinity() ? kPlusInfCount
+                                  : v == -std::numeric_limits<double>::infinity() ? kMinusInfCount
+                                                                                   : 0;
+    }
+}
+
+template <typename Format>
+STRATA_INLINE void decode_loop(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes,
+                               std::size_t count, std::size_t divisor, void* out) {
+  auto* result = static_cast<typename Format::Stored*>(out);
+  const ScaleTable& scales = f64_table();
+  const double d = static_cast<double>(divisor);
+  for (std::size_t i = 0; i < count; ++i) {
+    double v = 0;  // +0 for a zero sum (a zero code's words are all 0)
+    if constexpr (Format::f64) {
+      // high * 2^40 + low, rounded once (both terms are exact doubles).
+      const double sum = to_double(fixed[2 * i]) * 0x1p40 + to_double(fixed[2 * i + 1]);
+      v = apply(sum, scales.from_fixed[codes[i] + 128]);
+    } else {
+      v = to_double(fixed[i]) * power_of_two(codes[i] - kFractionBits);
+    }
+    result[i] = Format::store(divisor > 1 ? v / d : v);
+  }
+  if (kinds)
+    for (std::size_t i = 0; i < count; ++i)
+      if (codes[i] == kNonFiniteCode && kinds[i] != 0) result[i] = Format::store(non_finite_result(kinds[i]));
+}
+
+// One instruction set's copy of the three loops, for each floating dtype
+// (integers never come here: their sums are exact already).
+#define STRATA_FIXED_POINT_KERNELS(isa, target)                                                                    \
+  target void measure_##isa(const void* in, std::size_t count, DataType dtype, std::int8_t* codes) {              \
+    switch (dtype) {                                                                                               \
+      case DataType::f32: measure_loop<F32>(in, count, codes); return;                                             \
+      case DataType::f64: measure_loop<F64>(in, count, codes); return;                                             \
+      case DataType::f16: measure_loop<F16>(in, count, codes); return;                                             \
+      case DataType::bf16: measure_loop<BF16>(in, count, codes); return;                                           \
+      default: return;                                                                                             \
+    }                                                                                                              \
+  }                                                                                                                \
+  target void encode_##isa(const void* in, std::size_t count, DataType dtype, const std::int8_t* codes,            \
+                           std::int64_t* fixed, std::int64_t* kinds) {                                             \
+    switch (dtype) {                                                                                               \
+      case DataType::f32: encode_loop<F32>(in, count, codes, fixed, kinds); return;                                \
+      case DataType::f64: encode_loop<F64>(in, count, codes, fixed, kinds); return;                                \
+      case DataType::f16: encode_loop<F16>(in, count, codes, fixed, kinds); return;                                \
+      case DataType::bf16: encode_loop<BF16>(in, count, codes, fixed, kinds); return;                              \
+      default: return;                                                                                             \
+    }                                                                                                              \
+  }                                                                                                                \
+  target void decode_##isa(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes,         \
+                           std::size_t count, DataType dtype, std::size_t divisor, void* out) {                    \
+    switch (dtype) {                                                                                               \
+      case DataType::f32: decode_loop<F32>(fixed, kinds, codes, count, divisor, out); return;                      \
+      case DataType::f64: decode_loop<F64>(fixed, kinds, codes, count, divisor, out); return;                      \
+      case DataType::f16: decode_loop<F16>(fixed, kinds, codes, count, divisor, out); return;                      \
+      case DataType::bf16: decode_loop<BF16>(fixed, kinds, codes, count, divisor, out); return;                    \
+      default: return;                                                                                             \
+    }                                                                                                              \
+  }
+
+struct Kernels {
+  void (*measure)(const void*, std::size_t, DataType, std::int8_t*);
+  void (*encode)(const void*, std::size_t, DataType, const std::int8_t*, std::int64_t*, std::int64_t*);
+  void (*decode)(const std::int64_t*, const std::int64_t*, const std::int8_t*, std::size_t, DataType, std::size_t,
+                 void*);
+};
+
+STRATA_FIXED_POINT_KERNELS(baseline, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// No fma (as the reduction kernels): a fused multiply-add would round differently.
+STRATA_FIXED_POINT_KERNELS(avx2, __attribute__((target("avx2"))))
+STRATA_FIXED_POINT_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq"))))
+#endif
+
+// The copy for the instruction set the reduction kernels run
+// (host::simd::chosen(): STRATA_REDUCE_ISA, else the widest this CPU has).
+const Kernels& kernels() {
+  static const Kernels chosen = [] {
+    const std::string_view isa = host::simd::chosen().name;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (isa == "avx512" && __builtin_cpu_supports("avx512dq")) return Kernels{&measure_avx512, &encode_avx512, &decode_avx512};
+    if (isa == "avx2" || isa == "avx512") return Kernels{&measure_avx2, &encode_avx2, &decode_avx2};
+#endif
+    return Kernels{&measure_baseline, &encode_baseline, &decode_baseline};
+  }();
+  return chosen;
+}
+
 }  // namespace
 
 std::size_t words(DataType dtype) { return dtype == DataType::f64 ? 2 : 1; }
 
 void measure(const void* in, std::size_t count, DataType dtype, std::int8_t* codes) {
-  with_format<void>(dtype, [&](auto format) {
-    using Format = decltype(format);
-    const auto* x = static_cast<const typename Format::Stored*>(in);
-    if constexpr (Format::f64)
-      for (std::size_t i = 0; i < count; ++i) codes[i] = f64_code(x[i]);
-    else
-      for (std::size_t i = 0; i < count; ++i) codes[i] = narrow_code<Format>(x[i]);
-  });
+  kernels().measure(in, count, dtype, codes);
 }
 
 bool any_non_finite(const std::int8_t* codes, std::size_t count) {
-  return std::find(codes, codes + count, kNonFiniteCode) != codes + count;
+  bool any = false;  // (no early exit: the whole loop vectorises, and finite data, the usual case, reads it all)
+  for (std::size_t i = 0; i < count; ++i) any |= codes[i] == kNonFiniteCode;
+  return any;
 }
 
 void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t* codes, std::int64_t* fixed,
             std::int64_t* kinds) {
-  with_format<void>(dtype, [&](auto format) {
-    using Format = decltype(format);
-    const auto* x = static_cast<const typename Format::Stored*>(in);
-    const ScaleTable& scales = f64_table();
-    for (std::size_t i = 0; i < count; ++i) {
-      const double v = Format::load(x[i]);
-      const int code = codes[i];
-      // A value whose element holds an infinity or NaN somewhere counts 0
-      // (its result comes from the kinds); a zero code means every rank's is 0.
-      const bool counted = code != kNonFiniteCode && code != kZeroCode;
-      double y = 0;
-      if constexpr (Format::f64) y = counted ? apply(v, scales.to_fixed[code + 128]) : 0.0;
-      else y = counted ? v * power_of_two(kFractionBits - code) : 0.0;  // (one factor suffices: code <= 126)
-      const std::int64_t high = round_to_int(y);
-      if constexpr (Format::f64) {
-        fixed[2 * i] = high;
-        fixed[2 * i + 1] = round_to_int((y - static_cast<double>(high)) * 0x1p40);  // y - high is exact
-      } else {
-        fixed[i] = high;
-      }
-    }
-    if (kinds)
-      for (std::size_t i = 0; i < count; ++i) {
-        const double v = Format::load(x[i]);
-        kinds[i] = std::isnan(v) ? kNanCount : std::isinf(v) ? (v > 0 ? kPlusInfCount : kMinusInfCount) : 0;
-      }
-  });
+  kernels().encode(in, count, dtype, codes, fixed, kinds);
 }
 
 void decode(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes, std::size_t count,
             DataType dtype, std::size_t divisor, void* out) {
-  with_format<void>(dtype, [&](auto format) {
-    using Format = decltype(format);
-    auto* result = static_cast<typename Format::Stored*>(out);
-    const ScaleTable& scales = f64_table();
-    const double d = static_cast<double>(divisor);
-    for (std::size_t i = 0; i < count; ++i) {
-      double v = 0;  // +0 for a zero sum (a zero code's words are all 0)
-      if constexpr (Format::f64) {
-        // high * 2^40 + low, rounded once (both terms are exact doubles).
-        const double sum = static_cast<double>(fixed[2 * i]) * 0x1p40 + static_cast<double>(fixed[2 * i + 1]);
-        v = apply(sum, scales.from_fixed[codes[i] + 128]);
-      } else {
-        v = static_cast<double>(fixed[i]) * power_of_two(codes[i] - kFractionBits);
-      }
-      if (divisor > 1) v /= d;
-      result[i] = Format::store(v);
-    }
-    if (kinds)
-      for (std::size_t i = 0; i < count; ++i)
-        if (codes[i] == kNonFiniteCode && kinds[i] != 0) result[i] = Format::store(non_finite_result(kinds[i]));
-  });
+  kernels().decode(fixed, kinds, codes, count, dtype, divisor, out);
 }
 
 }  // namespace strata::exec::fixed_point
