@@ -131,7 +131,7 @@ class TickScale {
 struct Copied {
   CallFacts facts;
   State state = State::started;
-  std::uint64_t started = 0, checked = 0, ended = 0;
+  std::uint64_t started = 0, ended = 0;
   char plan[kPlanChars] = {};
 };
 
@@ -140,7 +140,6 @@ bool copy_record(const Record& record, std::uint64_t claim, Copied& out) {
   out.facts = record.facts;
   out.state = record.state.load(std::memory_order_acquire);
   out.started = record.started;
-  out.checked = record.checked;
   out.ended = record.ended;
   std::memcpy(out.plan, record.plan, kPlanChars);
   out.plan[kPlanChars - 1] = '\0';
@@ -164,8 +163,7 @@ void write_call(Out& out, const Copied& call, const TickScale& scale) {
   out.field("dtype", f.dtype < 0 ? std::string_view("-") : to_string(static_cast<DataType>(f.dtype)));
   out.field("op", f.op < 0 ? std::string_view("-") : to_string(static_cast<ReduceOp>(f.op)));
   out.signed_field("root", f.root).field("form", to_string(f.form)).field("state", to_string(call.state));
-  out.signed_field("started_ns", scale.ns(call.started)).signed_field("checked_ns", scale.ns(call.checked));
-  out.signed_field("ended_ns", scale.ns(call.ended));
+  out.signed_field("started_ns", scale.ns(call.started)).signed_field("ended_ns", scale.ns(call.ended));
   out.text(" plan=").line_text(call.plan[0] ? std::string_view(call.plan) : std::string_view("-")).text("\n");
 }
 

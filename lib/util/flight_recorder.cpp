@@ -33,7 +33,10 @@ std::once_flag g_started;
 
 // The call this thread is in, for mark_checked(): the call check runs deep
 // inside the executor, which knows nothing of the record.
-thread_local Entry t_current;
+// initial-exec: a direct thread-pointer access, not a call to
+// __tls_get_addr, on the call path (libstrata is loaded with the program
+// or preloaded, never dlopen'ed late into a process short of TLS space).
+[[gnu::tls_model("initial-exec")]] thread_local Entry t_current;
 
 std::int64_t steady_ns() noexcept {
   timespec now{};
@@ -115,7 +118,6 @@ Entry begin(const CallFacts& facts) noexcept {
   record.facts = facts;
   record.state.store(State::started, std::memory_order_relaxed);
   record.started = now_ticks();
-  record.checked = 0;
   record.ended = 0;
   record.plan[0] = '\0';
   record.claim.store(claim, std::memory_order_release);
@@ -127,7 +129,6 @@ void mark_checked() noexcept {
   const Entry entry = t_current;
   if (!entry.record || entry.record->claim.load(std::memory_order_relaxed) != entry.claim) return;
   if (entry.record->state.load(std::memory_order_relaxed) != State::started) return;
-  entry.record->checked = now_ticks();
   entry.record->state.store(State::checked, std::memory_order_release);
 }
 

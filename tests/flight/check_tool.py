@@ -20,7 +20,7 @@ def record(rank, size, calls, reason="DeadlineExceeded", steady=10**12, realtime
              f"records=256 calls={len(calls)} steady_ns={steady} realtime_ns={realtime} reason={reason}"]
     for seq, count, started, ended, state in calls:
         lines.append(f"call comm=1 rank={rank} size={size} seq={seq} collective=all_reduce count={count} dtype=f32 "
-                     f"op=sum root=-1 form=blocking state={state} started_ns={started} checked_ns=0 "
+                     f"op=sum root=-1 form=blocking state={state} started_ns={started} "
                      f"ended_ns={ended} plan=pscpu")
     return "\n".join(lines) + "\n"
 

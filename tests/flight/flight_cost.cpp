@@ -35,7 +35,7 @@ double ns_per_call(long calls, bool recorded) {
 }
 
 // One read of the records' clock (util::flight::now_ticks), which a call
-// makes three times (started, checked, ended).
+// makes twice (started, ended).
 double ns_per_tick_read(long reads) {
   std::uint64_t sum = 0;
   const auto start = Clock::now();
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     tick = std::min(tick, ns_per_tick_read(calls));
   }
   std::printf("flight recorder: %.1f ns per call (begin + mark_checked + end, best of 5 x %ld calls; the empty "
-              "loop %.1f ns); one clock read (3 per call): %.1f ns\n",
+              "loop %.1f ns); one clock read (2 per call): %.1f ns\n",
               best - empty, calls, empty, tick);
   return 0;
 }
