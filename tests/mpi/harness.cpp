@@ -326,6 +326,9 @@ int main(int argc, char** argv) {
     doctest::Context context;
     context.applyCommandLine(argc, argv);
     context.setOption("reporters", "mpi");
+    // STRATA_TEST_CASES: doctest's --test-case filter, for a variant that
+    // runs part of a program (tests/mpi/meson.build).
+    if (const char* cases = std::getenv("STRATA_TEST_CASES"); cases && *cases) context.setOption("test-case", cases);
     context.run();
     g_watchdog = nullptr;
     failed_cases = static_cast<int>(g_stats.numTestCasesFailed);

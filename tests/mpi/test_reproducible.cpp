@@ -20,12 +20,16 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <tuple>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "harness.hpp"
 #include "specs.hpp"
@@ -314,6 +318,33 @@ TEST_CASE("order: the ring's chunk size and the progress thread leave the bits a
     }
 }
 
+TEST_CASE("order: a tuned spec read from STRATA_SPEC_FILE gives the canonical fold's bits") {
+  const int rank = world_rank(), n = world_size();
+  // A file as strata-tune writes it: comments, then one spec whose
+  // thresholds fall between the counts below.
+  const std::string path = "/tmp/strata-test-reproducible-spec-" + std::to_string(rank) + "-" +
+                           std::to_string(static_cast<long>(getpid()));
+  {
+    std::FILE* file = std::fopen(path.c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fputs("# measured by strata-tune\n\ntree:2k:rechd:32k:xring#2\n", file);
+    std::fclose(file);
+  }
+  ::setenv("STRATA_SPEC_FILE", path.c_str(), 1);
+  Config config;  // no spec: the file's
+  config.reproducible = "order";
+  Communicator comm(MPI_COMM_WORLD, config);
+  ::unsetenv("STRATA_SPEC_FILE");
+  std::remove(path.c_str());
+  CHECK(comm.all_reduce_spec() == AllReduceSpec("tree:2k:rechd:32k:xring#2"));
+  for (const std::size_t count : kCounts) {
+    const std::vector<std::byte>& want = canonical(n, count, DataType::f32, ReduceOp::sum, kSpread);
+    std::vector<std::byte> a = buffer_of(rank, count, DataType::f32, kSpread), out(a.size());
+    comm.all_reduce({a.data(), count, DataType::f32}, {out.data(), count, DataType::f32}, ReduceOp::sum);
+    check_bits(out, want, DataType::f32, label("STRATA_SPEC_FILE", DataType::f32, ReduceOp::sum, count));
+  }
+}
+
 TEST_CASE("accumulate_f32: 16-bit sums accumulate in f32 and round once on every algorithm, outside the reproducible modes") {
   const int rank = world_rank(), n = world_size();
   if (n > 2) return;  // with more ranks only the order of the f32 additions would be in question
@@ -377,7 +408,7 @@ std::vector<std::byte> exact_all_reduce(Communicator& comm, int c, std::size_t c
 
 TEST_CASE("exact: every rotation of the contributions gives the correctly rounded sum's bits, on every spec") {
   const int rank = world_rank(), n = world_size();
-  for (const std::string& spec : std::vector<std::string>{"auto", "xring", "rechd", "tree", "pscpu/xring", "mpi"}) {
+  for (const std::string& spec : only_requested({"auto", "xring", "rechd", "tree", "pscpu/xring", "mpi"})) {
     if (!registered(spec.substr(0, spec.find('/'))) && spec != "auto") continue;
     Communicator comm = make(MPI_COMM_WORLD, spec, "exact");
     for (const DataType dtype : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16})
