@@ -35,6 +35,9 @@
 #     saying why);
 #   - capi: all of it (the C program, the Fortran module through
 #     mpifort.mpich, the install test built with mpicc.mpich);
+#   - install: mpich-build-and-run (tests/install/check_mpich.sh: the
+#     configure routes that pick MPICH, and this build installed and
+#     used through its strata.pc);
 #   - python: one skipped test saying why (no mpi4py for MPICH here, so no
 #     module: python/meson.build; PyPI's mpi4py would need a download and
 #     a compile, which CI must not depend on).
@@ -50,8 +53,10 @@
 # The build: host-only (-Dcuda=disabled: the GPU tests run in the main
 # pass), no apps (nothing selected needs them), -O1 without debug info
 # (half the compile of -O2 -g; ccache keeps the objects across runs), with
-# asserts. Only the selected tests' targets and what `meson install` needs
-# (the C API's install test installs the build) are built.
+# asserts, as a unity build (a few sources per compiler run; the main build
+# compiles every file alone). Only the selected tests' targets and what
+# `meson install` needs (the C API's install test installs the build) are
+# built.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -63,7 +68,7 @@ rm -f "$build/meson-logs/testlog.json"
 # The standard-ABI interposer's MPI (its mpi_abi.h): the mpich wheel's
 # prefix, or none where it cannot be had (the reason goes to stderr).
 abi_prefix=$(timeout 700 python3 "$STRATA_ROOT/tests/interpose/check_abi.py" --prefix mpich) || abi_prefix=""
-options=(-Dmpi=mpich -Dcuda=disabled -Dapps=false -Dbuildtype=plain -Db_ndebug=false
+options=(-Dmpi=mpich -Dcuda=disabled -Dapps=false -Dbuildtype=plain -Db_ndebug=false -Dunity=on
   "-Dcpp_args=-O1 -fdebug-prefix-map=$build=." "-Dmpi_abi=$abi_prefix")
 [ -f "$build/build.ninja" ] && meson configure "$build" "${options[@]}" >/dev/null
 STRATA_TARGETS=build.ninja strata_setup "$build" "${options[@]}"
@@ -91,7 +96,7 @@ for test in introspect("--tests"):
     program, ranks = (m.group(1), int(m.group(2))) if m else (name, 0)
     if program in MPICH_WRONG:
         continue
-    if "capi" in suites or "python" in suites:
+    if "capi" in suites or "python" in suites or name == "mpich-build-and-run":
         chosen.append(test)
     elif "mpi" in suites or "interpose" in suites:
         if ranks == 2 or name in ("test_public_api-np3", "interpose-abi") or name in AFTER_TIMEOUTS:

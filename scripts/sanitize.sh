@@ -24,7 +24,11 @@
 # than half the compile time, and file:line still in every report; asserts
 # and libstdc++'s own checks (_GLIBCXX_ASSERTIONS: bounds of operator[],
 # front() of an empty vector, ...) on; host-only, no apps, no Python module.
-# Only the selected tests' targets are built.
+# Only the selected tests' targets are built, as a unity build (a few
+# sources per compiler run): every target of this configuration took 154 s
+# from cold so, where the selected ones alone took 191 s file by file (the
+# main build still compiles every file alone, so a missing include shows
+# there).
 #
 # Reports: ASan and UBSan stop the process at the first error with a stack
 # (halt_on_error=1, print_stacktrace=1), so the test fails. LeakSanitizer
@@ -48,7 +52,7 @@ rm -f "$build/meson-logs/testlog.json"
 # from a clone elsewhere; reports still give ../lib/... file:line.
 options=('-Db_sanitize=address,undefined' -Db_lundef=false -Dbuildtype=plain
   "-Dcpp_args=-O1 -g1 -D_GLIBCXX_ASSERTIONS -fdebug-prefix-map=$build=."
-  -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false)
+  -Db_ndebug=false -Dcuda=disabled -Dpython=disabled -Dapps=false -Dunity=on)
 # A directory configured by an earlier version of this script takes today's
 # options (meson only rebuilds what they change).
 [ -f "$build/build.ninja" ] && meson configure "$build" "${options[@]}" >/dev/null

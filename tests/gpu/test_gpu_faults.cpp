@@ -46,7 +46,7 @@ using namespace strata;
 namespace {
 
 int rank = 0, size = 1, failures = 0, skipped = 0;
-constexpr double kTimeout = 2.0;
+constexpr double kTimeout = 1.0;
 
 using SetFaults = void (*)(const char*);
 SetFaults set_faults = nullptr;
