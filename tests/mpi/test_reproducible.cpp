@@ -2,12 +2,14 @@
 // against references this file computes itself from every rank's
 // contribution (each rank can make any rank's data):
 //   order  every spec (each registered host algorithm, auto, a tuned-file
-//          style tuple list, hierarchical pairs), size, form (blocking,
-//          request, persistent, batch) and collective gives the bits of
-//          the canonical fold: element by element, in rank order 0..n-1,
-//          16-bit sums in f32 rounded once. Run at several rank counts and
-//          on virtual nodes (meson.build), the reference being the same
-//          everywhere, so layouts agree with each other too.
+//          style tuple list, hierarchical pairs, a spec read from
+//          STRATA_SPEC_FILE), size, form (blocking, request, persistent,
+//          batch) and collective gives the bits of the canonical fold:
+//          element by element, in rank order 0..n-1, 16-bit sums in f32
+//          rounded once. Run at several rank counts, on virtual nodes
+//          (meson.build) and on emulated hosts (tests/cluster), the
+//          reference being the same everywhere, so layouts agree with each
+//          other too.
 //   exact  every rotation of which rank holds which contribution, and a
 //          further rank contributing zeros, gives the same bits, and those
 //          are the correctly rounded sum where the contributions of an
