@@ -202,7 +202,7 @@ if [ -z "${TIMER[debian]:-}" ]; then
   SKIPPED+=("strata: needs Debian's Open MPI")
 elif [ ! -f "$INTERPOSER" ]; then
   SKIPPED+=("strata: no $INTERPOSER (the build in $BUILD failed)")
-elif ! ldd "$INTERPOSER" | grep -Eq 'libmpi\.so\.40 => (/usr)?/lib/'; then
+elif ! [[ $(ldd "$INTERPOSER") =~ libmpi\.so\.40\ =\>\ (/usr)?/lib/ ]]; then
   SKIPPED+=("strata: $INTERPOSER is not built against Debian's Open MPI 4.1 (configure $BUILD without -Dmpi)")
 else
   CONFIGS+=(strata)
