@@ -195,7 +195,13 @@ fi
 INTERPOSER=$BUILD/lib/interpose/libstrata_mpi.so
 if [ -n "${TIMER[debian]:-}" ] && [ ! -f "$INTERPOSER" ]; then
   echo "peers: building strata's interposer in $BUILD" >&2
-  STRATA_TARGETS=lib/interpose/libstrata_mpi.so strata_setup "$BUILD" -Dcuda=disabled -Dpython=disabled >&2 || true
+  # Configure (build.ninja), then that one library: the versioned file the
+  # link makes, with its libstrata_mpi.so link, is ninja's target name.
+  if STRATA_TARGETS=build.ninja strata_setup "$BUILD" -Dcuda=disabled -Dpython=disabled >&2; then
+    target=lib/interpose/libstrata_mpi.so
+    [[ $(ninja -C "$BUILD" -t targets all) =~ (lib/interpose/libstrata_mpi\.so[.0-9]*): ]] && target=${BASH_REMATCH[1]}
+    ninja -C "$BUILD" "$target" >/dev/null || true
+  fi
 fi
 CONFIGS=()
 if [ -z "${TIMER[debian]:-}" ]; then
