@@ -122,6 +122,8 @@ done
 for n in ROUNDS THRESHOLD TIMEOUT ITERS WARMUP; do
   [[ ${!n} =~ ^[0-9]+$ ]] || die_usage "--${n,,} wants a whole number, got '${!n}'"
 done
+(( ROUNDS >= 1 )) || die_usage "--rounds wants at least 1"
+(( ITERS >= 5 )) || die_usage "--iters wants at least 5 (the timer's least)"
 [[ $BUDGET =~ ^[0-9]*\.?[0-9]+$ ]] || die_usage "--budget wants seconds, got '$BUDGET'"
 SIZES=()
 if [ -n "$SIZES_ARG" ]; then
@@ -158,11 +160,16 @@ install_wheels() {
   [ -x "$prefix/bin/mpicc" ] && [ -x "$prefix/bin/mpiexec" ] && return 0
   echo "peers: installing $* into $prefix" >&2
   local log=$VENVS/$name.pip.log
-  if ! python3 -m venv --clear "$prefix" >"$log" 2>&1 ||
-     ! timeout 900 "$prefix/bin/pip" install --disable-pip-version-check -q --timeout 20 --retries 1 "$@" >>"$log" 2>&1; then
-    SKIPPED+=("$label: pip install $* failed: $(grep -v '^\s*$' "$log" | tail -n 1)")
-    return 1
-  fi
+  local rc=0
+  python3 -m venv --clear "$prefix" >"$log" 2>&1 &&
+    timeout 900 "$prefix/bin/pip" install --disable-pip-version-check -q --timeout 20 --retries 1 "$@" \
+      >>"$log" 2>&1 || rc=$?
+  (( rc == 0 )) && return 0
+  local why
+  why=$(awk 'NF { last = $0 } END { print last }' "$log")
+  (( rc == 124 )) && why="took more than 900 s"
+  SKIPPED+=("$label: pip install $* failed: ${why:-exit $rc} (log: $log)")
+  return 1
 }
 
 # Finds one MPI's mpicc and mpiexec, then builds the timer with that mpicc.

@@ -15,8 +15,8 @@
  * (default 50), each after an MPI_Barrier; one MPI_Allreduce(MAX) over the
  * per-iteration times gives the slowest rank's, and the median of those is
  * reported. ITERS shrinks, to no fewer than 5, where the fastest warm-up
- * says the timed calls would take more than SECONDS (default 0.25): the runs stay
- * short enough for the VM's placement to hold through one (peers.sh).
+ * says the timed calls would take more than SECONDS (default 0.25): runs
+ * stay short enough for the VM's placement to hold through one (peers.sh).
  * Then one fresh call, its output first filled with a sentinel, is checked
  * element by element on every rank that receives a result.
  *
