@@ -270,7 +270,7 @@ timed_run() {
     [ "$rc" -eq 124 ] && why="timed out after $TIMEOUT s"
     FAILED+=("$what: $why")
     echo "peers: $what: $why; its last lines:" >&2
-    tail -n 5 "$OUT/stderr" "$OUT/stdout" >&2
+    tail -q -n 5 "$OUT/stdout" "$OUT/stderr" >&2
     return
   fi
   if ! grep -q "^# library: ${LIBRARY[$family]}" "$OUT/stdout"; then
