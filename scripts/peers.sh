@@ -64,8 +64,9 @@ Options:
                      (default 8 B x4 up to 32 MiB, and 64 MiB)
   --collectives LIST comma-separated, of: allreduce reduce bcast allgather
                      reduce_scatter (default all five)
-  --build DIR        strata's build folder (default $STRATA_PEERS_BUILD,
-                     else build); its interposer is built there if missing
+  --build DIR        strata's build folder, configured for Debian's Open MPI
+                     (default $STRATA_PEERS_BUILD, else the repository's
+                     build/); its interposer is built there if missing
   --venvs DIR        where the venvs and the built timers live (default
                      $STRATA_PEER_VENVS, else /tmp/strata-peer-venvs)
   --csv FILE         raw results (default /tmp/strata-peers-TIME.csv): round,
@@ -88,14 +89,14 @@ die_usage() { echo "peers.sh: $1" >&2; echo "run scripts/peers.sh --help for the
 # Bytes from 8, 64k, 4M.
 bytes() {
   case $1 in
-    *[kK]) echo $(( ${1%?} << 10 )) ;;
-    *M) echo $(( ${1%?} << 20 )) ;;
-    *) echo $(( $1 )) ;;
+    *[kK]) echo $(( 10#${1%?} << 10 )) ;;
+    *M) echo $(( 10#${1%?} << 20 )) ;;
+    *) echo $(( 10#$1 )) ;;
   esac
 }
 
 ROUNDS=5 SIZES_ARG='' COLLECTIVES_ARG=allreduce,reduce,bcast,allgather,reduce_scatter
-BUILD=${STRATA_PEERS_BUILD:-build} VENVS=${STRATA_PEER_VENVS:-/tmp/strata-peer-venvs}
+BUILD=${STRATA_PEERS_BUILD:-$ROOT/build} VENVS=${STRATA_PEER_VENVS:-/tmp/strata-peer-venvs}
 CSV=/tmp/strata-peers-$(date -u +%Y%m%dT%H%M%SZ).csv THRESHOLD=250 TIMEOUT=120 ITERS=50 WARMUP=5 BUDGET=0.25
 while [ $# -gt 0 ]; do
   case $1 in
@@ -121,6 +122,7 @@ while [ $# -gt 0 ]; do
 done
 for n in ROUNDS THRESHOLD TIMEOUT ITERS WARMUP; do
   [[ ${!n} =~ ^[0-9]+$ ]] || die_usage "--${n,,} wants a whole number, got '${!n}'"
+  printf -v "$n" %d "$(( 10#${!n} ))"  # 08 is 8, not a bad octal number
 done
 (( ROUNDS >= 1 )) || die_usage "--rounds wants at least 1"
 (( ITERS >= 5 )) || die_usage "--iters wants at least 5 (the timer's least)"
@@ -140,7 +142,7 @@ IFS=, read -ra COLLECTIVES <<<"$COLLECTIVES_ARG"
 for c in "${COLLECTIVES[@]}"; do
   case $c in allreduce|reduce|bcast|allgather|reduce_scatter) ;; *) die_usage "--collectives: unknown '$c'" ;; esac
 done
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 
 # Debian's packages (and python3-venv for the wheels' venvs); root for mpirun.
 # shellcheck source=scripts/setup.sh
