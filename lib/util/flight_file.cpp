@@ -167,12 +167,34 @@ void write_call(Out& out, const Copied& call, const TickScale& scale) {
   out.text(" plan=").line_text(call.plan[0] ? std::string_view(call.plan) : std::string_view("-")).text("\n");
 }
 
-void write_records(Out& out, const View& ring, const TickScale& scale) {
-  const std::uint64_t first = ring.claimed > ring.capacity ? ring.claimed - ring.capacity + 1 : 1;
-  for (std::uint64_t claim = first; claim <= ring.claimed && claim != 0; ++claim) {
-    const std::size_t index = static_cast<std::size_t>(claim % ring.capacity);
+// The most rings written (one per thread that made calls, an exited
+// thread's taken over by the next): the header's rings= says how many
+// there are when a process has more.
+constexpr std::size_t kMergedRings = 64;
+
+const Record& slot(const View& ring, std::uint64_t claim) {
+  return ring.records[static_cast<std::size_t>(claim % ring.capacity)];
+}
+std::uint64_t first_kept(const View& ring) {
+  return ring.claimed > ring.capacity ? ring.claimed - ring.capacity + 1 : 1;
+}
+
+// Every ring's records, oldest first across the rings (by their start
+// ticks; each ring is in order already).
+void write_records(Out& out, const View* rings, std::size_t count, const TickScale& scale) {
+  std::uint64_t next[kMergedRings];
+  const std::size_t merged = count < kMergedRings ? count : kMergedRings;
+  for (std::size_t r = 0; r < merged; ++r) next[r] = first_kept(rings[r]);
+  for (;;) {
+    std::size_t oldest = merged;
+    for (std::size_t r = 0; r < merged; ++r)
+      if (next[r] <= rings[r].claimed &&
+          (oldest == merged || slot(rings[r], next[r]).started < slot(rings[oldest], next[oldest]).started))
+        oldest = r;  // (a racy peek: it only orders; copy_record checks the record)
+    if (oldest == merged) break;
     Copied call;
-    if (copy_record(ring.records[index], claim, call)) write_call(out, call, scale);
+    if (copy_record(slot(rings[oldest], next[oldest]), next[oldest], call)) write_call(out, call, scale);
+    ++next[oldest];
   }
 }
 
@@ -180,18 +202,23 @@ void write_records(Out& out, const View& ring, const TickScale& scale) {
 bool write_through(const char* temporary, std::string_view reason, std::string_view detail) noexcept {
   const int fd = ::open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  const View ring = view();
+  View rings[kMergedRings];
+  const std::size_t ring_count = views(rings, kMergedRings);
+  const std::size_t listed = ring_count < kMergedRings ? ring_count : kMergedRings;
+  std::uint64_t calls = 0;
+  for (std::size_t r = 0; r < listed; ++r) calls += rings[r].claimed;
   bool ok = false;
   {
     Out out(fd);
     const TickScale scale;
     out.text("# strata flight record: one line per call, oldest first (docs/RELIABILITY.md, \"Flight recorder\")\n");
     out.text("process").field("host", g_host).signed_field("pid", g_pid).signed_field("world_rank", g_world_rank);
-    out.signed_field("world_size", g_world_size).field("records", ring.capacity).field("calls", ring.claimed);
+    out.signed_field("world_size", g_world_size).field("records", listed ? rings[0].capacity : 0).field("calls", calls);
+    out.field("rings", ring_count);
     out.signed_field("steady_ns", clock_ns(CLOCK_MONOTONIC)).signed_field("realtime_ns", clock_ns(CLOCK_REALTIME));
     out.text(" reason=").line_text(reason).text("\n");
     if (!detail.empty()) out.text("detail ").line_text(detail).text("\n");
-    if (ring.records) write_records(out, ring, scale);
+    write_records(out, rings, listed, scale);
     ok = out.flush();
   }
   const int saved = errno;

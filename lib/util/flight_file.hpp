@@ -22,7 +22,7 @@ bool file_enabled() noexcept;
 // The file's path ("" when not enabled).
 const char* file_path() noexcept;
 
-// Writes the whole ring to file_path(), replacing what was there (through
+// Writes every ring to file_path(), replacing what was there (through
 // a temporary file and a rename: readers never see half a file), with
 // `reason` ("DeadlineExceeded", "SIGSEGV", "on demand", ...) and `detail`
 // (an error's message, or empty) in its header. Returns false, errno set,

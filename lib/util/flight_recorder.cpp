@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <new>
 
 #include "strata/errors.hpp"
 #include "util/where.hpp"
@@ -21,22 +22,67 @@
 namespace strata::util::flight {
 namespace {
 
+// A thread's ring. `claimed` is written by its thread alone (a plain
+// increment) and read by writers; `taken` says a live thread owns it.
+struct Ring {
+  Record* records = nullptr;
+  std::atomic<std::uint64_t> claimed{0};
+  std::atomic<bool> taken{true};
+  Ring* next = nullptr;  // (the list only grows: set before the ring is published)
+};
+
 // Written once by start() (under its once_flag), read by every call after:
 // a Communicator exists only after start() returned, so every call sees
 // them set (the constructor's own synchronisation orders it).
-Record* g_records = nullptr;
 std::size_t g_capacity = 0;
 std::size_t g_mask = 0;  // capacity - 1 when a power of two, else 0 (a division then)
-std::atomic<std::uint64_t> g_claimed{0};
 Calibration g_calibration;
 std::once_flag g_started;
+std::atomic<Ring*> g_rings{nullptr};  // every ring ever made, newest first
 
-// The call this thread is in, for mark_checked(): the call check runs deep
-// inside the executor, which knows nothing of the record.
 // initial-exec: a direct thread-pointer access, not a call to
 // __tls_get_addr, on the call path (libstrata is loaded with the program
-// or preloaded, never dlopen'ed late into a process short of TLS space).
+// or with the module that needs it; two pointers fit glibc's reserve for
+// a library opened later).
+[[gnu::tls_model("initial-exec")]] thread_local Ring* t_ring = nullptr;
+// The call this thread is in, for mark_checked(): the call check runs deep
+// inside the executor, which knows nothing of the record.
 [[gnu::tls_model("initial-exec")]] thread_local Entry t_current;
+
+// Hands the thread's ring back when the thread ends, for the next thread
+// that needs one (its records stay until they are written over).
+struct RingReturn {
+  Ring* ring = nullptr;
+  ~RingReturn() {
+    if (ring) ring->taken.store(false, std::memory_order_release);
+  }
+};
+
+// The calling thread's ring: an exited thread's, else a new one (null
+// when it cannot be allocated).
+Ring* acquire_ring() noexcept {
+  Ring* ring = nullptr;
+  for (Ring* r = g_rings.load(std::memory_order_acquire); r && !ring; r = r->next) {
+    bool free = false;
+    if (!r->taken.load(std::memory_order_relaxed) && r->taken.compare_exchange_strong(free, true)) ring = r;
+  }
+  if (!ring) {
+    ring = new (std::nothrow) Ring;
+    Record* records = ring ? new (std::nothrow) Record[g_capacity] : nullptr;
+    if (!records) {
+      delete ring;
+      return nullptr;
+    }
+    ring->records = records;
+    ring->next = g_rings.load(std::memory_order_relaxed);
+    while (!g_rings.compare_exchange_weak(ring->next, ring, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+  }
+  static thread_local RingReturn give_back;  // (constructed here, on the slow path only)
+  give_back.ring = ring;
+  t_ring = ring;
+  return ring;
+}
 
 std::int64_t steady_ns() noexcept {
   timespec now{};
@@ -58,9 +104,9 @@ std::size_t records_wanted() {
   return value;
 }
 
-Record& slot_of(std::uint64_t claim) noexcept {
+Record& slot_of(Ring& ring, std::uint64_t claim) noexcept {
   const std::size_t index = g_mask ? (claim & g_mask) : (claim % g_capacity);
-  return g_records[index];
+  return ring.records[index];
 }
 
 }  // namespace
@@ -91,11 +137,14 @@ void start() {
   // construction, not only the first.
   const std::size_t capacity = records_wanted();
   std::call_once(g_started, [capacity] {
-    g_records = new Record[capacity];  // for the process's life: a fatal signal may read it at any time
     g_capacity = capacity;
     g_mask = (capacity & (capacity - 1)) == 0 ? capacity - 1 : 0;
     g_calibration = {now_ticks(), steady_ns()};
   });
+  // The Communicator's thread, which will make calls, gets its ring here
+  // rather than at its first call. (Rings live for the process: a fatal
+  // signal may read them at any time.)
+  if (!t_ring) acquire_ring();
 }
 
 std::uint64_t now_ticks() noexcept {
@@ -109,10 +158,16 @@ std::uint64_t now_ticks() noexcept {
 Calibration calibration() noexcept { return g_calibration; }
 
 Entry begin(const CallFacts& facts) noexcept {
-  if (!g_records) [[unlikely]]
-    return {};
-  const std::uint64_t claim = g_claimed.fetch_add(1, std::memory_order_relaxed) + 1;
-  Record& record = slot_of(claim);
+  Ring* ring = t_ring;
+  if (!ring) [[unlikely]] {
+    if (g_capacity == 0 || !(ring = acquire_ring())) return {};
+  }
+  // Only this thread writes `claimed`: a load and a store, no locked
+  // increment; a writer that reads the new count before the record is
+  // whole skips it by its claim.
+  const std::uint64_t claim = ring->claimed.load(std::memory_order_relaxed) + 1;
+  ring->claimed.store(claim, std::memory_order_relaxed);
+  Record& record = slot_of(*ring, claim);
   record.claim.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);  // readers see 0 before the new fields
   record.facts = facts;
@@ -121,8 +176,9 @@ Entry begin(const CallFacts& facts) noexcept {
   record.ended = 0;
   record.plan[0] = '\0';
   record.claim.store(claim, std::memory_order_release);
-  t_current = {&record, claim};
-  return t_current;
+  const Entry entry{&record, claim};
+  t_current = entry;
+  return entry;
 }
 
 void mark_checked() noexcept {
@@ -132,8 +188,9 @@ void mark_checked() noexcept {
   entry.record->state.store(State::checked, std::memory_order_release);
 }
 
+// (t_current is left as it is: mark_checked() does nothing to a record
+// that ended or was written over, and the thread's next begin() replaces it.)
 void end(const Entry& entry, State state, std::string_view plan) noexcept {
-  if (t_current.record == entry.record) t_current = {};
   if (!entry.record || entry.record->claim.load(std::memory_order_relaxed) != entry.claim) return;
   Record& record = *entry.record;
   record.ended = now_ticks();
@@ -143,6 +200,11 @@ void end(const Entry& entry, State state, std::string_view plan) noexcept {
   record.state.store(state, std::memory_order_release);
 }
 
-View view() noexcept { return {g_records, g_capacity, g_claimed.load(std::memory_order_acquire)}; }
+std::size_t views(View* out, std::size_t max) noexcept {
+  std::size_t n = 0;
+  for (const Ring* r = g_rings.load(std::memory_order_acquire); r; r = r->next, ++n)
+    if (n < max) out[n] = {r->records, g_capacity, r->claimed.load(std::memory_order_acquire)};
+  return n;
+}
 
 }  // namespace strata::util::flight

@@ -1,13 +1,17 @@
-// The flight recorder: every process keeps its last N calls, of every
-// communicator, in one bounded ring, so that a timeout, a Mismatch, a
-// fatal signal or a request can write down what each rank was doing
-// (util/flight_file.hpp writes it; docs/RELIABILITY.md, "Flight recorder").
+// The flight recorder: every thread that makes calls keeps its last N
+// calls, of every communicator, in a bounded ring of its own, so that a
+// timeout, a Mismatch, a fatal signal or a request can write down what
+// each rank was doing (util/flight_file.hpp writes every ring of the
+// process, merged by time; docs/RELIABILITY.md, "Flight recorder").
 // Always on, so the call path pays for it on every call: recording takes
-// no lock, allocates nothing and does no I/O — one atomic increment claims
-// a slot, plain stores fill it, and the start and end times are raw clock ticks
-// (the TSC on x86-64) that the writer converts to steady-clock
-// nanoseconds. The ring is made once, at the first Communicator. Internal
-// header.
+// no lock, no atomic read-modify-write, allocates nothing and does no I/O
+// — the thread's own counter claims a slot of its own ring, plain stores
+// fill it, and the start and end times are raw clock ticks (the TSC on
+// x86-64) that the writer converts to steady-clock nanoseconds. A ring per
+// thread rather than one shared: a shared counter's atomic increment cost
+// a call as much as a clock read (docs/PERFORMANCE.md). The first ring is
+// made at the first Communicator, for its thread; another thread's first
+// call makes (or takes over an exited thread's) ring. Internal header.
 #pragma once
 
 #include <atomic>
@@ -54,7 +58,7 @@ struct Record {
   std::atomic<State> state{State::started};
   // Ticks (now_ticks); 0: not yet. Two clock reads per call, not three:
   // passing the check is a state with no time of its own (a read of the
-  // TSC costs about 10 ns on AMD Zen, docs/PERFORMANCE.md).
+  // TSC costs about 8 ns on AMD Zen, docs/PERFORMANCE.md).
   std::uint64_t started = 0, ended = 0;
   char plan[kPlanChars] = {};
 };
@@ -65,16 +69,18 @@ struct Entry {
   std::uint64_t claim = 0;
 };
 
-// Makes the ring, once per process, with STRATA_FLIGHT_RECORDS records
-// (default kDefaultRecords). Throws InvalidArgument naming the variable
-// when it is not a whole number from 1 to kMaxRecords. Thread-safe; later
-// calls do nothing.
+// Sets the rings' size, once per process, to STRATA_FLIGHT_RECORDS records
+// (default kDefaultRecords), and makes the calling thread's ring. Throws
+// InvalidArgument naming the variable when it is not a whole number from 1
+// to kMaxRecords. Thread-safe; later calls only make the calling thread's
+// ring where it has none.
 inline constexpr std::size_t kDefaultRecords = 256;
 inline constexpr std::size_t kMaxRecords = 1 << 20;
 void start();
 
 // Records the start of a call on this thread (a no-op before start()).
-// Never allocates, locks or blocks.
+// Never locks or blocks; allocates only at a thread's first call when that
+// thread has no ring yet (and records nothing if that allocation fails).
 Entry begin(const CallFacts& facts) noexcept;
 // The call this thread is in passed the call check (a no-op outside one).
 void mark_checked() noexcept;
@@ -92,13 +98,15 @@ struct Calibration {
 };
 Calibration calibration() noexcept;
 
-// The ring as it is (null before start()), for the writer: `capacity`
-// slots, claims numbered from 1, `claimed` the last one handed out.
+// One thread's ring as it is, for the writer: `capacity` slots, claims
+// numbered from 1, `claimed` the last one handed out.
 struct View {
   const Record* records = nullptr;
   std::size_t capacity = 0;
   std::uint64_t claimed = 0;
 };
-View view() noexcept;
+// Fills `out` with up to `max` rings (none before start()) and returns how
+// many exist in all. Async-signal-safe. Rings are never freed.
+std::size_t views(View* out, std::size_t max) noexcept;
 
 }  // namespace strata::util::flight

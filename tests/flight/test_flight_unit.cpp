@@ -1,6 +1,8 @@
 // The flight recorder in one process: STRATA_FLIGHT_RECORDS refused when
 // it is not a number of records; the ring keeps exactly the last N calls,
-// oldest first in the file; a call's states and plan; the file written by
+// oldest first in the file; a call's states and plan; each thread's calls
+// in a ring of its own, merged by time in the file, and an ended thread's
+// ring taken over by the next; the file written by
 // a fatal signal, after which the signal goes on to the handler installed
 // before (or kills the process as it would have). Cases run in file order:
 // the ring is made once per process, by the first valid start().
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -96,7 +99,39 @@ TEST_CASE("the ring keeps the last N calls, oldest first, with their states and 
   const std::string text = text_of(flight::file_path());
   CHECK(text.find("reason=on_demand") != std::string::npos);
   CHECK(text.find("detail from the unit test") != std::string::npos);
-  CHECK(text.find("records=5 calls=12") != std::string::npos);
+  CHECK(text.find("records=5 calls=12 rings=1") != std::string::npos);
+}
+
+TEST_CASE("each thread keeps its own last N calls; the file merges the rings by time; an ended thread's ring is reused") {
+  // (The ring of the case above, this thread's, holds seq 8..12 of comm 7.)
+  const auto calls_on = [](std::uint32_t comm, std::uint64_t first, std::uint64_t last) {
+    for (std::uint64_t s = first; s <= last; ++s) {
+      flight::CallFacts f = facts(s);
+      f.comm = comm;
+      flight::end(flight::begin(f), flight::State::completed, "xring");
+    }
+  };
+  std::thread([&] { calls_on(8, 1, 7); }).join();  // a second ring: seq 3..7 of comm 8 kept
+  calls_on(7, 13, 13);                              // this thread's, after the other's
+  REQUIRE(flight::write_file("on_demand", ""));
+  std::vector<std::string> lines = call_lines(flight::file_path());
+  REQUIRE(lines.size() == 2 * kRecords);
+  const auto is = [&](std::size_t i, const std::string& what) {
+    CHECK_MESSAGE(lines[i].find(what) != std::string::npos, "line " << i << ": " << lines[i] << " (want " << what << ")");
+  };
+  is(0, "comm=7 rank=1 size=3 seq=9 ");  // this thread's oldest kept, then the other thread's calls (later), ...
+  for (std::size_t i = 0; i < kRecords; ++i) is(kRecords - 1 + i, "comm=8 rank=1 size=3 seq=" + std::to_string(3 + i) + " ");
+  is(2 * kRecords - 1, "comm=7 rank=1 size=3 seq=13 ");  // ... and this thread's newest, last
+  CHECK(text_of(flight::file_path()).find("calls=20 rings=2") != std::string::npos);
+
+  // A new thread takes the ended thread's ring: still two rings.
+  std::thread([&] { calls_on(9, 1, 2); }).join();
+  REQUIRE(flight::write_file("on_demand", ""));
+  lines = call_lines(flight::file_path());
+  CHECK(text_of(flight::file_path()).find("calls=22 rings=2") != std::string::npos);
+  REQUIRE(lines.size() == 2 * kRecords);
+  is(2 * kRecords - 2, "comm=9 rank=1 size=3 seq=1 ");
+  is(2 * kRecords - 1, "comm=9 rank=1 size=3 seq=2 ");
 }
 
 namespace {
