@@ -29,11 +29,11 @@ using namespace strata::test;
 
 namespace {
 
-constexpr double kTimeout = 1.0;
+constexpr double kTimeout = 0.5;
 // The late rank's own bound: its call meets only operations its peers gave
 // up on, so it can only fail (or find its data complete); waiting the full
 // kTimeout there would only lengthen the test.
-constexpr double kLateTimeout = 0.25;
+constexpr double kLateTimeout = 0.2;
 // How long rank 0 waits to hear that the others gave up (a bound, not a
 // delay: they say so as soon as their call raised).
 constexpr double kGaveUpBoundSeconds = 60;
