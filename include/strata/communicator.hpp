@@ -27,10 +27,15 @@ Session& session_of(Communicator& comm);
 }  // namespace api
 
 // Threads and MPI thread levels. A Communicator is not thread-safe: one
-// thread at a time may call it (no internal lock). strata calls MPI only
-// from the thread that calls it, and only while that call runs (NCCL's own
-// threads never call MPI). So the MPI thread level your program needs is
-// the one its calling pattern needs anyway:
+// thread at a time may call it, Request objects included (no internal
+// lock; two threads in one Communicator at once is undefined). Different
+// Communicators may be used by different threads at once. strata's own
+// threads call MPI only where MPI was initialised with MPI_THREAD_MULTIPLE
+// (the progress thread, Config::progress_thread; the GPU backend's watcher
+// when it asks the ranks who stopped); below that level they leave MPI to
+// the calling thread, inside its calls (NCCL's own threads never call
+// MPI). So the MPI thread level your program needs is the one its calling
+// pattern needs anyway:
 //   - calls from the thread that initialised MPI: MPI_THREAD_FUNNELED
 //     (MPI_THREAD_SINGLE works in practice, as for any MPI library call);
 //   - calls from several threads, one at a time: MPI_THREAD_SERIALIZED;
