@@ -8,8 +8,9 @@
 #   sanitizer  build-sanitize/ (STRATA_SANITIZE_BUILD_DIR): ASan + UBSan,
 #              the unit and build suites and the mpi suite at one rank
 #              count per test (scripts/sanitize.sh says what and why): about
-#              8.5 minutes on a 2-core machine from a clean build (283 s
-#              build, about 230 s tests) with an empty compiler cache;
+#              8.5 minutes on a 2-core machine from a clean build (145 s
+#              unity build, about 355 s tests) with no compiler cache; the
+#              whole of .ci/run took 1374 s so (22m54, 2026-12-02);
 #              ccache (scripts/setup.sh) makes a rebuild of unchanged
 #              files, in this clone or another, take seconds.
 #   main       build/ (STRATA_BUILD_DIR): every suite (unit, mpi, install,
