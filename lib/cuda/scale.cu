@@ -4,8 +4,8 @@
 // Floating quotients come from cuda::quotient, bit-identical to the
 // division and as fast on zeros as on other values; f16/bf16 round back
 // with the hardware's paired conversion. Both were measured on an H200
-// (docs/PERFORMANCE.md, GPU): the bf16 divide went from 41% (zeros) and
-// 85% (other values) of a copy's bandwidth to 92%. A NaN result is
+// (docs/PERFORMANCE.md, GPU: the divide at 92-93% of a copy's bandwidth;
+// bf16 ran at 41% on zeros and 85% otherwise before this). A NaN result is
 // canonical, as the GPU's division makes it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

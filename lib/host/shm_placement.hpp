@@ -71,9 +71,10 @@ PlacementVerdict last_measured_placement();
 // (the first call that could take the direct path once the call number
 // reaches each multiple). Why: on the AMD EPYC VM the host moved the two
 // vCPUs between near and far within seconds (44 of 72 one-second runs near,
-// the others far, docs/PERFORMANCE.md), and a verdict that no longer holds
-// costs up to 2x (a 1 MiB reduce at 0.45x MPI's speed on a stale "near",
-// 1.77x on a fresh one). A recheck takes about 30 line round trips (10-20
+// the others far; docs/PERFORMANCE.md, "Near and far ranks", has today's
+// figures), and a verdict that no longer holds costs up to 2x (a 1 MiB
+// reduce at 0.45x MPI's speed on a stale "near", 1.77x on a fresh one, when
+// the recheck was added). A recheck takes about 30 line round trips (10-20
 // us); every 4096 calls of at least 16 KiB (each a few microseconds or
 // more), that is well under 1% of the calls' time.
 constexpr std::uint64_t kRecheckEveryCalls = 4096;

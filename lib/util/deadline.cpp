@@ -66,8 +66,8 @@ void Backoff::pause() {
   // a VM, as much as a whole small all-reduce). 256 pauses are about 7 us on
   // a current x86 core (measured: 27 ns each on this project's AMD EPYC VM);
   // with 64 unpaused polls (about 0.1 us) the 8 B all-reduce at 2 ranks
-  // yielded on most calls and took 0.29-0.35 us in a tight loop, with these
-  // 0.14-0.16 us (docs/PERFORMANCE.md). Oversubscribed runs (more ranks than
+  // yielded on most calls and took 0.28-0.35 us in a tight loop, with these
+  // 0.14-0.16 us (docs/PERFORMANCE.md, "Cost of the call check"). Oversubscribed runs (more ranks than
   // cores) then yield after those 7 us, as before.
   //
   // Where ranks share cores a spinning rank only delays the peer it waits
