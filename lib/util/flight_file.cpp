@@ -172,28 +172,21 @@ void write_call(Out& out, const Copied& call, const TickScale& scale) {
 // there are when a process has more.
 constexpr std::size_t kMergedRings = 64;
 
-const Record& slot(const View& ring, std::uint64_t claim) {
-  return ring.records[static_cast<std::size_t>(claim % ring.capacity)];
-}
-std::uint64_t first_kept(const View& ring) {
-  return ring.claimed > ring.capacity ? ring.claimed - ring.capacity + 1 : 1;
-}
-
 // Every ring's records, oldest first across the rings (by their start
 // ticks; each ring is in order already).
 void write_records(Out& out, const View* rings, std::size_t count, const TickScale& scale) {
   std::uint64_t next[kMergedRings];
   const std::size_t merged = count < kMergedRings ? count : kMergedRings;
-  for (std::size_t r = 0; r < merged; ++r) next[r] = first_kept(rings[r]);
+  for (std::size_t r = 0; r < merged; ++r) next[r] = rings[r].first_kept();
   for (;;) {
     std::size_t oldest = merged;
     for (std::size_t r = 0; r < merged; ++r)
       if (next[r] <= rings[r].claimed &&
-          (oldest == merged || slot(rings[r], next[r]).started < slot(rings[oldest], next[oldest]).started))
+          (oldest == merged || rings[r].slot(next[r]).started < rings[oldest].slot(next[oldest]).started))
         oldest = r;  // (a racy peek: it only orders; copy_record checks the record)
     if (oldest == merged) break;
     Copied call;
-    if (copy_record(slot(rings[oldest], next[oldest]), next[oldest], call)) write_call(out, call, scale);
+    if (copy_record(rings[oldest].slot(next[oldest]), next[oldest], call)) write_call(out, call, scale);
     ++next[oldest];
   }
 }

@@ -104,6 +104,10 @@ struct View {
   const Record* records = nullptr;
   std::size_t capacity = 0;
   std::uint64_t claimed = 0;
+
+  // The slot claim `claim` was written to, and the oldest claim the ring still keeps.
+  const Record& slot(std::uint64_t claim) const { return records[static_cast<std::size_t>(claim % capacity)]; }
+  std::uint64_t first_kept() const { return claimed > capacity ? claimed - capacity + 1 : 1; }
 };
 // Fills `out` with up to `max` rings (none before start()) and returns how
 // many exist in all. Async-signal-safe. Rings are never freed.
