@@ -295,53 +295,98 @@ strata_status strata_batch_all_reduce(strata_comm* comm, void* const* buffers, c
   });
 }
 
-// Non-blocking forms.
+// Non-blocking and persistent forms. Each collective's arguments are
+// turned into its C++ call once; `Form` is the Communicator member that
+// makes the request (iX or X_init, which take the same arguments).
 
-strata_status strata_iall_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
-                                 strata_op op, const strata_options* options, strata_request** req) {
-  return make_request("strata_iall_reduce", req, [&] {
-    const Call call = call_of(options);
-    return comm_of(comm).iall_reduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
-                                     call.options);
-  });
-}
+namespace {
 
-strata_status strata_ireduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
-                             strata_op op, int root, const strata_options* options, strata_request** req) {
-  return make_request("strata_ireduce", req, [&] {
+template <auto Form>
+strata_status all_reduce_request(const char* function, strata_comm* comm, const void* in, void* out, size_t count,
+                                 strata_dtype dtype, strata_op op, const strata_options* options,
+                                 strata_request** req) {
+  return make_request(function, req, [&] {
     const Call call = call_of(options);
-    return comm_of(comm).ireduce(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op), root,
+    return (comm_of(comm).*Form)(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
                                  call.options);
   });
 }
 
+template <auto Form>
+strata_status reduce_request(const char* function, strata_comm* comm, const void* in, void* out, size_t count,
+                             strata_dtype dtype, strata_op op, int root, const strata_options* options,
+                             strata_request** req) {
+  return make_request(function, req, [&] {
+    const Call call = call_of(options);
+    return (comm_of(comm).*Form)(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op), root,
+                                 call.options);
+  });
+}
+
+template <auto Form>
+strata_status broadcast_request(const char* function, strata_comm* comm, void* buffer, size_t count,
+                                strata_dtype dtype, int root, const strata_options* options, strata_request** req) {
+  return make_request(function, req, [&] {
+    const Call call = call_of(options);
+    return (comm_of(comm).*Form)(tensor(buffer, count, dtype, call), root, call.options);
+  });
+}
+
+template <auto Form>
+strata_status reduce_scatter_request(const char* function, strata_comm* comm, const void* in, void* out,
+                                     size_t recv_count, strata_dtype dtype, strata_op op,
+                                     const strata_options* options, strata_request** req) {
+  return make_request(function, req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return (c.*Form)(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
+                     tensor(out, recv_count, dtype, call), op_of(op), call.options);
+  });
+}
+
+template <auto Form>
+strata_status all_gather_request(const char* function, strata_comm* comm, const void* in, void* out,
+                                 size_t send_count, strata_dtype dtype, const strata_options* options,
+                                 strata_request** req) {
+  return make_request(function, req, [&] {
+    Communicator& c = comm_of(comm);
+    const Call call = call_of(options);
+    return (c.*Form)(tensor(in, send_count, dtype, call),
+                     tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
+  });
+}
+
+}  // namespace
+
+strata_status strata_iall_reduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, const strata_options* options, strata_request** req) {
+  return all_reduce_request<&Communicator::iall_reduce>("strata_iall_reduce", comm, in, out, count, dtype, op,
+                                                        options, req);
+}
+
+strata_status strata_ireduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                             strata_op op, int root, const strata_options* options, strata_request** req) {
+  return reduce_request<&Communicator::ireduce>("strata_ireduce", comm, in, out, count, dtype, op, root, options,
+                                                req);
+}
+
 strata_status strata_ibroadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
                                 const strata_options* options, strata_request** req) {
-  return make_request("strata_ibroadcast", req, [&] {
-    const Call call = call_of(options);
-    return comm_of(comm).ibroadcast(tensor(buffer, count, dtype, call), root, call.options);
-  });
+  return broadcast_request<&Communicator::ibroadcast>("strata_ibroadcast", comm, buffer, count, dtype, root,
+                                                      options, req);
 }
 
 strata_status strata_ireduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
                                      strata_dtype dtype, strata_op op, const strata_options* options,
                                      strata_request** req) {
-  return make_request("strata_ireduce_scatter", req, [&] {
-    Communicator& c = comm_of(comm);
-    const Call call = call_of(options);
-    return c.ireduce_scatter(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
-                             tensor(out, recv_count, dtype, call), op_of(op), call.options);
-  });
+  return reduce_scatter_request<&Communicator::ireduce_scatter>("strata_ireduce_scatter", comm, in, out, recv_count,
+                                                                dtype, op, options, req);
 }
 
 strata_status strata_iall_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
                                  const strata_options* options, strata_request** req) {
-  return make_request("strata_iall_gather", req, [&] {
-    Communicator& c = comm_of(comm);
-    const Call call = call_of(options);
-    return c.iall_gather(tensor(in, send_count, dtype, call),
-                         tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
-  });
+  return all_gather_request<&Communicator::iall_gather>("strata_iall_gather", comm, in, out, send_count, dtype,
+                                                        options, req);
 }
 
 strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
@@ -356,53 +401,35 @@ strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, 
   });
 }
 
-// Persistent forms.
-
 strata_status strata_all_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
                                      strata_op op, const strata_options* options, strata_request** req) {
-  return make_request("strata_all_reduce_init", req, [&] {
-    const Call call = call_of(options);
-    return comm_of(comm).all_reduce_init(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
-                                         call.options);
-  });
+  return all_reduce_request<&Communicator::all_reduce_init>("strata_all_reduce_init", comm, in, out, count, dtype,
+                                                            op, options, req);
 }
 
 strata_status strata_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
                                  strata_op op, int root, const strata_options* options, strata_request** req) {
-  return make_request("strata_reduce_init", req, [&] {
-    const Call call = call_of(options);
-    return comm_of(comm).reduce_init(tensor(in, count, dtype, call), tensor(out, count, dtype, call), op_of(op),
-                                     root, call.options);
-  });
+  return reduce_request<&Communicator::reduce_init>("strata_reduce_init", comm, in, out, count, dtype, op, root,
+                                                    options, req);
 }
 
 strata_status strata_broadcast_init(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
                                     const strata_options* options, strata_request** req) {
-  return make_request("strata_broadcast_init", req, [&] {
-    const Call call = call_of(options);
-    return comm_of(comm).broadcast_init(tensor(buffer, count, dtype, call), root, call.options);
-  });
+  return broadcast_request<&Communicator::broadcast_init>("strata_broadcast_init", comm, buffer, count, dtype, root,
+                                                          options, req);
 }
 
 strata_status strata_reduce_scatter_init(strata_comm* comm, const void* in, void* out, size_t recv_count,
                                          strata_dtype dtype, strata_op op, const strata_options* options,
                                          strata_request** req) {
-  return make_request("strata_reduce_scatter_init", req, [&] {
-    Communicator& c = comm_of(comm);
-    const Call call = call_of(options);
-    return c.reduce_scatter_init(tensor(in, whole_count(c, recv_count, "recv_count"), dtype, call),
-                                 tensor(out, recv_count, dtype, call), op_of(op), call.options);
-  });
+  return reduce_scatter_request<&Communicator::reduce_scatter_init>("strata_reduce_scatter_init", comm, in, out,
+                                                                    recv_count, dtype, op, options, req);
 }
 
 strata_status strata_all_gather_init(strata_comm* comm, const void* in, void* out, size_t send_count,
                                      strata_dtype dtype, const strata_options* options, strata_request** req) {
-  return make_request("strata_all_gather_init", req, [&] {
-    Communicator& c = comm_of(comm);
-    const Call call = call_of(options);
-    return c.all_gather_init(tensor(in, send_count, dtype, call),
-                             tensor(out, whole_count(c, send_count, "send_count"), dtype, call), call.options);
-  });
+  return all_gather_request<&Communicator::all_gather_init>("strata_all_gather_init", comm, in, out, send_count,
+                                                            dtype, options, req);
 }
 
 // Requests.

@@ -250,198 +250,145 @@ int test_all(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]
   return completed_many(rc, failed);
 }
 
-int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (!any_routed() || count <= 0) return PMPI_Waitany(count, requests, index, status);
-  Split split(count, requests);
-  const auto wait_any_mpi = [&](MPI_Request* theirs) {
-    return wait_for_mpi(
-        [&](bool& done) {
-          int flag = 0;
-          const int rc = PMPI_Testany(count, theirs, index, &flag, status);
-          done = flag;
-          return rc;
-        },
-        [&] { return PMPI_Waitany(count, theirs, index, status); });
+namespace {
+
+// What MPI_Waitany, MPI_Testany, MPI_Waitsome and MPI_Testsome ask of an
+// array: at most one request (*any) or every one that is over (*some),
+// waiting until there is one (Wait*) or not (Test*).
+struct Pick {
+  bool one;
+  bool blocking;
+};
+
+// `pick`'s own PMPI_ call on `theirs` (waiting only when `wait`), its
+// answer in the *some form: `out` = how many completed (0, or 1 for *any)
+// or MPI_UNDEFINED when none was active, their indices in `indices`, their
+// statuses in `statuses` (*any: the call's one status).
+int mpi_pick(Pick pick, bool wait, int count, MPI_Request* theirs, int* out, int indices[], MPI_Status statuses[]) {
+  if (!pick.one)
+    return wait ? PMPI_Waitsome(count, theirs, out, indices, statuses)
+                : PMPI_Testsome(count, theirs, out, indices, statuses);
+  int index = MPI_UNDEFINED, flag = 1;
+  const int rc = wait ? PMPI_Waitany(count, theirs, &index, statuses)
+                      : PMPI_Testany(count, theirs, &index, &flag, statuses);
+  indices[0] = index;
+  *out = !flag ? 0 : index == MPI_UNDEFINED ? MPI_UNDEFINED : 1;
+  return rc;
+}
+
+// `pick` over MPI's requests alone (routed ones alive elsewhere), through
+// wait_for_mpi or test_mpi.
+int mpi_only(Pick pick, int count, MPI_Request* theirs, int* out, int indices[], MPI_Status statuses[]) {
+  const auto test = [&](bool& done) {
+    const int rc = mpi_pick(pick, false, count, theirs, out, indices, statuses);
+    done = *out != 0;  // some completed, or none active (MPI_UNDEFINED)
+    return rc;
   };
-  if (!split.any_routed()) return wait_any_mpi(requests);
+  if (!pick.blocking) return test_mpi(test);
+  return wait_for_mpi(test, [&] { return mpi_pick(pick, true, count, theirs, out, indices, statuses); });
+}
+
+// The four calls over an array with routed requests alive, in the *some
+// form (mpi_pick's). Each pass tests MPI's entries (never blocking), then
+// reports the routed requests that are over, polling them while nothing
+// else has completed (a test polls them all: without a progress thread the
+// first poll runs its request to the end, and a test should report what it
+// ran). A pass that reports nothing runs every active routed request; a
+// test returns then, a wait passes again. *any first reports a routed
+// request an MPI_Testall found over but could not report, and a Waitany
+// left with routed requests only waits for the oldest.
+int pick_requests(Pick pick, int count, MPI_Request requests[], int* outcount, int indices[],
+                  MPI_Status statuses[]) {
+  Split split(count, requests);
+  if (!split.any_routed()) return mpi_only(pick, count, requests, outcount, indices, statuses);
   const std::vector<int> active = split.active_in_order();
   if (active.empty()) {  // only MPI's requests can complete
-    const int rc = wait_any_mpi(split.mpi());
+    const int rc = mpi_only(pick, count, split.mpi(), outcount, indices, statuses);
     split.copy_back(requests);
     return rc;
   }
-  const auto answer = [&](int i) {
-    *index = i;
-    return report(split.routed(i), &requests[i], status, false);
+  const auto report_one = [&](int i) {
+    indices[0] = i;
+    *outcount = 1;
+    return report(split.routed(i), &requests[i], statuses, false);
   };
-  // A routed request already over (found by a MPI_Testall that could not
-  // report it) is this call's answer.
-  for (const int i : active)
-    if (split.routed(i)->finished) return answer(i);
-  bool mpi_active = split.any_mpi();
-  for (;;) {
-    if (mpi_active) {  // MPI's entries first: testing them never blocks
-      int i = MPI_UNDEFINED, done = 0;
-      const int rc = PMPI_Testany(count, split.mpi(), &i, &done, status);
-      split.copy_back(requests);
-      if (rc != MPI_SUCCESS || (done && i != MPI_UNDEFINED)) {
-        *index = i;
-        return rc;
-      }
-      mpi_active = !done;  // done with MPI_UNDEFINED: none of MPI's entries is active
-    }
-    if (!mpi_active) {
-      complete(*split.routed(active.front()));
-      return answer(active.front());
-    }
-    // Without a progress thread the first poll runs that request to its end.
+  if (pick.one)
     for (const int i : active)
-      if (poll(*split.routed(i))) return answer(i);
-    advance_all_routed();
-    not_done_yet();
-  }
-}
-
-int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (!any_routed() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
-  Split split(count, requests);
-  const auto test_any_mpi = [&](MPI_Request* theirs) {
-    return test_mpi([&](bool& done) {
-      const int rc = PMPI_Testany(count, theirs, index, flag, status);
-      done = *flag;
-      return rc;
-    });
-  };
-  if (!split.any_routed()) return test_any_mpi(requests);
-  const std::vector<int> active = split.active_in_order();
-  if (active.empty()) {  // only MPI's requests can complete
-    const int rc = test_any_mpi(split.mpi());
-    split.copy_back(requests);
-    return rc;
-  }
-  const auto answer = [&](int i) {
-    *index = i;
-    return report(split.routed(i), &requests[i], status, false);
-  };
-  *flag = 1;
-  for (const int i : active)
-    if (split.routed(i)->finished) return answer(i);
-  if (split.any_mpi()) {
-    int i = MPI_UNDEFINED, done = 0;
-    const int rc = PMPI_Testany(count, split.mpi(), &i, &done, status);
-    split.copy_back(requests);
-    if (rc != MPI_SUCCESS || (done && i != MPI_UNDEFINED)) {
-      *index = i;
-      *flag = done;
-      return rc;
-    }
-  }
-  for (const int i : active)
-    if (poll(*split.routed(i))) return answer(i);
-  advance_all_routed();
-  not_done_yet();
-  *index = MPI_UNDEFINED;
-  *flag = 0;
-  return MPI_SUCCESS;
-}
-
-int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
-  if (!any_routed() || count <= 0) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
-  Split split(count, requests);
-  const auto wait_some_mpi = [&](MPI_Request* theirs) {
-    return wait_for_mpi(
-        [&](bool& done) {
-          const int rc = PMPI_Testsome(count, theirs, outcount, indices, statuses);
-          done = *outcount != 0;  // some completed, or none active (MPI_UNDEFINED)
-          return rc;
-        },
-        [&] { return PMPI_Waitsome(count, theirs, outcount, indices, statuses); });
-  };
-  if (!split.any_routed()) return wait_some_mpi(requests);
-  const std::vector<int> active = split.active_in_order();
-  if (active.empty()) {  // only MPI's requests can complete
-    const int rc = wait_some_mpi(split.mpi());
-    split.copy_back(requests);
-    return rc;
-  }
+      if (split.routed(i)->finished) return report_one(i);
   bool mpi_active = split.any_mpi();
   for (;;) {
     int n = 0, rc = MPI_SUCCESS;
     if (mpi_active) {
       int out = MPI_UNDEFINED;
-      rc = PMPI_Testsome(count, split.mpi(), &out, indices, statuses);
+      rc = mpi_pick(pick, false, count, split.mpi(), &out, indices, statuses);
       split.copy_back(requests);
-      if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+      if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || (pick.one && out == 1)) {
         *outcount = out;
         return rc;
       }
       if (out == MPI_UNDEFINED) mpi_active = false;
       else n = out;
     }
-    clear_errors(rc, statuses, n);
-    bool failed = false;
-    // The routed requests that are over; while nothing has completed yet,
-    // polled (without a progress thread the first poll runs its request to
-    // the end: then that one is this call's "some").
-    for (const int i : active) {
-      Routed* r = split.routed(i);
-      if (!r->finished && !(n == 0 && poll(*r))) continue;
-      indices[n] = i;
-      failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
-      ++n;
-    }
-    if (n > 0) {
-      *outcount = n;
-      return completed_many(rc, failed);
+    if (pick.one) {
+      if (pick.blocking && !mpi_active) {
+        complete(*split.routed(active.front()));
+        return report_one(active.front());
+      }
+      for (const int i : active)
+        if (poll(*split.routed(i))) return report_one(i);
+    } else {
+      clear_errors(rc, statuses, n);
+      bool failed = false;
+      for (const int i : active) {
+        Routed* r = split.routed(i);
+        if (!r->finished && !((n == 0 || !pick.blocking) && poll(*r))) continue;
+        indices[n] = i;
+        failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
+        ++n;
+      }
+      if (n > 0) {
+        *outcount = n;
+        return completed_many(rc, failed);
+      }
     }
     advance_all_routed();
     not_done_yet();
+    if (!pick.blocking) {
+      *outcount = 0;
+      return MPI_SUCCESS;
+    }
   }
+}
+
+// pick_requests for *any: its answer as MPI_Waitany and MPI_Testany give it.
+int pick_one(bool blocking, int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  int out = 0;
+  const int rc = pick_requests({true, blocking}, count, requests, &out, index, status);
+  if (out != 1) *index = MPI_UNDEFINED;
+  if (flag) *flag = out != 0;
+  return rc;
+}
+
+}  // namespace
+
+int wait_any(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!any_routed() || count <= 0) return PMPI_Waitany(count, requests, index, status);
+  return pick_one(true, count, requests, index, nullptr, status);
+}
+
+int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!any_routed() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
+  return pick_one(false, count, requests, index, flag, status);
+}
+
+int wait_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!any_routed() || count <= 0) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+  return pick_requests({false, true}, count, requests, outcount, indices, statuses);
 }
 
 int test_some(int count, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
   if (!any_routed() || count <= 0) return PMPI_Testsome(count, requests, outcount, indices, statuses);
-  Split split(count, requests);
-  const auto test_some_mpi = [&](MPI_Request* theirs) {
-    return test_mpi([&](bool& done) {
-      const int rc = PMPI_Testsome(count, theirs, outcount, indices, statuses);
-      done = *outcount != 0;  // some completed, or none active (MPI_UNDEFINED)
-      return rc;
-    });
-  };
-  if (!split.any_routed()) return test_some_mpi(requests);
-  const std::vector<int> active = split.active_in_order();
-  if (active.empty()) {  // only MPI's requests can complete
-    const int rc = test_some_mpi(split.mpi());
-    split.copy_back(requests);
-    return rc;
-  }
-  int n = 0, rc = MPI_SUCCESS;
-  if (split.any_mpi()) {
-    int out = MPI_UNDEFINED;
-    rc = PMPI_Testsome(count, split.mpi(), &out, indices, statuses);
-    split.copy_back(requests);
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
-      *outcount = out;
-      return rc;
-    }
-    if (out != MPI_UNDEFINED) n = out;
-  }
-  clear_errors(rc, statuses, n);
-  bool failed = false;
-  for (const int i : active) {
-    Routed* r = split.routed(i);
-    if (!poll(*r)) continue;
-    indices[n] = i;
-    failed |= report(r, &requests[i], status_at(statuses, n), true) != 0;
-    ++n;
-  }
-  if (n == 0) {
-    advance_all_routed();
-    not_done_yet();
-  }
-  *outcount = n;
-  return completed_many(rc, failed);
+  return pick_requests({false, false}, count, requests, outcount, indices, statuses);
 }
 
 int request_get_status(MPI_Request request, int* flag, MPI_Status* status) {

@@ -17,6 +17,22 @@ Decision refuse(Why why, const char* detail = nullptr) {
   return d;
 }
 
+// The bytes of `count` elements of `type` (`type_size` each), `blocks` of
+// which make one packed message, or why strata declines them. MPI_Pack's
+// sizes are int: keeping the whole message under INT_MAX lets any rank
+// pack or unpack it in one call, whatever datatype it describes it with.
+// (An element over INT_MAX means a message over INT_MAX on every rank;
+// checking it first keeps the product from overflowing.)
+Decision packed_size(int count, MPI_Datatype type, int blocks, MPI_Count& type_size, long long& bytes) noexcept {
+  if (type == MPI_DATATYPE_NULL) return refuse(Why::datatype);
+  if (PMPI_Type_size_x(type, &type_size) != MPI_SUCCESS || type_size < 0) return refuse(Why::datatype);
+  if (type_size == 0) return refuse(Why::empty);
+  if (type_size > INT_MAX) return refuse(Why::too_large);
+  bytes = static_cast<long long>(count) * type_size;
+  if (bytes > INT_MAX / blocks) return refuse(Why::too_large);
+  return {};
+}
+
 // Checks shared by every call: the process, the communicator, count.
 // Returns Why::none when they pass; `size` and `rank` receive the
 // communicator's size and this rank (from its cached strata Communicator
@@ -102,19 +118,11 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
 Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept {
   int size = 0, rank = -1;
   if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
-  if (type == MPI_DATATYPE_NULL) return refuse(Why::datatype);
   // The message size: count x the type's size, identical on every rank
   // because MPI requires matching type signatures.
   MPI_Count type_size = 0;
-  if (PMPI_Type_size_x(type, &type_size) != MPI_SUCCESS || type_size < 0) return refuse(Why::datatype);
-  if (type_size == 0) return refuse(Why::empty);
-  // MPI_Pack's sizes are int; keeping the whole message under INT_MAX lets
-  // any rank pack in one call, whatever datatype it describes it with. (A
-  // single element over INT_MAX means a message over INT_MAX on every rank;
-  // checking it first keeps the product below from overflowing.)
-  if (type_size > INT_MAX) return refuse(Why::too_large);
-  const long long bytes = static_cast<long long>(count) * type_size;
-  if (bytes > INT_MAX) return refuse(Why::too_large);
+  long long bytes = 0;
+  if (Decision d = packed_size(count, type, 1, type_size, bytes); !d.to_strata()) return d;
   if (root < 0 || root >= size) return refuse(Why::root);
 
   // This rank's layout (local; does not change the decision).
@@ -151,20 +159,13 @@ Decision decide_all_gather(const void* sendbuf, int sendcount, MPI_Datatype send
                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept {
   int size = 0, rank = -1;
   if (Decision d = check_common(recvcount, comm, size, rank); !d.to_strata()) return d;
-  if (recvtype == MPI_DATATYPE_NULL) return refuse(Why::datatype);
   // One block: recvcount x recvtype's size, identical on every rank because
   // every rank's receive signature must match every rank's send signature.
   // The send side's datatype and count may differ from the receive side's
   // and from rank to rank, so they do not enter the decision.
   MPI_Count recv_size = 0;
-  if (PMPI_Type_size_x(recvtype, &recv_size) != MPI_SUCCESS || recv_size < 0) return refuse(Why::datatype);
-  if (recv_size == 0) return refuse(Why::empty);
-  // As for MPI_Bcast, every block together stays under INT_MAX bytes, so
-  // that any rank can pack or unpack them in one MPI_Pack call. (Checking
-  // the element first keeps the product below from overflowing.)
-  if (recv_size > INT_MAX) return refuse(Why::too_large);
-  const long long block = static_cast<long long>(recvcount) * recv_size;
-  if (block > INT_MAX / size) return refuse(Why::too_large);
+  long long block = 0;
+  if (Decision d = packed_size(recvcount, recvtype, size, recv_size, block); !d.to_strata()) return d;
 
   // This rank's send side and layouts (local; only erroneous calls fail
   // these checks, and the layouts do not change the decision).
