@@ -364,16 +364,34 @@ strata_status strata_iall_reduce(strata_comm* comm, const void* in, void* out, s
                                                         options, req);
 }
 
+strata_status strata_all_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                     strata_op op, const strata_options* options, strata_request** req) {
+  return all_reduce_request<&Communicator::all_reduce_init>("strata_all_reduce_init", comm, in, out, count, dtype,
+                                                            op, options, req);
+}
+
 strata_status strata_ireduce(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
                              strata_op op, int root, const strata_options* options, strata_request** req) {
   return reduce_request<&Communicator::ireduce>("strata_ireduce", comm, in, out, count, dtype, op, root, options,
                                                 req);
 }
 
+strata_status strata_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
+                                 strata_op op, int root, const strata_options* options, strata_request** req) {
+  return reduce_request<&Communicator::reduce_init>("strata_reduce_init", comm, in, out, count, dtype, op, root,
+                                                    options, req);
+}
+
 strata_status strata_ibroadcast(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
                                 const strata_options* options, strata_request** req) {
   return broadcast_request<&Communicator::ibroadcast>("strata_ibroadcast", comm, buffer, count, dtype, root,
                                                       options, req);
+}
+
+strata_status strata_broadcast_init(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
+                                    const strata_options* options, strata_request** req) {
+  return broadcast_request<&Communicator::broadcast_init>("strata_broadcast_init", comm, buffer, count, dtype, root,
+                                                          options, req);
 }
 
 strata_status strata_ireduce_scatter(strata_comm* comm, const void* in, void* out, size_t recv_count,
@@ -383,10 +401,23 @@ strata_status strata_ireduce_scatter(strata_comm* comm, const void* in, void* ou
                                                                 dtype, op, options, req);
 }
 
+strata_status strata_reduce_scatter_init(strata_comm* comm, const void* in, void* out, size_t recv_count,
+                                         strata_dtype dtype, strata_op op, const strata_options* options,
+                                         strata_request** req) {
+  return reduce_scatter_request<&Communicator::reduce_scatter_init>("strata_reduce_scatter_init", comm, in, out,
+                                                                    recv_count, dtype, op, options, req);
+}
+
 strata_status strata_iall_gather(strata_comm* comm, const void* in, void* out, size_t send_count, strata_dtype dtype,
                                  const strata_options* options, strata_request** req) {
   return all_gather_request<&Communicator::iall_gather>("strata_iall_gather", comm, in, out, send_count, dtype,
                                                         options, req);
+}
+
+strata_status strata_all_gather_init(strata_comm* comm, const void* in, void* out, size_t send_count,
+                                     strata_dtype dtype, const strata_options* options, strata_request** req) {
+  return all_gather_request<&Communicator::all_gather_init>("strata_all_gather_init", comm, in, out, send_count,
+                                                            dtype, options, req);
 }
 
 strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, const size_t* counts,
@@ -399,37 +430,6 @@ strata_status strata_ibatch_all_reduce(strata_comm* comm, void* const* buffers, 
     std::vector<Tensor> tensors = batch_tensors(buffers, counts, dtypes, n, call);
     return c.ibatch_all_reduce(tensors, op_of(op), packing_of(packing), call.options);
   });
-}
-
-strata_status strata_all_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
-                                     strata_op op, const strata_options* options, strata_request** req) {
-  return all_reduce_request<&Communicator::all_reduce_init>("strata_all_reduce_init", comm, in, out, count, dtype,
-                                                            op, options, req);
-}
-
-strata_status strata_reduce_init(strata_comm* comm, const void* in, void* out, size_t count, strata_dtype dtype,
-                                 strata_op op, int root, const strata_options* options, strata_request** req) {
-  return reduce_request<&Communicator::reduce_init>("strata_reduce_init", comm, in, out, count, dtype, op, root,
-                                                    options, req);
-}
-
-strata_status strata_broadcast_init(strata_comm* comm, void* buffer, size_t count, strata_dtype dtype, int root,
-                                    const strata_options* options, strata_request** req) {
-  return broadcast_request<&Communicator::broadcast_init>("strata_broadcast_init", comm, buffer, count, dtype, root,
-                                                          options, req);
-}
-
-strata_status strata_reduce_scatter_init(strata_comm* comm, const void* in, void* out, size_t recv_count,
-                                         strata_dtype dtype, strata_op op, const strata_options* options,
-                                         strata_request** req) {
-  return reduce_scatter_request<&Communicator::reduce_scatter_init>("strata_reduce_scatter_init", comm, in, out,
-                                                                    recv_count, dtype, op, options, req);
-}
-
-strata_status strata_all_gather_init(strata_comm* comm, const void* in, void* out, size_t send_count,
-                                     strata_dtype dtype, const strata_options* options, strata_request** req) {
-  return all_gather_request<&Communicator::all_gather_init>("strata_all_gather_init", comm, in, out, send_count,
-                                                            dtype, options, req);
 }
 
 // Requests.

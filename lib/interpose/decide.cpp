@@ -17,6 +17,20 @@ Decision refuse(Why why, const char* detail = nullptr) {
   return d;
 }
 
+// `count` elements of `type` reduced with `op`, as strata reduces them, or
+// why it cannot (a datatype or an operation it has no kernel for).
+Decision reduction(MPI_Datatype type, MPI_Op op, int count) {
+  const auto dtype = reduction_dtype(type);
+  if (!dtype) return refuse(Why::datatype);
+  const auto rop = reduction_op(op);
+  if (!rop) return refuse(Why::op);
+  Decision d;
+  d.dtype = *dtype;
+  d.op = *rop;
+  d.count = static_cast<std::size_t>(count);
+  return d;
+}
+
 // The bytes of `count` elements of `type` (`type_size` each), `blocks` of
 // which make one packed message, or why strata declines them. MPI_Pack's
 // sizes are int: keeping the whole message under INT_MAX lets any rank
@@ -92,27 +106,21 @@ Decision decide_reduction(const void* sendbuf, const void* recvbuf, int count, M
                           MPI_Comm comm) noexcept {
   int size = 0, rank = -1;
   if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
-  const auto dtype = reduction_dtype(type);
-  if (!dtype) return refuse(Why::datatype);
-  const auto rop = reduction_op(op);
-  if (!rop) return refuse(Why::op);
+  const Decision reduced = reduction(type, op, count);
+  if (!reduced.to_strata()) return reduced;
   if (root != kAllRanks && (root < 0 || root >= size)) return refuse(Why::root);
 
   // Buffers, as MPI defines them. Only erroneous calls fail these checks.
   if (root != kAllRanks && rank < 0 && PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS) return refuse(Why::comm_invalid);
   const bool receives = root == kAllRanks || rank == root;
-  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(*dtype);
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(reduced.dtype);
   if (receives) {
     if (Decision d = check_receiving(sendbuf, recvbuf, bytes, bytes); !d.to_strata()) return d;
   } else {
     if (sendbuf == MPI_IN_PLACE) return refuse(Why::buffers, "MPI_IN_PLACE on a rank that is not the root");
     if (sendbuf == nullptr) return refuse(Why::buffers, "sendbuf is null");
   }
-  Decision d;
-  d.dtype = *dtype;
-  d.op = *rop;
-  d.count = static_cast<std::size_t>(count);
-  return d;
+  return reduced;
 }
 
 Decision decide_broadcast(const void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) noexcept {
@@ -139,20 +147,14 @@ Decision decide_reduce_scatter(const void* sendbuf, const void* recvbuf, int cou
                                MPI_Comm comm) noexcept {
   int size = 0, rank = -1;
   if (Decision d = check_common(count, comm, size, rank); !d.to_strata()) return d;
-  const auto dtype = reduction_dtype(type);
-  if (!dtype) return refuse(Why::datatype);
-  const auto rop = reduction_op(op);
-  if (!rop) return refuse(Why::op);
+  const Decision reduced = reduction(type, op, count);
+  if (!reduced.to_strata()) return reduced;
   // Every rank sends one block per rank and receives one (with MPI_IN_PLACE,
   // recvbuf holds all of them: its size is not checked, as MPI does not).
-  const std::size_t block = static_cast<std::size_t>(count) * dtype_size(*dtype);
+  const std::size_t block = static_cast<std::size_t>(count) * dtype_size(reduced.dtype);
   if (Decision d = check_receiving(sendbuf, recvbuf, static_cast<std::size_t>(size) * block, block); !d.to_strata())
     return d;
-  Decision d;
-  d.dtype = *dtype;
-  d.op = *rop;
-  d.count = static_cast<std::size_t>(count);
-  return d;
+  return reduced;
 }
 
 Decision decide_all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const void* recvbuf,
