@@ -34,6 +34,23 @@ bool verification_wanted(const Config& config) {
       "STRATA_VERIFY = '{}' must be checksum (the integrity check after each call) or off", value)));
 }
 
+namespace {
+
+// Ranks `these` and `those` asked for a setting that must be alike on every
+// rank (`settings`, carried by `variable`) differently: InvalidArgument,
+// thrown on every rank alike, naming both groups and how to pass the
+// variable to every rank through any launcher.
+[[noreturn]] void throw_unlike(std::string_view these_are, const std::vector<int>& these, std::string_view those_are,
+                               const std::vector<int>& those, std::string_view settings, std::string_view variable) {
+  throw InvalidArgument(fmt::format(
+      "strata [{}]: creating a Communicator: {} rank(s) {} {} rank(s) {} ({}): set it alike on every rank "
+      "(give every rank {}: strata-launch --env {}, Open MPI's mpirun -x {}, MPICH's mpiexec -genv {} VALUE)",
+      util::where(), these_are, util::ranges(these), those_are, util::ranges(those), settings, variable, variable,
+      variable, variable));
+}
+
+}  // namespace
+
 // The same exchange says whether every rank traces (STRATA_TRACE), the
 // condition for aligning trace clocks, which is collective, and whether
 // every rank asks for auto from the cost model.
@@ -58,27 +75,17 @@ Agreed agree_on_call_check(MPI_Comm comm, int size, bool wanted, bool model_want
   }
   agreed.every_rank_models = no_model.empty();
   if (!on.empty() && !off.empty())
-    throw InvalidArgument(fmt::format(
-        "strata [{}]: creating a Communicator: the call check is on at rank(s) {} and off at rank(s) {} "
-        "(Config::check_calls, STRATA_CHECK): set it alike on every rank (with mpirun, `-x STRATA_CHECK`)",
-        util::where(), util::ranges(on), util::ranges(off)));
+    throw_unlike("the call check is on at", on, "and off at", off, "Config::check_calls, STRATA_CHECK", "STRATA_CHECK");
   if (!models.empty() && !no_model.empty())
-    throw InvalidArgument(fmt::format(
-        "strata [{}]: creating a Communicator: auto from the cost model is asked for at rank(s) {} and not at "
-        "rank(s) {} (STRATA_MODEL_FILE, and a spec of auto): set them alike on every rank (with mpirun, "
-        "`-x STRATA_MODEL_FILE`)",
-        util::where(), util::ranges(models), util::ranges(no_model)));
+    throw_unlike("auto from the cost model is asked for at", models, "and not at", no_model,
+                 "STRATA_MODEL_FILE, and a spec of auto", "STRATA_MODEL_FILE");
   if (!numerics_unlike.empty())
-    throw InvalidArgument(fmt::format(
-        "strata [{}]: creating a Communicator: rank(s) {} reduce unlike rank(s) {} (Config::reproducible and "
-        "accumulate_f32, STRATA_REPRODUCIBLE, STRATA_ACCUMULATE): set them alike on every rank (with mpirun, "
-        "`-x STRATA_REPRODUCIBLE`)",
-        util::where(), util::ranges(numerics_unlike), util::ranges(numerics_like_rank0)));
+    throw_unlike("the numerics differ:", numerics_unlike, "reduce unlike", numerics_like_rank0,
+                 "Config::reproducible and accumulate_f32, STRATA_REPRODUCIBLE, STRATA_ACCUMULATE",
+                 "STRATA_REPRODUCIBLE");
   if (!verifying.empty() && !not_verifying.empty())
-    throw InvalidArgument(fmt::format(
-        "strata [{}]: creating a Communicator: the integrity check is on at rank(s) {} and off at rank(s) {} "
-        "(Config::verify, STRATA_VERIFY): set it alike on every rank (with mpirun, `-x STRATA_VERIFY`)",
-        util::where(), util::ranges(verifying), util::ranges(not_verifying)));
+    throw_unlike("the integrity check is on at", verifying, "and off at", not_verifying, "Config::verify, STRATA_VERIFY",
+                 "STRATA_VERIFY");
   return agreed;
 }
 
