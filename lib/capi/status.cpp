@@ -4,7 +4,7 @@
 #include <exception>
 #include <new>
 
-#include "strata/errors.hpp"
+#include "util/error_in_flight.hpp"
 #include "util/where.hpp"
 
 namespace strata::capi {
@@ -15,6 +15,25 @@ namespace {
 thread_local std::string last_message;
 // Set instead of last_message when storing it failed (out of memory).
 thread_local const char* last_fixed = nullptr;
+
+// The C API's code for each kind of error (an unknown strata::Error
+// subclass, and anything not strata's, is internal).
+strata_status status_of(util::ErrorKind kind) {
+  switch (kind) {
+    case util::ErrorKind::deadline_exceeded: return STRATA_ERR_DEADLINE_EXCEEDED;
+    case util::ErrorKind::invalid_argument: return STRATA_ERR_INVALID_ARGUMENT;
+    case util::ErrorKind::mismatch: return STRATA_ERR_MISMATCH;
+    case util::ErrorKind::peer_failure: return STRATA_ERR_PEER_FAILURE;
+    case util::ErrorKind::unavailable: return STRATA_ERR_UNAVAILABLE;
+    case util::ErrorKind::backend: return STRATA_ERR_BACKEND;
+    case util::ErrorKind::corrupted: return STRATA_ERR_CORRUPTED;
+    case util::ErrorKind::other_error:
+    case util::ErrorKind::out_of_memory:
+    case util::ErrorKind::std_exception:
+    case util::ErrorKind::unknown: break;
+  }
+  return STRATA_ERR_INTERNAL;
+}
 
 }  // namespace
 
@@ -30,32 +49,8 @@ strata_status fail(strata_status status, const char* function, const char* messa
 }
 
 strata_status fail_current(const char* function) noexcept {
-  try {
-    throw;
-  } catch (const DeadlineExceeded& e) {
-    return fail(STRATA_ERR_DEADLINE_EXCEEDED, function, e.what());
-  } catch (const InvalidArgument& e) {
-    return fail(STRATA_ERR_INVALID_ARGUMENT, function, e.what());
-  } catch (const Mismatch& e) {
-    return fail(STRATA_ERR_MISMATCH, function, e.what());
-  } catch (const PeerFailure& e) {
-    return fail(STRATA_ERR_PEER_FAILURE, function, e.what());
-  } catch (const Unavailable& e) {
-    return fail(STRATA_ERR_UNAVAILABLE, function, e.what());
-  } catch (const BackendError& e) {
-    return fail(STRATA_ERR_BACKEND, function, e.what());
-  } catch (const Corrupted& e) {
-    return fail(STRATA_ERR_CORRUPTED, function, e.what());
-  } catch (const Error& e) {
-    // A strata::Error subclass this boundary does not know yet.
-    return fail(STRATA_ERR_INTERNAL, function, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(STRATA_ERR_INTERNAL, function, "out of memory (std::bad_alloc)");
-  } catch (const std::exception& e) {
-    return fail(STRATA_ERR_INTERNAL, function, e.what());
-  } catch (...) {
-    return fail(STRATA_ERR_INTERNAL, function, "unknown exception (not a std::exception)");
-  }
+  const util::ErrorInFlight error = util::error_in_flight();
+  return fail(status_of(error.kind), function, error.message);
 }
 
 const char* last_error() noexcept { return last_fixed ? last_fixed : last_message.c_str(); }

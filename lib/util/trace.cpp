@@ -12,8 +12,8 @@
 #include <mutex>
 #include <vector>
 
-#include "strata/errors.hpp"
 #include "util/check.hpp"
+#include "util/error_in_flight.hpp"
 #include "util/json.hpp"
 #include "util/log.hpp"
 #include "util/where.hpp"
@@ -368,38 +368,8 @@ void Span::end() {
   start_ = 0;
 }
 
-std::string_view current_error_name() noexcept {
-  try {
-    throw;
-  } catch (const DeadlineExceeded&) {
-    return "DeadlineExceeded";
-  } catch (const PeerFailure&) {
-    return "PeerFailure";
-  } catch (const Mismatch&) {
-    return "Mismatch";
-  } catch (const InvalidArgument&) {
-    return "InvalidArgument";
-  } catch (const Unavailable&) {
-    return "Unavailable";
-  } catch (const BackendError&) {
-    return "BackendError";
-  } catch (const Error&) {
-    return "Error";
-  } catch (const std::exception&) {
-    return "std::exception";
-  } catch (...) {
-    return "unknown";
-  }
-}
+std::string_view current_error_name() noexcept { return error_name(error_in_flight().kind); }
 
-std::string current_error_message() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return {};
-  }
-}
+std::string current_error_message() { return error_in_flight().message; }
 
 }  // namespace strata::util::trace
