@@ -22,7 +22,7 @@ A step's status: pass (exit 0), skip (exit 77, or check_bench's "skipped as
 expected"), fail (anything else, a timeout included: exit 124).
 
 Multi-rank GPU steps run every rank through scripts/per_rank_host.sh
-(between mpirun and the program), which sets NCCL_HOSTID per rank, or per
+(between the launcher and the program), which sets NCCL_HOSTID per rank, or per
 virtual node of STRATA_RANKS_PER_NODE ranks: NCCL and strata then take
 those groups for separate hosts, so ranks sharing the machine's one GPU
 still run NCCL (through its network transport) instead of being refused as
@@ -337,15 +337,15 @@ def per_rank_host(step):
 
 def build_steps(manifest, tmp):
     B = BUNDLE
-    mpirun = [f"{B}/bin/mpirun", "--oversubscribe", "--bind-to", "none"]
+    launch = [f"{B}/bin/strata-launch"]  # the launcher layer over the bundle's Open MPI, unbound
     steps = [
         Step("nvidia-smi", "preflight", ["nvidia-smi"], 30),
         Step("libraries", "preflight", "in-process: ldd over every ELF file in the bundle; NCCL's soname and version",
              60, device=False, func=check_libraries),
-        Step("host-topo", "preflight", mpirun + ["-np", "2", f"{B}/bin/strata-topo"], 60, device=False),
+        Step("host-topo", "preflight", launch + ["-n", "2", f"{B}/bin/strata-topo"], 60, device=False),
     ]
     host_bench = Step("host-bench", "preflight",
-                      mpirun + ["-np", "2", f"{B}/bin/strata-bench", "-b", "8", "-e", "64k", "-c", "1",
+                      launch + ["-n", "2", f"{B}/bin/strata-bench", "-b", "8", "-e", "64k", "-c", "1",
                                 "--no-progress"], 90, device=False, parse=parse_bench_json)
     steps.append(host_bench)
 
@@ -366,16 +366,16 @@ def build_steps(manifest, tmp):
         Step("figure-kernels", "figures", [f"{B}/bin/strata-gpu-kernels", "--bytes", "1G", "--iters", "50"], 90,
              parse=parse_kernels),
         Step("figure-nccl-overhead", "figures",
-             mpirun + ["-np", "1", bench, "-m", "cuda", "-a", "nccl", "--baseline", "nccl", "-b", "8", "-e", "64K",
+             launch + ["-n", "1", bench, "-m", "cuda", "-a", "nccl", "--baseline", "nccl", "-b", "8", "-e", "64K",
                        "-f", "2", "-n", "2000", "-w", "100", "--no-progress"], 90, parse=parse_bench_json),
         Step("figure-staged-pipeline", "figures",
-             mpirun + ["-np", "2", bench, "-m", "cuda", "-a", "nccl/xring", "-b", "64M", "-e", "256M", "-f", "2",
+             launch + ["-n", "2", bench, "-m", "cuda", "-a", "nccl/xring", "-b", "64M", "-e", "256M", "-f", "2",
                        "--memcpy-reference", "--no-progress"], 150, env={"STRATA_RANKS_PER_NODE": "1"},
              parse=parse_bench_json),
         # The staged figure's other bound: the same xring between the same
         # two virtual nodes on host memory, no GPU in the path.
         Step("figure-staged-host-reference", "figures",
-             mpirun + ["-np", "2", bench, "-m", "host", "-a", "xring", "-b", "64M", "-e", "256M", "-f", "2",
+             launch + ["-n", "2", bench, "-m", "host", "-a", "xring", "-b", "64M", "-e", "256M", "-f", "2",
                        "--no-progress"], 90, env={"STRATA_RANKS_PER_NODE": "1"}, device=False,
              parse=parse_bench_json),
     ]

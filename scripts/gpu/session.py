@@ -132,7 +132,7 @@ def async_program(manifest):
 def build_tasks(args, gpu, gpu_why, manifest, out_dir):
     B = BUNDLE
     bench = f"{B}/bin/strata-bench"
-    mpirun = [f"{B}/bin/mpirun", "--oversubscribe", "--bind-to", "none"]
+    launch = [f"{B}/bin/strata-launch"]  # the launcher layer over the bundle's Open MPI, unbound
     sweeps = SWEEPS["quick" if args.quick else "full"]
     no_gpu = None if gpu else gpu_why
     tasks = []
@@ -142,7 +142,7 @@ def build_tasks(args, gpu, gpu_why, manifest, out_dir):
         env = dict(NCCL_DEBUG, STRATA_RANKS_PER_NODE="1")
         if check == "off":
             env["STRATA_CHECK"] = "off"
-        cmd = mpirun + ["-np", "2", bench, "-m", "cuda", "-a", "nccl", "--baseline", "nccl"]
+        cmd = launch + ["-n", "2", bench, "-m", "cuda", "-a", "nccl", "--baseline", "nccl"]
         cmd += (["--stream-ordered"] if form == "stream" else []) + sweep_args(sweeps["a"]) + ["--no-progress"]
         title = (f"2 ranks, {'stream-ordered' if form == 'stream' else 'blocking'} calls vs ncclAllReduce, "
                  f"call check {check}")
@@ -150,8 +150,8 @@ def build_tasks(args, gpu, gpu_why, manifest, out_dir):
 
     # (b) one rank up to 1 GiB: completion polling against NCCL.
     for form in ("blocking", "stream"):
-        cmd = [f"{B}/bin/mpirun", "--oversubscribe", "--bind-to", "none", "-np", "1", bench, "-m", "cuda", "-a",
-               "nccl", "--baseline", "nccl"] + (["--stream-ordered"] if form == "stream" else [])
+        cmd = launch + ["-n", "1", bench, "-m", "cuda", "-a", "nccl", "--baseline", "nccl"]
+        cmd += ["--stream-ordered"] if form == "stream" else []
         cmd += sweep_args(sweeps["b"]) + ["--no-progress"]
         tasks.append(Task(f"b-{form}-np1", "b", f"1 rank, {form} calls vs ncclAllReduce up to "
                           f"{sweeps['b'][1]}", cmd, 120, skip=no_gpu))
@@ -160,13 +160,13 @@ def build_tasks(args, gpu, gpu_why, manifest, out_dir):
     program, env = async_program(manifest)
     skip = no_gpu or (None if program else "the bundle has no tests/test_gpu_async (this build did not make it)")
     env = dict(env, STRATA_RANKS_PER_NODE="1")
-    cmd = mpirun + ["-np", "2", program or f"{B}/tests/test_gpu_async", "--stop-rank", "1", "--timeout", "5"]
+    cmd = launch + ["-n", "2", program or f"{B}/tests/test_gpu_async", "--stop-rank", "1", "--timeout", "5"]
     tasks.append(Task("c-abort-stopped-rank", "c", "2 ranks, rank 1 SIGSTOPped mid-run, 5 s timeout: "
                       "DeadlineExceeded naming it within 20 s", cmd, 60, env=env, kind="abort", skip=skip))
 
     # (d) overlap with a GPU kernel on another stream.
     for ranks in (2, 1):
-        cmd = mpirun + ["-np", str(ranks), bench, "-m", "cuda", "-a", "nccl", "--stream-ordered", "--overlap",
+        cmd = launch + ["-n", str(ranks), bench, "-m", "cuda", "-a", "nccl", "--stream-ordered", "--overlap",
                         "--baseline", "nccl"] + sweep_args(sweeps["d"]) + ["--no-progress"]
         tasks.append(Task(f"d-overlap-np{ranks}", "d", f"{ranks} rank{'s' if ranks > 1 else ''}, stream-ordered "
                           "calls beside strata::bench::busy_kernel", cmd, 120,
@@ -178,7 +178,9 @@ def build_tasks(args, gpu, gpu_why, manifest, out_dir):
     for ranks in HOST_RANKS:
         # A core each where hwloc finds enough cores; where it finds fewer
         # (hardware threads counted as CPUs), two ranks share one rather than
-        # mpirun refusing, and the log's bindings say so.
+        # mpirun refusing, and the log's bindings say so. The bundle's own
+        # Open MPI is called directly here: the launcher layer's --bind core
+        # has no overload-allowed form and reports no bindings.
         bind = ["--map-by", "core", "--bind-to", "core:overload-allowed,if-supported", "--report-bindings"]
         cmd = [f"{B}/bin/mpirun", "--oversubscribe"] + bind + ["-np", str(ranks), bench, "-m", "host",
                                                                 "--baseline", "mpi"]
