@@ -2,19 +2,37 @@
 
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
+#include "host/reduce_simd.hpp"
 #include "util/half.hpp"
 
 namespace strata::exec {
 namespace {
 
+#define STRATA_INLINE [[gnu::always_inline]] inline
+
 constexpr int kLanes = 4;          // words hashed side by side
-constexpr int kSumLanes = 8;       // doubles summed side by side
+constexpr int kSumLanes = 16;      // doubles summed side by side (four chains of additions per vector unit)
 constexpr std::size_t kBlock = 4096;  // elements per block of element_sums (its error bound)
+
+// The lanes as vectors (GCC's vector extensions): each instruction set's
+// copy below turns them into its widest registers, and every copy computes
+// lane by lane exactly what the scalar definition does, so all give the
+// same bits.
+// The sums' lanes are vectors of 4 (lanes 0-3, 4-7, ...): GCC keeps a
+// 64-byte vector in memory where it spans two AVX2 registers.
+typedef std::uint64_t Words __attribute__((vector_size(kLanes * 8)));
+constexpr int kQuarter = 4;  // lanes per vector
+typedef double Doubles __attribute__((vector_size(kQuarter * 8)));
+typedef std::uint64_t DoubleBits __attribute__((vector_size(kQuarter * 8)));
+typedef float Floats __attribute__((vector_size(kQuarter * 4)));
+typedef std::uint32_t FloatBits __attribute__((vector_size(kQuarter * 4)));
+typedef std::uint16_t Halves __attribute__((vector_size(kQuarter * 2)));
 
 // The finaliser of MurmurHash3: a bijection on 64 bits that spreads every
 // input bit over the output.
-std::uint64_t mix64(std::uint64_t h) {
+STRATA_INLINE std::uint64_t mix64(std::uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
@@ -23,47 +41,106 @@ std::uint64_t mix64(std::uint64_t h) {
   return h;
 }
 
+STRATA_INLINE std::uint64_t hash_loop(const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const std::byte*>(data);
+  Words sum = {}, prefix = {};
+  std::size_t i = 0;
+  constexpr std::size_t kStride = kLanes * sizeof(std::uint64_t);
+  for (; i + kStride <= bytes; i += kStride) {
+    Words words;
+    std::memcpy(&words, p + i, kStride);
+    sum += words;
+    prefix += sum;
+  }
+  Words tail = {};  // the last bytes, zero-padded
+  std::memcpy(&tail, p + i, bytes - i);
+  sum += tail;
+  prefix += sum;
+  // An odd factor for each sum and an even one for each prefix sum: a flip
+  // of bit k in word j of lane l moves the total by ±2^k * (odd + (words
+  // after j) * even), an odd multiple of 2^k, never 0.
+  std::uint64_t h = bytes * 0x9e3779b97f4a7c15ULL;
+  for (int l = 0; l < kLanes; ++l)
+    h += sum[l] * (0x2545f4914f6cdd1dULL | 1) + prefix[l] * ((0x94d049bb133111ebULL + 2 * l) & ~1ULL);
+  return mix64(h);
+}
+
 // Each element as what a sum of it is formed in.
 template <typename T>
-double as_double(T x) { return static_cast<double>(x); }
+STRATA_INLINE double as_double(T x) { return static_cast<double>(x); }
 
 struct F16 { std::uint16_t bits; };
 struct BF16 { std::uint16_t bits; };
-double as_double(F16 x) { return util::f16_to_f32(x.bits); }
-double as_double(BF16 x) { return util::bf16_to_f32(x.bits); }
+STRATA_INLINE double as_double(F16 x) { return util::f16_to_f32(x.bits); }
+STRATA_INLINE double as_double(BF16 x) { return util::bf16_to_f32(x.bits); }
 float as_float(F16 x) { return util::f16_to_f32(x.bits); }
 float as_float(BF16 x) { return util::bf16_to_f32(x.bits); }
 template <typename T>
 T as_float(T x) { return x; }
 
+// kQuarter elements from `x` as doubles, lane l holding x[l]. (Vectors
+// go by reference: by value they would take a different ABI per copy.)
+STRATA_INLINE void load_lanes(const float* x, Doubles& v) {
+  Floats f;
+  std::memcpy(&f, x, sizeof f);
+  v = __builtin_convertvector(f, Doubles);
+}
+STRATA_INLINE void load_lanes(const double* x, Doubles& v) { std::memcpy(&v, x, sizeof v); }
+STRATA_INLINE void load_lanes(const BF16* x, Doubles& v) {
+  Halves h;
+  std::memcpy(&h, x, sizeof h);
+  const FloatBits bits = __builtin_convertvector(h, FloatBits) << 16;  // util::bf16_to_f32, lane by lane
+  Floats f;
+  std::memcpy(&f, &bits, sizeof f);
+  v = __builtin_convertvector(f, Doubles);
+}
+STRATA_INLINE void load_lanes(const F16* x, Doubles& v) {  // (no vector conversion without F16C: lane by lane)
+  for (int l = 0; l < kQuarter; ++l) v[l] = as_double(x[l]);
+}
+
+// `x`'s kQuarter elements added to `sum`, their magnitudes (std::fabs)
+// to `magnitude`.
 template <typename T>
-ElementSums float_sums(const T* x, std::size_t count) {
+STRATA_INLINE void add_lanes(const T* x, Doubles& sum, Doubles& magnitude) {
+  Doubles v;
+  load_lanes(x, v);
+  sum += v;
+  DoubleBits bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0x7fffffffffffffffULL;
+  std::memcpy(&v, &bits, sizeof v);
+  magnitude += v;
+}
+
+template <typename T>
+STRATA_INLINE ElementSums float_sums(const T* x, std::size_t count) {
   ElementSums sums;
   for (std::size_t begin = 0; begin < count; begin += kBlock) {
     const std::size_t end = begin + kBlock < count ? begin + kBlock : count;
-    double sum[kSumLanes] = {}, magnitude[kSumLanes] = {};
+    Doubles sum[kSumLanes / kQuarter] = {}, magnitude[kSumLanes / kQuarter] = {};
     std::size_t i = begin;
     for (; i + kSumLanes <= end; i += kSumLanes)
-      for (int l = 0; l < kSumLanes; ++l) {
-        const double v = as_double(x[i + static_cast<std::size_t>(l)]);
-        sum[l] += v;
-        magnitude[l] += std::fabs(v);
-      }
+      for (int q = 0; q < kSumLanes / kQuarter; ++q) add_lanes(x + i + q * kQuarter, sum[q], magnitude[q]);
+    // The lanes as plain doubles from here (reading a vector's lanes in the
+    // loop would keep it in memory).
+    double sum_lanes[kSumLanes], magnitude_lanes[kSumLanes];
+    std::memcpy(sum_lanes, sum, sizeof sum_lanes);
+    std::memcpy(magnitude_lanes, magnitude, sizeof magnitude_lanes);
     for (; i < end; ++i) {
       const double v = as_double(x[i]);
-      sum[0] += v;
-      magnitude[0] += std::fabs(v);
+      sum_lanes[0] += v;
+      magnitude_lanes[0] += std::fabs(v);
     }
     for (int l = 0; l < kSumLanes; ++l) {
-      sums.sum += sum[l];
-      sums.magnitude += magnitude[l];
+      sums.sum += sum_lanes[l];
+      sums.magnitude += magnitude_lanes[l];
     }
   }
   return sums;
 }
 
 template <typename T>
-ElementSums integer_sums(const T* x, std::size_t count) {
+STRATA_INLINE ElementSums integer_sums(const T* x, std::size_t count) {
   std::uint64_t lanes[kSumLanes] = {};
   std::size_t i = 0;
   for (; i + kSumLanes <= count; i += kSumLanes)
@@ -77,7 +154,7 @@ ElementSums integer_sums(const T* x, std::size_t count) {
 
 // Unsigned elements zero-extend (the cast through int64 would too, but say it).
 template <>
-ElementSums integer_sums(const std::uint64_t* x, std::size_t count) {
+STRATA_INLINE ElementSums integer_sums(const std::uint64_t* x, std::size_t count) {
   ElementSums sums;
   for (std::size_t i = 0; i < count; ++i) sums.wrapping += x[i];
   return sums;
@@ -118,47 +195,78 @@ auto typed(DataType dtype, const void* data, F&& f) {
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, F16> || std::is_same_v<T, BF16>;
 
-}  // namespace
+// One instruction set's copy of the two passes. Plain switches rather
+// than typed()'s lambda: a lambda's body would not take the copy's target.
+#define STRATA_CHECKSUM_KERNELS(isa, target)                                                     \
+  target std::uint64_t hash_##isa(const void* data, std::size_t bytes) {                         \
+    return hash_loop(data, bytes);                                                               \
+  }                                                                                              \
+  target ElementSums sums_##isa(const void* data, std::size_t count, DataType dtype) {           \
+    switch (dtype) {                                                                             \
+      case DataType::f32: return float_sums(static_cast<const float*>(data), count);             \
+      case DataType::f64: return float_sums(static_cast<const double*>(data), count);            \
+      case DataType::f16: return float_sums(static_cast<const F16*>(data), count);               \
+      case DataType::bf16: return float_sums(static_cast<const BF16*>(data), count);             \
+      case DataType::i8: return integer_sums(static_cast<const std::int8_t*>(data), count);      \
+      case DataType::u8: return integer_sums(static_cast<const std::uint8_t*>(data), count);     \
+      case DataType::i32: return integer_sums(static_cast<const std::int32_t*>(data), count);    \
+      case DataType::u32: return integer_sums(static_cast<const std::uint32_t*>(data), count);   \
+      case DataType::i64: return integer_sums(static_cast<const std::int64_t*>(data), count);    \
+      case DataType::u64: break;                                                                 \
+    }                                                                                            \
+    return integer_sums(static_cast<const std::uint64_t*>(data), count);                         \
+  }
 
-std::uint64_t hash_bytes(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const std::byte*>(data);
-  std::uint64_t sum[kLanes] = {}, prefix[kLanes] = {};
-  std::size_t i = 0;
-  constexpr std::size_t kStride = kLanes * sizeof(std::uint64_t);
-  for (; i + kStride <= bytes; i += kStride) {
-    std::uint64_t words[kLanes];
-    std::memcpy(words, p + i, kStride);
-    for (int l = 0; l < kLanes; ++l) {
-      sum[l] += words[l];
-      prefix[l] += sum[l];
-    }
-  }
-  std::uint64_t tail[kLanes] = {};  // the last bytes, zero-padded
-  std::memcpy(tail, p + i, bytes - i);
-  for (int l = 0; l < kLanes; ++l) {
-    sum[l] += tail[l];
-    prefix[l] += sum[l];
-  }
-  // An odd factor for each sum and an even one for each prefix sum: a flip
-  // of bit k in word j of lane l moves the total by ±2^k * (odd + (words
-  // after j) * even), an odd multiple of 2^k, never 0.
-  std::uint64_t h = bytes * 0x9e3779b97f4a7c15ULL;
-  for (int l = 0; l < kLanes; ++l)
-    h += sum[l] * (0x2545f4914f6cdd1dULL | 1) + prefix[l] * ((0x94d049bb133111ebULL + 2 * l) & ~1ULL);
-  return mix64(h);
+struct Kernels {
+  std::uint64_t (*hash)(const void*, std::size_t);
+  ElementSums (*sums)(const void*, std::size_t, DataType);
+};
+
+STRATA_CHECKSUM_KERNELS(baseline, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+STRATA_CHECKSUM_KERNELS(avx2, __attribute__((target("avx2"))))
+STRATA_CHECKSUM_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))))
+#endif
+
+// `isa`'s copy where this build has it and this CPU runs it (the reduction
+// kernels' list says which), else the baseline.
+Kernels kernels_for(std::string_view isa) {
+  bool usable = false;
+  for (const host::simd::Kernel& kernel : host::simd::usable()) usable |= kernel.name == isa;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (usable && isa == "avx512") return {&hash_avx512, &sums_avx512};
+  if (usable && isa == "avx2") return {&hash_avx2, &sums_avx2};
+#endif
+  (void)usable;
+  return {&hash_baseline, &sums_baseline};
 }
 
+// The copy for the instruction set the reduction kernels run
+// (host::simd::chosen(): STRATA_REDUCE_ISA, else the widest this CPU has).
+const Kernels& kernels() {
+  static const Kernels chosen = kernels_for(host::simd::chosen().name);
+  return chosen;
+}
+
+}  // namespace
+
+std::uint64_t hash_bytes(const void* data, std::size_t bytes) { return kernels().hash(data, bytes); }
+
 ElementSums element_sums(const void* data, std::size_t count, DataType dtype) {
-  return typed(dtype, data, [count](const auto* x) {
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
-    if constexpr (is_float_v<T>) return float_sums(x, count);
-    else return integer_sums(x, count);
-  });
+  return kernels().sums(data, count, dtype);
+}
+
+std::uint64_t hash_bytes_with(std::string_view isa, const void* data, std::size_t bytes) {
+  return kernels_for(isa).hash(data, bytes);
+}
+
+ElementSums element_sums_with(std::string_view isa, const void* data, std::size_t count, DataType dtype) {
+  return kernels_for(isa).sums(data, count, dtype);
 }
 
 double sum_error_bound(std::size_t count) {
-  // Per block, each of 8 lanes adds up to kBlock / 8 terms, then the lanes
-  // and the blocks are added: at most kBlock / 8 + 8 + count / kBlock + 1
+  // Per block, each of the kSumLanes lanes adds up to kBlock / kSumLanes terms, then the lanes
+  // and the blocks are added: at most kBlock / kSumLanes + kSumLanes + count / kBlock + 1
   // roundings of 2^-53 on any term's path (first order; doubled for margin).
   return 2.0 * (static_cast<double>(kBlock / kSumLanes + kSumLanes + 1) + static_cast<double>(count / kBlock)) *
          0x1p-53;

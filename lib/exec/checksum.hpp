@@ -2,11 +2,14 @@
 // ranks: of one buffer's bytes, an exact hash; of its elements, the sums a
 // reduction must preserve; and, for min and max, the element-wise order
 // between a rank's own input and the result. Each is one pass over the
-// data, written so the compiler vectorises it. Internal header.
+// data; the hash and the sums run in the copy for the instruction set the
+// reduction kernels use (host::simd::chosen()), and every copy gives the
+// same bits. Internal header.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "strata/types.hpp"
 
@@ -26,13 +29,19 @@ struct ElementSums {
   std::uint64_t wrapping = 0;
   // Floating dtypes, in double: the sum of the elements and of their
   // magnitudes (magnitude is inf or NaN when an element is; for f64 also
-  // when the magnitudes' sum overflows). Accumulated in 8 lanes over blocks
+  // when the magnitudes' sum overflows). Accumulated in 16 lanes over blocks
   // of 4096 elements: its own rounding error is below
   // sum_error_bound(count) * magnitude.
   double sum = 0;
   double magnitude = 0;
 };
 ElementSums element_sums(const void* data, std::size_t count, DataType dtype);
+
+// hash_bytes and element_sums as one instruction set's copy computes them
+// ("baseline", "avx2", "avx512"; one this build or CPU lacks falls back to
+// the baseline), for the tests that check every copy gives the same bits.
+std::uint64_t hash_bytes_with(std::string_view isa, const void* data, std::size_t bytes);
+ElementSums element_sums_with(std::string_view isa, const void* data, std::size_t count, DataType dtype);
 
 // How far, relative to `magnitude`, element_sums's double `sum` of `count`
 // elements may be from the exact sum.
