@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "exec/finish.hpp"
 #include "exec/fixed_point.hpp"
+#include "host/reduce_simd.hpp"
 #include "plan/collective.hpp"
 #include "strata/errors.hpp"
 #include "util/half.hpp"
@@ -24,20 +26,49 @@ std::size_t input_count(Collective collective, const plan::Job& job, const HostC
   return collective == Collective::reduce_scatter ? job.count * static_cast<std::size_t>(context.size) : job.count;
 }
 
-void widen(const void* in, std::size_t count, DataType dtype, float* out) {
-  const auto* halves = static_cast<const std::uint16_t*>(in);
-  if (dtype == DataType::f16)
-    for (std::size_t i = 0; i < count; ++i) out[i] = util::f16_to_f32(halves[i]);
-  else
-    for (std::size_t i = 0; i < count; ++i) out[i] = util::bf16_to_f32(halves[i]);
-}
+// One instruction set's copy of the conversions around the f32
+// accumulation (the compiler vectorises the bf16 loops; f16's, branchy
+// without F16C, stay element by element). Integer work only: every copy
+// gives the same bits.
+#define STRATA_WIDEN_KERNELS(isa, target)                                                          \
+  target void widen_##isa(const void* in, std::size_t count, DataType dtype, float* out) {          \
+    const auto* halves = static_cast<const std::uint16_t*>(in);                                    \
+    if (dtype == DataType::f16)                                                                    \
+      for (std::size_t i = 0; i < count; ++i) out[i] = util::f16_to_f32(halves[i]);                \
+    else                                                                                           \
+      for (std::size_t i = 0; i < count; ++i) out[i] = util::bf16_to_f32(halves[i]);               \
+  }                                                                                                \
+  target void narrow_##isa(const float* in, std::size_t count, DataType dtype, void* out) {         \
+    auto* halves = static_cast<std::uint16_t*>(out);                                               \
+    if (dtype == DataType::f16)                                                                    \
+      for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_f16(in[i]);                 \
+    else                                                                                           \
+      for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_bf16(in[i]);                \
+  }
 
-void narrow(const float* in, std::size_t count, DataType dtype, void* out) {
-  auto* halves = static_cast<std::uint16_t*>(out);
-  if (dtype == DataType::f16)
-    for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_f16(in[i]);
-  else
-    for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_bf16(in[i]);
+STRATA_WIDEN_KERNELS(baseline, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+STRATA_WIDEN_KERNELS(avx2, __attribute__((target("avx2"))))
+STRATA_WIDEN_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))))
+#endif
+
+struct Conversions {
+  void (*widen)(const void*, std::size_t, DataType, float*);
+  void (*narrow)(const float*, std::size_t, DataType, void*);
+};
+
+// The copy for the instruction set the reduction kernels run
+// (host::simd::chosen(), which only names one this CPU runs).
+const Conversions& conversions() {
+  static const Conversions chosen = [] {
+    const std::string_view isa = host::simd::chosen().name;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (isa == "avx512") return Conversions{&widen_avx512, &narrow_avx512};
+    if (isa == "avx2") return Conversions{&widen_avx2, &narrow_avx2};
+#endif
+    return Conversions{&widen_baseline, &narrow_baseline};
+  }();
+  return chosen;
 }
 
 template <typename T>
@@ -53,7 +84,7 @@ void run_widened(Collective collective, const plan::Choice& choice, const plan::
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context);
   float* wide_in = scratch<float>(context, kWideInSlot, in_count);
-  widen(job.in, in_count, job.dtype, wide_in);
+  conversions().widen(job.in, in_count, job.dtype, wide_in);
   plan::Job wide = job;
   wide.in = wide_in;
   wide.out = holds ? scratch<float>(context, kWideOutSlot, job.count) : nullptr;
@@ -61,7 +92,7 @@ void run_widened(Collective collective, const plan::Choice& choice, const plan::
   wide.op = job.op == ReduceOp::mean ? ReduceOp::sum : job.op;
   run_host_plan(collective, choice, wide, context, deadline, info, check);
   finish_host(job.op, wide, holds, contributors);  // a mean divides in f32, before the one rounding
-  if (holds) narrow(static_cast<const float*>(wide.out), job.count, job.dtype, job.out);
+  if (holds) conversions().narrow(static_cast<const float*>(wide.out), job.count, job.dtype, job.out);
 }
 
 void run_exact(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
