@@ -36,12 +36,11 @@ std::uint64_t reference_hash(const void* data, std::size_t bytes) {
   std::uint64_t h = bytes * 0x9e3779b97f4a7c15ULL;
   for (int l = 0; l < 4; ++l)
     h += sum[l] * (0x2545f4914f6cdd1dULL | 1) + prefix[l] * ((0x94d049bb133111ebULL + 2 * l) & ~1ULL);
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
+  for (const std::uint64_t multiplier : {0xff51afd7ed558ccdULL, 0xc4ceb9fe1a85ec53ULL}) {  // MurmurHash3's finaliser
+    h ^= h >> 33;
+    h *= multiplier;
+  }
+  return h ^ (h >> 33);
 }
 
 std::vector<std::byte> random_bytes(std::size_t bytes, std::mt19937_64& rng) {
