@@ -7,7 +7,7 @@ are the code's.
 Checks (each printed as it passes, so the log is the list of claims checked):
   1. every relative Markdown link and every backticked repository path
      (`lib/...`, `docs/X.md`, `scripts/...`, ...) in README.md and docs/*.md
-     names a file or folder that exists; every "docs/X.md" or "DESIGN.md"
+     names a file or folder that exists, and a link's #anchor a heading; every "docs/X.md" or "DESIGN.md"
      named in a source comment exists;
   2. numbers the docs state are the constants in the code (shared-memory
      block and one-round sizes, automatic pack sizes, ring chunk size and
@@ -72,6 +72,12 @@ def size_text(n):
 # 1. References resolve.
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 PATH = re.compile(r"`((?:lib|include|apps|tests|scripts|docs)/[A-Za-z0-9_./-]+)`")
+def anchors(doc):
+    """The anchors of a doc's headings, as GitHub makes them."""
+    text = re.sub(r"(?ms)^```.*?^```", "", doc.read_text())
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"(?m)^#+ (.+)$", text)}
+
+
 for doc in DOCS:
     text = doc.read_text()
     for target in LINK.findall(text):
@@ -79,6 +85,10 @@ for doc in DOCS:
             continue
         where = (doc.parent / target).resolve()
         (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: link {target} resolves")
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+        where = (doc.parent / target).resolve() if target else doc
+        if "://" not in target and where.suffix == ".md" and where.exists():
+            (ok if anchor in anchors(where) else fail)(f"{doc.relative_to(ROOT)}: link {target}#{anchor} names a heading")
     for target in set(PATH.findall(text)):
         where = ROOT / target.rstrip("/.")
         (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: path `{target}` exists")
