@@ -232,7 +232,7 @@ for name, pattern, owner in OWNED_FACTS:
 headings = {path: {" ".join(h.split()) for h in re.findall(r"(?m)^#+ (?:\d+\. )?(.+)$",
                                                          re.sub(r"(?ms)^```.*?^```", "", (ROOT / path).read_text()))}
             for path in flat}
-QUOTE = re.compile(r"((?:docs/)?[A-Z_]+\.md),? \\?\"([^\"\\]+)\\?\"")
+QUOTE = re.compile(r"((?:docs/)?[A-Z_]+\.md)(?:\]\([^)#]*\))?,? \\?\"([^\"\\]+)\\?\"")
 quoting = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 for folder in ("lib", "include", "apps", "tests", "scripts", "python"):
     quoting += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file())
