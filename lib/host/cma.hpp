@@ -13,7 +13,7 @@
 // it off on purpose. Where a node's ranks outnumber the CPUs they may run
 // on (ShmSegment::crowded) the direct path is left off too unless
 // STRATA_CMA=1 asks for it: ranks that take turns on the cores wait less
-// in the shared-memory rounds (OSU, 4 ranks on 2 cores: docs/PERFORMANCE.md,
+// in the shared-memory rounds (OSU, 4 ranks on 2 cores: docs/ALGORITHMS.md,
 // "Where the direct path starts").
 #pragma once
 

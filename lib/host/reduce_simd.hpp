@@ -8,7 +8,7 @@
 // Why wider kernels: a host reduce or all-reduce spends a large share of
 // its time in these loops (2-rank reduce at 256 KiB on an Intel Xeon VM:
 // 44% of the root's samples with the SSE2 loop), and the AVX-512 kernel
-// took 14-16% off a 2-rank reduce at 16-256 KiB (docs/PERFORMANCE.md,
+// took 14-16% off a 2-rank reduce at 16-256 KiB (docs/ALGORITHMS.md,
 // "Reduction kernels per instruction set").
 #pragma once
 

@@ -73,7 +73,7 @@ namespace strata::host::shm::direct {
 // at 1.58-3.94x and broadcast at 1.98-3.11x, the direct reads at
 // 0.30-0.84x, 0.75-1.63x and 0.68-1.36x; only the 1-4 MiB all-reduce at 4
 // ranks went the other way (1.64-2.09x against 1.42-1.61x;
-// docs/PERFORMANCE.md, "Near and far ranks").
+// docs/ALGORITHMS.md, "Near and far ranks").
 constexpr int kMostLocalRanks = 2;
 // From which size all_reduce runs as owners (reduce-scatter + all-gather)
 // rather than replicated, and reduce (on three or more ranks) as owners

@@ -6,7 +6,7 @@
 // Why measured: the direct path pays a system call and a page walk per
 // read, and what those cost depends on the machine far more than the
 // rounds' copies do. 2 ranks far apart, f32 sum, both paths against MPI's
-// own collective in the same runs (docs/PERFORMANCE.md, "Where the direct
+// own collective in the same runs (docs/ALGORITHMS.md, "Where the direct
 // path starts"):
 //  - AMD EPYC VM (1 MiB L2), 2026-11-27: a direct 4 KiB reduce took
 //    3.65-4.41 us, of which the read 2.5-4 us; the rounds 1.0-1.9 us. They

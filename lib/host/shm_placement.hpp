@@ -13,7 +13,7 @@
 // VM of 2026-11-28 the host placed the two vCPUs either way from run to
 // run: line round trips of 54-136 ns in one placement, 328-655 ns in the
 // other. 2 ranks, f32, 64 KiB-4 MiB, each path forced, against MPI's own
-// collective in the same run (docs/PERFORMANCE.md, "Near and far ranks"):
+// collective in the same run (docs/ALGORITHMS.md, "Near and far ranks"):
 // near, the rounds ran all-reduce 1.96-2.45x, reduce 1.59-3.12x and
 // broadcast 1.41-2.61x MPI's speed, the direct reads 1.21-1.37x,
 // 0.92-0.95x and 0.76-1.02x; far, the rounds ran broadcast 0.39-0.72x and
@@ -71,7 +71,7 @@ PlacementVerdict last_measured_placement();
 // (the first call that could take the direct path once the call number
 // reaches each multiple). Why: on the AMD EPYC VM the host moved the two
 // vCPUs between near and far within seconds (44 of 72 one-second runs near,
-// the others far; docs/PERFORMANCE.md, "Near and far ranks", has today's
+// the others far; docs/ALGORITHMS.md, "Near and far ranks", has today's
 // figures), and a verdict that no longer holds costs up to 2x (a 1 MiB
 // reduce at 0.45x MPI's speed on a stale "near", 1.77x on a fresh one, when
 // the recheck was added). A recheck takes about 30 line round trips (10-20

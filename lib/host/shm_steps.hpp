@@ -117,7 +117,7 @@ void verify_in_sets(Transport& t, const ShmSegment& seg, std::uint64_t round, st
 // their copies to be invalidated, and the older the lines the cheaper
 // that is (on an Intel Xeon VM, in two runs, 2-rank all-reduce of 4-16
 // KiB took 6-17% less time and reduce of 16 KiB 10-14% less with eight
-// slots than with one: docs/PERFORMANCE.md, "Rotating slots for one-round
+// slots than with one: docs/ALGORITHMS.md, "Rotating slots for one-round
 // messages").
 // Every rank computes the same slot from the round and the size; ranks
 // that disagree on the size look in different places, find a digest that

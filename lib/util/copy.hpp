@@ -9,7 +9,7 @@
 // page-aligned shared-memory set into a std::vector's data (16 bytes into
 // its page) lands. On 2 ranks placed near each other a 2 MiB all-reduce
 // into std::vector buffers took 4x as long as into page-aligned ones
-// (docs/PERFORMANCE.md, "Buffers that are not 64-byte aligned").
+// (docs/ALGORITHMS.md, "Buffers that are not 64-byte aligned").
 #pragma once
 
 #include <cstddef>

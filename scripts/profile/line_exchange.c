@@ -8,7 +8,7 @@
  * sees the other's: the time per round is about one line transfer between
  * their cores, the floor under any small collective between them. Prints
  * the median of five runs of 200000 rounds, in microseconds. On the 2-core
- * VMs of docs/PERFORMANCE.md it separates the placements ("Near and far
+ * VMs of docs/ALGORITHMS.md it separates the placements ("Near and far
  * ranks"): about 0.02-0.06 us near, 0.2-0.3 us far. */
 #include <mpi.h>
 #include <stdatomic.h>

@@ -7,7 +7,7 @@ are the code's.
 Checks (each printed as it passes, so the log is the list of claims checked):
   1. every relative Markdown link and every backticked repository path
      (`lib/...`, `docs/X.md`, `scripts/...`, ...) in README.md and docs/*.md
-     names a file or folder that exists; every "docs/X.md" or "DESIGN.md"
+     names a file or folder that exists, and a link's #anchor a heading; every "docs/X.md" or "DESIGN.md"
      named in a source comment exists;
   2. numbers the docs state are the constants in the code (shared-memory
      block and one-round sizes, automatic pack sizes, ring chunk size and
@@ -19,7 +19,13 @@ Checks (each printed as it passes, so the log is the list of claims checked):
   4. with BUILD_DIR: every "auto = [...]" map the docs print is one that
      strata-topo prints today (one node, and two virtual nodes);
   5. the guarantees are written once: DESIGN.md has them, README.md and
-     RELIABILITY.md link there and list none of their own.
+     RELIABILITY.md link there and list none of their own;
+  6. each fact that changes (which GPU strata ran on and what of it ran
+     there, the GPU and peer figures, step and test counts, CI times) is
+     stated in one file, its owner (OWNED_FACTS), or in none: any other
+     doc that states it fails, so two pages cannot come to disagree;
+  7. every section a source comment or doc quotes by title
+     ('docs/X.md, "Title"') is a heading of that file.
 Exit 1 with one line per mismatch.
 """
 import json
@@ -66,6 +72,12 @@ def size_text(n):
 # 1. References resolve.
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 PATH = re.compile(r"`((?:lib|include|apps|tests|scripts|docs)/[A-Za-z0-9_./-]+)`")
+def anchors(doc):
+    """The anchors of a doc's headings, as GitHub makes them."""
+    text = re.sub(r"(?ms)^```.*?^```", "", doc.read_text())
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"(?m)^#+ (.+)$", text)}
+
+
 for doc in DOCS:
     text = doc.read_text()
     for target in LINK.findall(text):
@@ -73,6 +85,10 @@ for doc in DOCS:
             continue
         where = (doc.parent / target).resolve()
         (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: link {target} resolves")
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+        where = (doc.parent / target).resolve() if target else doc
+        if "://" not in target and where.suffix == ".md" and where.exists():
+            (ok if anchor in anchors(where) else fail)(f"{doc.relative_to(ROOT)}: link {target}#{anchor} names a heading")
     for target in set(PATH.findall(text)):
         where = ROOT / target.rstrip("/.")
         (ok if where.exists() else fail)(f"{doc.relative_to(ROOT)}: path `{target}` exists")
@@ -180,6 +196,57 @@ for doc, link in (("README.md", "docs/DESIGN.md#guarantees"), ("docs/RELIABILITY
     section = re.search(r"\n## Guarantees\n(.*?)(?=\n## |\Z)", text, re.S)
     listed = section and re.search(r"(?m)^- ", section.group(1))
     (fail if listed else ok)(f"{doc} lists no guarantees of its own")
+
+# 6. Facts that change live in one place. (name, pattern, owner): the owner
+# is the one doc allowed to state the fact (None: no doc states it; the
+# tests' own output does), and must state it; every other doc links there.
+OWNED_FACTS = [
+    ("the GPU model strata has run on", r"\b(?:A100|H100|H200|B200|GH200|L40S?)\b", "docs/PERFORMANCE.md"),
+    ("what of the GPU backend has run on a GPU",
+     r"\b(?:has|have|had|ran|never|not yet|not) (?:yet )?(?:been )?run on (?:a|the|one) (?:real )?GPU\b"
+     r"|\bon silicon\b|\bonly on the (?:GPU )?(?:test )?double\b|\bon the (?:GPU )?(?:test )?double only\b",
+     "docs/GPU.md"),
+    ("a GPU figure (kernel share of a device copy, overhead over NCCL)",
+     r"\b(?:9\d\.\d|9\d(?:\.\d)?-9\d(?:\.\d)?)% of (?:a |the )?(?:device-to-device|D2D|device)\b"
+     r"|\+\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?[µu]s (?:per call )?over (?:raw )?(?:NCCL|`?ncclAllReduce)",
+     "docs/PERFORMANCE.md"),
+    ("a peer MPI's measured version", r"\b(?:Intel MPI 2021\.\d+\.\d+|Open MPI 5\.0\.\d+|MPICH 5\.0\.\d+)\b",
+     "docs/PERFORMANCE.md"),
+    ("the gpu-check steps passed", r"\b\d+ of \d+ steps passed\b", "docs/PERFORMANCE.md"),
+    ("a test count", r"\b\d+ tests? (?:in the default build|in CI|passed|pass)\b|\b\d+ passed, \d+ failed\b", None),
+    ("a CI time", r"(?i)\b(?:CI|\.ci/run|scripts/test\.sh)\b[^.;:]{0,60}?\b\d+(?:\.\d+)? ?(?:s|min|minutes|seconds|hours?)\b",
+     None),
+]
+flat = {doc.relative_to(ROOT).as_posix(): " ".join(doc.read_text().split()) for doc in DOCS}
+for name, pattern, owner in OWNED_FACTS:
+    for path, text in flat.items():
+        if path == owner:
+            continue
+        for said in re.finditer(pattern, text):
+            where = f"only {owner} may; link there instead" if owner else "no doc may (the tests' own output says it)"
+            fail(f"{path} states {name} ('{said.group(0)}'): {where}")
+    if owner:
+        (ok if re.search(pattern, flat[owner]) else fail)(f"{owner} states {name}, and no other doc does")
+
+# 7. Quoted section titles are headings.
+headings = {path: {" ".join(h.split()) for h in re.findall(r"(?m)^#+ (?:\d+\. )?(.+)$",
+                                                         re.sub(r"(?ms)^```.*?^```", "", (ROOT / path).read_text()))}
+            for path in flat}
+QUOTE = re.compile(r"((?:docs/)?[A-Z_]+\.md)(?:\]\([^)#]*\))?,? \\?\"([^\"\\]+)\\?\"")
+quoting = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+for folder in ("lib", "include", "apps", "tests", "scripts", "python"):
+    quoting += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file())
+for source in quoting:
+    if source.suffix in (".png", ".so", ".a", ".o") or source.name == "check_docs.py":
+        continue
+    lines = [re.sub(r"^\s*(?://|#|\*|!|/\*)\s?", "", line) for line in source.read_text(errors="replace").splitlines()]
+    for target, title in set(QUOTE.findall(" ".join(" ".join(lines).split()))):
+        path = target if target in headings else ("docs/" + target if "docs/" + target in headings else None)
+        if path is None:
+            continue
+        found = any(h == title or h.startswith(title + " ") or h.startswith(title + ":") or h.startswith(title + ",")
+                    for h in headings[path])
+        (ok if found else fail)(f"{source.relative_to(ROOT)} quotes {target}, \"{title}\": a heading there")
 
 print(f"check_docs: {len(failures)} mismatch(es)")
 sys.exit(1 if failures else 0)
