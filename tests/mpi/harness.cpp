@@ -61,25 +61,6 @@ StopScene::~StopScene() {
   MPI_Comm_free(&side);
 }
 
-bool heard_from_every_other_rank(int tag, double bound_seconds) {
-  std::vector<MPI_Request> requests;
-  std::vector<int> words(static_cast<std::size_t>(world_size()));
-  for (int r = 0; r < world_size(); ++r) {
-    if (r == world_rank()) continue;
-    requests.emplace_back();
-    MPI_Irecv(&words[static_cast<std::size_t>(r)], 1, MPI_INT, r, tag, MPI_COMM_WORLD, &requests.back());
-  }
-  const double since = MPI_Wtime();
-  int all = 0;
-  while (!all && MPI_Wtime() - since < bound_seconds) {
-    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
-    if (!all) std::this_thread::yield();
-  }
-  for (MPI_Request& request : requests)  // (the ones that never came: nothing may be left posted)
-    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request), MPI_Request_free(&request);
-  return all != 0;
-}
-
 void SameBitsLog::add(std::string label, const void* data, std::size_t bytes) {
   hashes_.push_back(hash_bytes(data, bytes));
   labels_.push_back(std::move(label));

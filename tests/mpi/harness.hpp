@@ -50,12 +50,6 @@ struct StopScene {
   StopScene& operator=(const StopScene&) = delete;
 };
 
-// Waits until every other rank of MPI_COMM_WORLD has sent this one an int
-// with `tag` (a word: "my call raised"), up to `bound_seconds`; whether all
-// did. Polls, so the caller's strata work (a roll call) is not blocked by
-// a blocking receive.
-bool heard_from_every_other_rank(int tag, double bound_seconds);
-
 // Collects one output hash per call, then checks in one collective step
 // that every rank got the same bits for every call (DESIGN.md: identical
 // results on every rank). Rank 0 reports each differing call with its

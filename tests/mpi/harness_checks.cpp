@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "harness_ranks.hpp"
@@ -11,7 +12,8 @@ namespace strata::test {
 
 namespace {
 constexpr int kPrintedFailures = 40;
-}
+std::optional<RankChecks> g_program_checks;
+}  // namespace
 
 RankChecks::RankChecks(std::string program, int bound_seconds)
     : program_(std::move(program)),
@@ -60,6 +62,18 @@ int RankChecks::finish_rank() {
   std::printf("%s: rank %d: %d of %d checks passed\n", program_.c_str(), rank_, checks_ - failures_, checks_);
   std::fflush(stdout);
   return failures_ == 0 ? 0 : 1;
+}
+
+RankChecks& start_program_checks(std::string program, int bound_seconds) {
+  return g_program_checks.emplace(std::move(program), bound_seconds);
+}
+
+RankChecks& program_checks() { return *g_program_checks; }
+
+int finish_program_checks() {
+  const int status = g_program_checks->finish();
+  g_program_checks.reset();
+  return status;
 }
 
 }  // namespace strata::test

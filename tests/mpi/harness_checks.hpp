@@ -59,4 +59,16 @@ class RankChecks {
   std::unique_ptr<Watchdog> watchdog_;
 };
 
+// The program's one RankChecks, for programs whose checks are spread over
+// free functions: start_program_checks after MPI_Init (once), then the
+// rest anywhere until finish_program_checks (collective, as
+// RankChecks::finish), which returns the exit status.
+RankChecks& start_program_checks(std::string program, int bound_seconds);
+RankChecks& program_checks();
+int finish_program_checks();
+
+// program_checks().check and .check_every_rank.
+inline bool rank_check(bool ok, const std::string& what) { return program_checks().check(ok, what); }
+inline bool every_rank_check(bool ok, const std::string& what) { return program_checks().check_every_rank(ok, what); }
+
 }  // namespace strata::test

@@ -1,5 +1,7 @@
 #include "harness_ranks.hpp"
 
+#include <thread>
+
 namespace strata::test {
 
 int world_rank() {
@@ -52,6 +54,25 @@ std::string rank_list(const std::vector<int>& ranks) {
     text += std::to_string(r);
   }
   return text;
+}
+
+bool heard_from_every_other_rank(int tag, double bound_seconds) {
+  std::vector<MPI_Request> requests;
+  std::vector<int> words(static_cast<std::size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) {
+    if (r == world_rank()) continue;
+    requests.emplace_back();
+    MPI_Irecv(&words[static_cast<std::size_t>(r)], 1, MPI_INT, r, tag, MPI_COMM_WORLD, &requests.back());
+  }
+  const double since = MPI_Wtime();
+  int all = 0;
+  while (!all && MPI_Wtime() - since < bound_seconds) {
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
+    if (!all) std::this_thread::yield();
+  }
+  for (MPI_Request& request : requests)  // (the ones that never came: nothing may be left posted)
+    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request), MPI_Request_free(&request);
+  return all != 0;
 }
 
 }  // namespace strata::test

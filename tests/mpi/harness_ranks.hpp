@@ -32,4 +32,10 @@ bool same_on_all_ranks(MPI_Comm comm, std::uint64_t hash);
 // "0,2,3" (empty: "").
 std::string rank_list(const std::vector<int>& ranks);
 
+// Waits until every other rank of MPI_COMM_WORLD has sent this one an int
+// with `tag` (a word: "my call raised"), up to `bound_seconds`; whether all
+// did. Polls, so the caller's strata work (a roll call) is not blocked by
+// a blocking receive.
+bool heard_from_every_other_rank(int tag, double bound_seconds);
+
 }  // namespace strata::test
