@@ -4,10 +4,12 @@
 // checks combined over the ranks).
 #pragma once
 
+#include <cuda_runtime.h>
 #include <mpi.h>
 
 #include "gpu_test.hpp"
 #include "harness_core.hpp"
+#include "strata/strata.hpp"
 
 namespace strata::gpu_test {
 
@@ -28,6 +30,17 @@ inline ProgramStart start_program(int* argc, char*** argv, const char* program,
   start.rank = test::world_rank();
   start.size = test::world_size();
   return start;
+}
+
+// Collective over MPI_COMM_WORLD: makes the CUDA device strata assigns this
+// rank current and returns it; `nodes`, where given, receives the number
+// of (virtual) nodes. A communicator made for the purpose and let go.
+inline int use_rank_device(int* nodes = nullptr) {
+  Communicator probe(MPI_COMM_WORLD);
+  const int device = probe.topology().ranks[std::size_t(test::world_rank())].gpu.cuda_device;
+  if (nodes) *nodes = int(probe.topology().nodes.size());
+  cudaSetDevice(device);
+  return device;
 }
 
 // Last in main (collective): combines every rank's checks, finalises MPI

@@ -288,12 +288,7 @@ int main(int argc, char** argv) {
   const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_async", MPI_THREAD_MULTIPLE);
   rank = start.rank;
   size = start.size;
-  int gpu = 0;
-  {
-    Communicator probe(MPI_COMM_WORLD);
-    gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-  }
-  cudaSetDevice(gpu);
+  const int gpu = gpu_test::use_rank_device();
   int stopped = -1;
   double timeout = 5;
   for (int i = 1; i + 1 < argc; ++i) {

@@ -174,13 +174,12 @@ int main(int argc, char** argv) {
   rank = start.rank;
   size = start.size;
   {
-    Communicator probe(MPI_COMM_WORLD);
-    const int gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(gpu);
+    int nodes = 1;
+    const int gpu = gpu_test::use_rank_device(&nodes);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     std::vector<std::string> specs = {"nccl"};
-    if (probe.topology().nodes.size() > 1) specs.push_back("nccl/nccl");
+    if (nodes > 1) specs.push_back("nccl/nccl");
     for (const std::string& spec : specs) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
       for (const Captured& test : captured_calls()) capture_and_replay(comm, test, gpu, stream, spec);

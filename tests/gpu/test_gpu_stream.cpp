@@ -67,9 +67,8 @@ int main(int argc, char** argv) {
   rank = start.rank;
   size = start.size;
   {
+    const int device = gpu_test::use_rank_device();
     Communicator comm(MPI_COMM_WORLD);
-    const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(device);
     float *d = nullptr, *result = nullptr, *pinned = nullptr;
     cudaMalloc(&d, kCount * sizeof(float));
     cudaMalloc(&result, kCount * sizeof(float));

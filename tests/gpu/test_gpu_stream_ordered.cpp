@@ -163,10 +163,8 @@ int main(int argc, char** argv) {
   const bool any_thread = start.thread_level == MPI_THREAD_MULTIPLE;
   {
     Streams streams;
-    Communicator probe(MPI_COMM_WORLD);
-    const int gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(gpu);
-    const int nodes = int(probe.topology().nodes.size());
+    int nodes = 1;
+    const int gpu = gpu_test::use_rank_device(&nodes);
     bool blocked = false;  // a stream-ordered call waited for its producer: say so once, not per case
     for (const std::string& spec : specs(nodes)) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
