@@ -19,13 +19,15 @@
 // them the node layout is only printed (e.g. virtual nodes from
 // STRATA_RANKS_PER_NODE on one machine). --quick drops the 1M+3 size.
 //
-// Exit status: 0 all passed, 1 any mismatch or error, 2 bad usage.
+// Exit status: 0 all passed, 1 any mismatch or error (the harness core's
+// summary says on which ranks), 2 bad usage; a hang ends with 124 (its watchdog).
 #include <mpi.h>
 
 #include <strata/strata.hpp>
 
+#include "harness_core.hpp"
+
 #include <algorithm>
-#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,12 +54,7 @@ int input_value(int rank, std::size_t i) {
   return static_cast<int>((i * 7 + static_cast<std::size_t>(rank) * 13 + i / 97) % 81) - 40;
 }
 
-std::uint64_t fnv1a(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
+using strata::test::rank_check;
 
 template <typename T>
 T reference(strata::ReduceOp op, std::size_t i) {
@@ -92,7 +89,7 @@ bool run_case(strata::Communicator& comm, std::size_t count, strata::DataType dt
   // 0 bytes: UBSan's nonnull-attribute check.)
   if (count > 0) std::memset(out.data(), 0xA5, count * sizeof(T));
   comm.all_reduce({in.data(), count, dtype}, {out.data(), count, dtype}, op, {.timeout_seconds = 120});
-  hash = fnv1a(out.data(), count * sizeof(T));
+  hash = strata::test::hash_bytes(out.data(), count * sizeof(T));
   for (std::size_t i = 0; i < count; ++i) {
     const T want = reference<T>(op, i);
     if (std::memcmp(&want, &out[i], sizeof(T)) != 0) {
@@ -127,18 +124,11 @@ void check_case(strata::Communicator& comm, const std::string& spec, std::size_t
   // Compare bits across ranks. (After a throw on one rank the others may be
   // stuck inside the collective; the timeout above bounds that, and the
   // communicator then refuses further calls, which we report too.)
-  std::vector<std::uint64_t> hashes(static_cast<std::size_t>(g_size));
-  MPI_Allgather(&hash, 1, MPI_UINT64_T, hashes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-  int identical = 1;
-  for (auto h : hashes) identical &= (h == hashes[0]);
-  if (!ok)
-    std::fprintf(stderr, "[rank %d] FAIL %s count=%zu %s %s: %s\n", g_rank, spec.c_str(), count,
-                 std::string(strata::to_string(dtype)).c_str(), std::string(strata::to_string(op)).c_str(),
-                 detail.c_str());
-  if (!identical && g_rank == 0)
-    std::fprintf(stderr, "[rank 0] FAIL %s count=%zu %s %s: ranks got different bits (hash of rank 0 %016" PRIx64
-                 ")\n", spec.c_str(), count, std::string(strata::to_string(dtype)).c_str(),
-                 std::string(strata::to_string(op)).c_str(), hashes[0]);
+  const std::string label = spec + " count=" + std::to_string(count) + " " +
+                            std::string(strata::to_string(dtype)) + " " + std::string(strata::to_string(op));
+  const bool identical = strata::test::same_on_all_ranks(MPI_COMM_WORLD, hash);
+  rank_check(ok, label + ": " + detail);
+  if (g_rank == 0) rank_check(identical, label + ": ranks got different bits");
   int local_bad[2] = {ok ? 0 : 1, threw}, bad[2] = {0, 0};
   MPI_Allreduce(local_bad, bad, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   ++outcome.checked;
@@ -195,8 +185,9 @@ int parse_int(const char* flag, const char* text) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  strata::test::start_program_checks("hier_check", 280);
+  g_rank = strata::test::world_rank();
+  g_size = strata::test::world_size();
 
   int expect_nodes = 0, expect_per_node = 0;
   bool quick = false;
@@ -214,7 +205,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  int exit_code = 0;
   const Layout layout = shared_memory_layout();
   const char* virtual_k = std::getenv("STRATA_RANKS_PER_NODE");
   if (g_rank == 0) {
@@ -223,14 +213,12 @@ int main(int argc, char** argv) {
     if (virtual_k) std::printf("; STRATA_RANKS_PER_NODE=%s (virtual nodes)", virtual_k);
     std::printf("\n");
   }
-  if ((expect_nodes && layout.nodes != expect_nodes) ||
-      (expect_per_node && (layout.min_per_node != expect_per_node || layout.max_per_node != expect_per_node))) {
-    if (g_rank == 0)
-      std::fprintf(stderr, "hier_check: FAIL: expected %d node(s) of %d ranks from MPI_COMM_TYPE_SHARED, found %d of "
-                   "%d..%d; the hosts were not separated\n", expect_nodes, expect_per_node, layout.nodes,
-                   layout.min_per_node, layout.max_per_node);
-    exit_code = 1;
-  }
+  rank_check(!(expect_nodes && layout.nodes != expect_nodes) &&
+                   !(expect_per_node && (layout.min_per_node != expect_per_node || layout.max_per_node != expect_per_node)),
+               "expected " + std::to_string(expect_nodes) + " node(s) of " + std::to_string(expect_per_node) +
+                   " ranks from MPI_COMM_TYPE_SHARED, found " + std::to_string(layout.nodes) + " of " +
+                   std::to_string(layout.min_per_node) + ".." + std::to_string(layout.max_per_node) +
+                   "; the hosts were not separated");
 
   Outcome total;
   int specs_run = 0, specs_skipped = 0, specs_failed = 0;
@@ -285,19 +273,15 @@ int main(int argc, char** argv) {
       total.errors += o.errors;
     }
   }
-  if (specs_run == 0) {
-    if (g_rank == 0) std::fprintf(stderr, "hier_check: FAIL: no spec was accepted\n");
-    exit_code = 1;
-  }
-  if (total.failed) exit_code = 1;
+  rank_check(specs_run > 0, "no spec was accepted");
   if (g_rank == 0) {
     std::printf("hier_check summary: %d specs run, %d skipped (not registered), %d failed; %lld cases, %lld failed\n",
                 specs_run, specs_skipped, specs_failed, total.checked, total.failed);
     if (!skipped.empty()) std::printf("  skipped: %s\n", skipped.c_str());
     if (!failed.empty()) std::printf("  FAILED: %s\n", failed.c_str());
-    std::printf("hier_check: %s\n", exit_code ? "FAIL" : "PASS");
   }
   std::fflush(stdout);
+  const int status = strata::test::finish_program_checks();
   MPI_Finalize();
-  return exit_code;
+  return status;
 }

@@ -1,7 +1,7 @@
 // Shared pieces of the stream-ordered GPU tests (test_gpu_stream_ordered,
-// test_gpu_capture, test_gpu_async): a verdict every rank agrees on, a
-// latch that holds a stream until the test opens it (the proof, by event
-// order, that a call returned before its GPU work could even start), and
+// test_gpu_capture, test_gpu_async): a latch that holds a stream until the
+// test opens it (the proof, by event order, that a call returned before its
+// GPU work could even start), and
 // inexact test data of varied magnitude with its reference reduced in rank
 // order, so that any other order of the ranks' contributions shows.
 #pragma once
@@ -23,18 +23,9 @@
 
 namespace strata::stream_test {
 
-inline int rank = 0, size = 1, failures = 0;
-
-// Every rank's `ok` combined; counted once, printed once (rank 0) or where it failed.
-inline bool verdict(bool ok, const std::string& what) {
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!all) ++failures;
-  if (all && rank == 0) std::printf("ok: %s\n", what.c_str());
-  std::fflush(stdout);
-  return all != 0;
-}
+// This rank and the world's size, set by main after MPI_Init. (The
+// verdicts every rank agrees on are the harness's every_rank_check.)
+inline int rank = 0, size = 1;
 
 // Holds a stream at a host function until open() — or, should nothing open
 // it, for kGiveUp, after which it lets the stream go and remembers that it

@@ -34,11 +34,13 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "stream_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 using namespace strata::stream_test;
 
 namespace {
@@ -100,7 +102,7 @@ void failure_after_return(int gpu, cudaStream_t stream, const char* faults, cons
   cudaStreamSynchronize(stream);
   set_faults(faults);
   const Outcome call = outcome([&] { comm.all_reduce(data.tensor(gpu), data.tensor(gpu), ReduceOp::sum, on(stream, 3)); });
-  verdict(call.type == "none", what + ": the stream-ordered call returned (" + shown(call) + ")");
+  every_rank_check(call.type == "none", what + ": the stream-ordered call returned (" + shown(call) + ")");
   // Let go by the abort, or done: the stream ends either way.
   cudaStreamSynchronize(stream);
   cudaGetLastError();
@@ -113,11 +115,11 @@ void failure_after_return(int gpu, cudaStream_t stream, const char* faults, cons
     if (first.type == "none") std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   set_faults("");
-  verdict(expected(first), what + ": check() raises the typed error (" + shown(first) + ")");
+  every_rank_check(expected(first), what + ": check() raises the typed error (" + shown(first) + ")");
   const Outcome second = outcome([&] { comm.check(); });
-  verdict(second.type == "PeerFailure", what + ": then check() raises PeerFailure (" + shown(second) + ")");
+  every_rank_check(second.type == "PeerFailure", what + ": then check() raises PeerFailure (" + shown(second) + ")");
   const Outcome next = outcome([&] { comm.all_reduce(data.tensor(gpu), data.tensor(gpu), ReduceOp::sum, on(stream, 3)); });
-  verdict(next.type == "PeerFailure", what + ": and so does the next call (" + shown(next) + ")");
+  every_rank_check(next.type == "PeerFailure", what + ": and so does the next call (" + shown(next) + ")");
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -151,13 +153,13 @@ void request_progresses(int gpu, cudaStream_t producer, cudaStream_t other) {
   out.download(cudaStreamLegacy);
   cudaStreamSynchronize(producer);
   cudaStreamSynchronize(cudaStreamLegacy);
-  verdict(!before.gave_up(), "a CUDA request's start returns before its producer ran");
-  verdict(early, "... and test() is false while its work cannot have run");
-  verdict(waited.type == "none" && !after.gave_up(),
+  every_rank_check(!before.gave_up(), "a CUDA request's start returns before its producer ran");
+  every_rank_check(early, "... and test() is false while its work cannot have run");
+  every_rank_check(waited.type == "none" && !after.gave_up(),
           "... it orders after its producer as it was at the start, not at wait() (" + shown(waited) + ")");
   std::string first;
   const bool summed = same_bits(out.pinned, kCount, [](std::size_t i) { return reference(i, size); }, &first);
-  verdict(summed, "... and wait() returns with the sum in place" + (first.empty() ? "" : " (" + first + ")"));
+  every_rank_check(summed, "... and wait() returns with the sum in place" + (first.empty() ? "" : " (" + first + ")"));
 }
 
 // A tensor on another device than the rank's: refused before the call
@@ -179,7 +181,7 @@ void wrong_device(int gpu) {
   const auto started = std::chrono::steady_clock::now();
   const Outcome got = outcome([&] { comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 60}); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  verdict(rank == 0 ? got.type == "InvalidArgument" && got.text.find(".device") != std::string::npos
+  every_rank_check(rank == 0 ? got.type == "InvalidArgument" && got.text.find(".device") != std::string::npos
                     : got.type == "Mismatch",
           "a tensor on another device than rank 0's: InvalidArgument there, Mismatch on the others (" + shown(got) +
               ")");
@@ -198,7 +200,7 @@ void pending_error_kept(int gpu) {
   const cudaError_t before = cudaPeekAtLastError();
   comm.all_reduce(data.tensor(gpu), data.tensor(gpu), ReduceOp::mean, {.timeout_seconds = 60});
   const cudaError_t pending = cudaGetLastError();
-  verdict(before == cudaErrorMemoryAllocation && pending == cudaErrorMemoryAllocation,
+  every_rank_check(before == cudaErrorMemoryAllocation && pending == cudaErrorMemoryAllocation,
           std::string("the caller's pending CUDA error survives a call (before: ") + cudaGetErrorName(before) +
               ", after: " + cudaGetErrorName(pending) + ")");
 }
@@ -228,7 +230,7 @@ void two_threads(int gpu, bool any_thread) {
   std::thread two([&] { drive(b, db, errors[1]); });
   one.join();
   two.join();
-  verdict(errors[0].empty() && errors[1].empty(),
+  every_rank_check(errors[0].empty() && errors[1].empty(),
           "two communicators driving NCCL on one GPU from two threads (" + errors[0] + errors[1] + ")");
 }
 
@@ -283,17 +285,10 @@ int stop_rank(int gpu, int stopped, double timeout) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_async");
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int gpu = 0;
-  {
-    Communicator probe(MPI_COMM_WORLD);
-    gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-  }
-  cudaSetDevice(gpu);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_async", MPI_THREAD_MULTIPLE);
+  rank = start.rank;
+  size = start.size;
+  const int gpu = gpu_test::use_rank_device();
   int stopped = -1;
   double timeout = 5;
   for (int i = 1; i + 1 < argc; ++i) {
@@ -312,11 +307,10 @@ int main(int argc, char** argv) {
   request_progresses(gpu, producer, other);
   wrong_device(gpu);
   pending_error_kept(gpu);
-  two_threads(gpu, provided == MPI_THREAD_MULTIPLE);
+  two_threads(gpu, start.thread_level == MPI_THREAD_MULTIPLE);
   if (size > 1) failures_after_return(gpu, producer);
   cudaStreamDestroy(producer);
   cudaStreamDestroy(other);
-  if (rank == 0) std::printf("%s (%d case(s) skipped)\n", failures ? "FAILED" : "OK", skipped);
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  if (rank == 0) std::printf("%d case(s) skipped\n", skipped);
+  return gpu_test::end_program();
 }

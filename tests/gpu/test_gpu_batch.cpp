@@ -39,15 +39,18 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu_specs.hpp"
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "reduction_order.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 
 namespace {
 
-int failures = 0, skipped = 0, cases = 0;
+int skipped = 0;
 int rank = 0, size = 1;
 const Topology* topology = nullptr;
 
@@ -141,23 +144,9 @@ struct DeviceTensor {
   }
 };
 
-// Every rank agrees on `ok` (and on bits where asked); one failure line per case.
-void verdict(bool ok, const std::string& what) {
-  ++cases;
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!all) ++failures;
-}
-
-std::uint64_t fnv(const std::vector<std::byte>& bytes) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::byte b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
-  return h;
-}
-
+// Whether rank 0 holds the same bits (rank 0 itself: always).
 bool same_on_every_rank(const std::vector<std::byte>& bytes) {
-  std::uint64_t mine = fnv(bytes), first = mine;
+  std::uint64_t mine = test::hash_bytes(bytes.data(), bytes.size()), first = mine;
   MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   return mine == first;
 }
@@ -194,9 +183,9 @@ void batch_case(Communicator& comm, int device, const PackingOptions& packing, l
   }
   bool in_order = expected_packs == 0 || done.size() == expected_packs;
   for (std::size_t p = 0; p < done.size(); ++p) in_order = in_order && done[p] == p;
-  verdict(why.empty(), "batch " + label + ": results differ from the reference: " + why);
-  verdict(same, "batch " + label + ": results differ between ranks");
-  verdict(in_order, "batch " + label + ": on_pack_done calls " + std::to_string(done.size()) + ", expected " +
+  every_rank_check(why.empty(), "batch " + label + ": results differ from the reference: " + why);
+  every_rank_check(same, "batch " + label + ": results differ between ranks");
+  every_rank_check(in_order, "batch " + label + ": on_pack_done calls " + std::to_string(done.size()) + ", expected " +
                         std::to_string(expected_packs) + " in order");
 }
 
@@ -226,7 +215,7 @@ void check_replicas(const Communicator& comm, const std::vector<std::vector<std:
       if (why.empty() && !wrong.empty()) why = "tensor " + std::to_string(k) + " replica " + std::to_string(r) + ": " + wrong;
     }
   }
-  verdict(why.empty(), label + ": results differ from the reference: " + why);
+  every_rank_check(why.empty(), label + ": results differ from the reference: " + why);
 }
 
 // One MultiWorkerAllReduce per spec and replica count, kept for the whole
@@ -269,7 +258,7 @@ void replica_cases(Communicator& comm, const std::vector<int>& devices, const st
       } catch (const Unavailable& e) {
         if (rank == 0) std::printf("skip %s: %s\n", label.c_str(), e.what());
         ++skipped;
-        if (spec == "auto") verdict(false, "auto was refused: " + std::string(e.what()));
+        if (spec == "auto") every_rank_check(false, "auto was refused: " + std::string(e.what()));
         return;
       }
       check_replicas(comm, owned, every, devices, spec, mean, destination, "replicas " + label);
@@ -290,7 +279,7 @@ void replica_cases(Communicator& comm, const std::vector<int>& devices, const st
     } catch (const Unavailable& e) {
       if (rank == 0) std::printf("skip %s broadcast: %s\n", spec.c_str(), e.what());
       ++skipped;
-      if (spec == "auto") verdict(false, "auto broadcast was refused: " + std::string(e.what()));
+      if (spec == "auto") every_rank_check(false, "auto broadcast was refused: " + std::string(e.what()));
       return;
     }
     bool ok = true;
@@ -299,7 +288,7 @@ void replica_cases(Communicator& comm, const std::vector<int>& devices, const st
       ok = ok && owned[std::size_t(r)]->download() ==
                      (lands ? host_values(DataType::f32, 100003, 9, size - 1, 0)
                             : host_values(DataType::f32, 100003, 9, rank, r));
-    verdict(ok, spec + " broadcast " + (destination < 0 ? "to all" : "to rank 0") + " wrong");
+    every_rank_check(ok, spec + " broadcast " + (destination < 0 ? "to all" : "to rank 0") + " wrong");
   }
 }
 
@@ -374,16 +363,15 @@ void produced_case(Communicator& comm, const std::vector<int>& devices, const st
   if (refused.empty()) return;
   if (rank == 0) std::printf("skip %s: %s\n", label.c_str(), refused.c_str());
   ++skipped;
-  if (spec == "auto") verdict(false, "auto was refused: " + refused);
+  if (spec == "auto") every_rank_check(false, "auto was refused: " + refused);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_batch");
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_batch");
+  rank = start.rank;
+  size = start.size;
   {
     Communicator comm(MPI_COMM_WORLD);
     topology = &comm.topology();
@@ -404,8 +392,7 @@ int main(int argc, char** argv) {
     // Two replicas: on their own devices where there are two, else sharing.
     const std::vector<int> devices = count >= 2 ? std::vector<int>{device, (device + 1) % count}
                                                 : std::vector<int>{device, device};
-    for (const char* spec : {"auto", "psgpu", "xring", "nccl/xring", "nccl/pscpu", "pscpu/pscpu", "nccl", "nccl/nccl"})
-      replica_cases(comm, devices, spec);
+    for (const std::string& spec : gpu_test::gpu_specs()) replica_cases(comm, devices, spec);
     // Four replicas where the process sees four devices.
     const std::vector<int> four = {device, (device + 1) % count, (device + 2) % count, (device + 3) % count};
     if (count >= 4)
@@ -425,7 +412,6 @@ int main(int argc, char** argv) {
     if (count >= 2)
       for (const char* spec : {"auto", "psgpu"}) replica_cases(comm, {0, 1}, spec);
   }
-  if (rank == 0) std::printf("%d cases, %d failing, %d specs skipped (Unavailable)\n", cases, failures, skipped);
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  if (rank == 0) std::printf("%d specs skipped (Unavailable)\n", skipped);
+  return gpu_test::end_program();
 }

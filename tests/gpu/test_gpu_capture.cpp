@@ -20,11 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "stream_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 using namespace strata::stream_test;
 
 namespace {
@@ -117,7 +119,7 @@ void capture_and_replay(Communicator& comm, const Captured& test, int gpu, cudaS
   }
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  if (!verdict(error.empty() && ended == cudaSuccess && graph,
+  if (!every_rank_check(error.empty() && ended == cudaSuccess && graph,
                what + ": captured into a valid graph" + (error.empty() ? "" : " (" + error + ")")))
     return;
   cudaGraphExec_t exec = nullptr;
@@ -135,11 +137,11 @@ void capture_and_replay(Communicator& comm, const Captured& test, int gpu, cudaS
     cudaStreamSynchronize(stream);
     std::string first;
     const bool same = same_bits(out.pinned, test.out_count, [&](std::size_t i) { return eager.pinned[i]; }, &first);
-    verdict(same, what + ": replay " + std::to_string(k) + " gives the bits of the uncaptured call" +
+    every_rank_check(same, what + ": replay " + std::to_string(k) + " gives the bits of the uncaptured call" +
                       (first.empty() ? "" : " (" + first + ")"));
     if (!flat) continue;  // (a hierarchical plan sums inside the node first)
     const bool reference = same_bits(out.pinned, test.out_count, [&](std::size_t i) { return test.want(i, k); }, &first);
-    verdict(reference, what + ": replay " + std::to_string(k) + " gives the reference" +
+    every_rank_check(reference, what + ": replay " + std::to_string(k) + " gives the reference" +
                            (first.empty() ? "" : " (" + first + ")"));
   }
   cudaGraphExecDestroy(exec);
@@ -161,25 +163,23 @@ void refused(const std::string& what, cudaStream_t stream, const std::string& wh
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   if (graph) cudaGraphDestroy(graph);
-  verdict(outcome.find(why) != std::string::npos, what + ": refused (" + outcome + ")");
-  verdict(ended == cudaSuccess, what + ": the capture is still valid after the refusal");
+  every_rank_check(outcome.find(why) != std::string::npos, what + ": refused (" + outcome + ")");
+  every_rank_check(ended == cudaSuccess, what + ": the capture is still valid after the refusal");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_capture");
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_capture");
+  rank = start.rank;
+  size = start.size;
   {
-    Communicator probe(MPI_COMM_WORLD);
-    const int gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(gpu);
+    int nodes = 1;
+    const int gpu = gpu_test::use_rank_device(&nodes);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     std::vector<std::string> specs = {"nccl"};
-    if (probe.topology().nodes.size() > 1) specs.push_back("nccl/nccl");
+    if (nodes > 1) specs.push_back("nccl/nccl");
     for (const std::string& spec : specs) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
       for (const Captured& test : captured_calls()) capture_and_replay(comm, test, gpu, stream, spec);
@@ -207,6 +207,5 @@ int main(int argc, char** argv) {
     }
     cudaStreamDestroy(stream);
   }
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  return gpu_test::end_program();
 }

@@ -42,6 +42,8 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu_specs.hpp"
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
 #include "reduction_order.hpp"
@@ -49,36 +51,16 @@
 #include "util/half.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 
 namespace {
 
-int rank = 0, size = 1, failures = 0, cases = 0, skipped = 0;
+int rank = 0, size = 1, skipped = 0;
 bool core = false;  // --core
 
-std::uint64_t fnv(const std::vector<std::byte>& bytes) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::byte b : bytes) h = (h ^ std::uint64_t(b)) * 1099511628211ull;
-  return h;
-}
-
-bool same_everywhere(std::uint64_t mine) {
-  std::uint64_t first = mine;
-  MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  int same = first == mine;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return same;
-}
-
-bool agreed(bool ok) {
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return all;
-}
-
-void verdict(bool ok, const std::string& what) {
-  ++cases;
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!agreed(ok)) ++failures;
+// Whether every rank holds the same bytes.
+bool same_everywhere(const std::vector<std::byte>& bytes) {
+  return test::same_on_all_ranks(MPI_COMM_WORLD, test::hash_bytes(bytes.data(), bytes.size()));
 }
 
 bool floating(DataType d) {
@@ -198,9 +180,7 @@ bool run_or_skip(const std::string& label, Call&& call) {
   // Identical outcome on every rank: refused with one text, or not at all.
   // (Messages start "strata [host:rank]:", which differs; compare the rest.)
   const std::string tail = refused.substr(std::min(refused.size(), refused.find("]: ") + 1));
-  verdict(same_everywhere(refused.empty() ? 0 : fnv(std::vector<std::byte>(
-                                                    reinterpret_cast<const std::byte*>(tail.data()),
-                                                    reinterpret_cast<const std::byte*>(tail.data()) + tail.size()))),
+  every_rank_check(test::same_on_all_ranks(MPI_COMM_WORLD, refused.empty() ? 0 : test::hash_bytes(tail.data(), tail.size())),
           label + ": ranks disagree on whether (or why) it is Unavailable");
   if (refused.empty()) return true;
   if (rank == 0) std::printf("skip %s: %s\n", label.c_str(), refused.c_str());
@@ -245,8 +225,8 @@ void all_reduce_cases(Communicator& comm, const std::string& spec, int device) {
             if (!run_or_skip(label, [&] { comm.all_reduce(in, out, op, {.timeout_seconds = 120}); })) return;
             std::vector<std::byte> got(bytes);
             cudaMemcpy(got.data(), out.data, bytes, cudaMemcpyDeviceToHost);
-            verdict(matches(got, want, dtype), label + ": differs from the host reference");
-            verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+            every_rank_check(matches(got, want, dtype), label + ": differs from the host reference");
+            every_rank_check(same_everywhere(got), label + ": differs between ranks");
           }
         }
 }
@@ -268,7 +248,7 @@ void f16_mean_overflow_case(Communicator& comm, const std::string& spec, int dev
   if (!run_or_skip(label, [&] { comm.all_reduce(t, t, ReduceOp::mean, {.timeout_seconds = 120}); })) return;
   std::vector<std::uint16_t> got(count);
   cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
-  verdict(got == want && want[0] == 0x7c00, label + ": +inf, as on the host");
+  every_rank_check(got == want && want[0] == 0x7c00, label + ": +inf, as on the host");
 }
 
 // A message of several host-staging chunks (4 MiB each, a ring of four
@@ -284,8 +264,8 @@ void large_case(Communicator& comm, const std::string& spec, int device) {
   if (!run_or_skip(label, [&] { comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 300}); })) return;
   std::vector<std::byte> got(bytes);
   cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
-  verdict(got == want, label + ": differs from the host reference");
-  verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+  every_rank_check(got == want, label + ": differs from the host reference");
+  every_rank_check(same_everywhere(got), label + ": differs between ranks");
 }
 
 // Whether the several-chunk case runs for `spec`: where a level stages
@@ -313,7 +293,7 @@ void rooted_cases(Communicator& comm, const std::string& spec, int device) {
         return;
       std::vector<std::byte> got(bytes);
       cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
-      verdict(got == make_input(DataType::i32, count, root, false), label + ": wrong");
+      every_rank_check(got == make_input(DataType::i32, count, root, false), label + ": wrong");
     }
     // Reduce (max, with NaN in f32) to root.
     for (const DataType dtype : {DataType::i32, DataType::f32}) {
@@ -331,9 +311,9 @@ void rooted_cases(Communicator& comm, const std::string& spec, int device) {
       if (rank == root) {
         std::vector<std::byte> got(bytes);
         cudaMemcpy(got.data(), dout.p, bytes, cudaMemcpyDeviceToHost);
-        verdict(matches(got, want, dtype), label + ": wrong on the root");
+        every_rank_check(matches(got, want, dtype), label + ": wrong on the root");
       } else {
-        verdict(true, label);
+        every_rank_check(true, label);
       }
     }
   }
@@ -371,7 +351,7 @@ void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
         std::vector<std::byte> got(block * e), mine(want.begin() + std::ptrdiff_t(std::size_t(rank) * block * e),
                                                     want.begin() + std::ptrdiff_t(std::size_t(rank + 1) * block * e));
         cudaMemcpy(got.data(), out, block * e, cudaMemcpyDeviceToHost);
-        verdict(matches(got, mine, dtype), label + ": differs from the host reference");
+        every_rank_check(matches(got, mine, dtype), label + ": differs from the host reference");
       }
       // all_gather: every rank's input at its block, the same bits everywhere.
       std::vector<std::byte> want;
@@ -393,8 +373,8 @@ void blockwise_cases(Communicator& comm, const std::string& spec, int device) {
           return;
         std::vector<std::byte> got(whole * e);
         cudaMemcpy(got.data(), dout.p, whole * e, cudaMemcpyDeviceToHost);
-        verdict(got == want, label + ": differs from the host reference");
-        verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+        every_rank_check(got == want, label + ": differs from the host reference");
+        every_rank_check(same_everywhere(got), label + ": differs between ranks");
       }
     }
 }
@@ -419,8 +399,8 @@ void inexact_cases(Communicator& comm, const std::string& spec, int device) {
     std::vector<std::byte> got(bytes);
     cudaMemcpy(got.data(), d.p, bytes, cudaMemcpyDeviceToHost);
     const std::string why = check_plan(comm, Collective::all_reduce, bytes, got, dtype, count, op, 0, 0, count);
-    verdict(why.empty(), label + ": differs from the host reference: " + why);
-    verdict(same_everywhere(fnv(got)), label + ": differs between ranks");
+    every_rank_check(why.empty(), label + ": differs from the host reference: " + why);
+    every_rank_check(same_everywhere(got), label + ": differs between ranks");
     return true;
   };
   for (DataType dtype : dtypes)
@@ -450,7 +430,7 @@ void inexact_cases(Communicator& comm, const std::string& spec, int device) {
       cudaMemcpy(got.data(), dout.p, block * e, cudaMemcpyDeviceToHost);
       const std::string why = check_plan(comm, Collective::reduce_scatter, whole * e, got, dtype, whole, op, 0,
                                          std::size_t(rank) * block, block);
-      verdict(why.empty(), label + ": differs from the host reference: " + why);
+      every_rank_check(why.empty(), label + ": differs from the host reference: " + why);
     }
 
   // Reduce (sum, f32) to the last rank.
@@ -471,7 +451,7 @@ void inexact_cases(Communicator& comm, const std::string& spec, int device) {
     cudaMemcpy(got.data(), dout.p, bytes, cudaMemcpyDeviceToHost);
     why = check_plan(comm, Collective::reduce, bytes, got, DataType::f32, count, ReduceOp::sum, 0, 0, count);
   }
-  verdict(why.empty(), label + ": differs from the host reference on the root: " + why);
+  every_rank_check(why.empty(), label + ": differs from the host reference on the root: " + why);
 }
 
 // The started forms on CUDA tensors (they run on the caller's thread, in
@@ -486,7 +466,7 @@ void request_cases(Communicator& comm, const std::string& spec, int device) {
     cudaMemcpy(got.data(), result, bytes, cudaMemcpyDeviceToHost);
     const std::string why =
         check_plan(comm, Collective::all_reduce, bytes, got, DataType::f32, count, ReduceOp::sum, salt, 0, count);
-    verdict(why.empty(), what + ": differs from the host reference: " + why);
+    every_rank_check(why.empty(), what + ": differs from the host reference: " + why);
   };
   Device a(bytes), b(bytes), out_a(bytes), out_b(bytes);
   cudaMemcpy(a.p, input(0).data(), bytes, cudaMemcpyHostToDevice);
@@ -519,18 +499,16 @@ void request_cases(Communicator& comm, const std::string& spec, int device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_collectives");
-  MPI_Init(&argc, &argv);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_collectives");
   core = argc > 1 && std::string(argv[1]) == "--core";
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  for (const char* spec : {"auto", "nccl", "psgpu", "psgpu#2", "nccl/nccl", "nccl/xring", "nccl/rechd", "nccl/pscpu",
-                           "psgpu/xring", "psgpu/pscpu", "psgpu/nccl", "xring", "pscpu/pscpu"}) {
+  rank = start.rank;
+  size = start.size;
+  for (const std::string& spec : gpu_test::gpu_specs()) {
     Communicator comm(MPI_COMM_WORLD, Config{spec, 0});
     const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
     cudaSetDevice(device);  // the test's buffers live on the rank's device
     if (rank == 0)
-      std::printf("spec %s: all_reduce of 1 MiB runs %s\n", spec,
+      std::printf("spec %s: all_reduce of 1 MiB runs %s\n", spec.c_str(),
                   comm.algorithm_for(1 << 20, Collective::all_reduce, Memory::cuda).c_str());
     const int before = skipped;
     all_reduce_cases(comm, spec, device);
@@ -540,11 +518,10 @@ int main(int argc, char** argv) {
     blockwise_cases(comm, spec, device);
     inexact_cases(comm, spec, device);
     request_cases(comm, spec, device);
-    if (std::string(spec) == "auto")
-      verdict(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
+    if (spec == "auto")
+      every_rank_check(skipped == before, "auto must never be refused (the plan follows the control plane's verdicts)");
   }
-  if (rank == 0) std::printf("%d cases, %d failing, %d skipped (Unavailable, same on every rank)\n", cases, failures,
+  if (rank == 0) std::printf("%d skipped (Unavailable, same on every rank)\n",
                              skipped);
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  return gpu_test::end_program();
 }

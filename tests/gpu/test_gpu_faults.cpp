@@ -38,28 +38,22 @@
 #include <string>
 #include <vector>
 
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 
 namespace {
 
-int rank = 0, size = 1, failures = 0, skipped = 0;
+int rank = 0, size = 1, skipped = 0;
 constexpr double kTimeout = 1.0;
 
 using SetFaults = void (*)(const char*);
 SetFaults set_faults = nullptr;
 using History = const char* (*)();
 History nccl_history = nullptr;  // the double's record of NCCL lifecycle calls
-
-void verdict(bool ok, const std::string& what) {
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!all) ++failures;
-  else if (rank == 0) std::printf("ok: %s\n", what.c_str());
-}
 
 // What a call raised: its type and text, and the ranks a DeadlineExceeded names.
 struct Outcome {
@@ -91,13 +85,7 @@ std::string tail(const std::string& text) {
 }
 
 bool same_everywhere(const std::string& text) {
-  std::uint64_t mine = 1469598103934665603ull;
-  for (char c : text) mine = (mine ^ std::uint64_t(static_cast<unsigned char>(c))) * 1099511628211ull;
-  std::uint64_t first = mine;
-  MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  int same = first == mine;
-  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  return same;
+  return test::same_on_all_ranks(MPI_COMM_WORLD, test::hash_bytes(text.data(), text.size()));
 }
 
 struct DeviceFloats {
@@ -122,7 +110,7 @@ void mismatch_cases(int device) {
   DeviceFloats data(1000);
   const auto expect_mismatch = [&](const std::string& what, const std::function<void()>& call) {
     const Outcome got = outcome(call);
-    verdict(got.type == "Mismatch", what + ": Mismatch on every rank (got " + got.type + ": " + got.text + ")");
+    every_rank_check(got.type == "Mismatch", what + ": Mismatch on every rank (got " + got.type + ": " + got.text + ")");
   };
   expect_mismatch("counts 100 / 101 on CUDA tensors", [&] {
     comm.all_reduce(data.tensor(device, rank == 0 ? 100 : 101), data.tensor(device, rank == 0 ? 100 : 101),
@@ -143,7 +131,7 @@ void mismatch_cases(int device) {
     comm.all_reduce(data.tensor(device, 1000), data.tensor(device, 1000), ReduceOp::sum, {.timeout_seconds = 30});
   });
   const std::vector<float> result = data.read();
-  verdict(got.type.empty() && std::all_of(result.begin(), result.end(), [](float v) { return v == 6.0f; }),
+  every_rank_check(got.type.empty() && std::all_of(result.begin(), result.end(), [](float v) { return v == 6.0f; }),
           "after the mismatches the communicator works: the next all_reduce is right");
 }
 
@@ -169,10 +157,10 @@ void setup_cases(int device) {
     const Outcome got = outcome([&] {
       comm.all_reduce(data.tensor(device, 1000), data.tensor(device, 1000), ReduceOp::sum, {.timeout_seconds = 30});
     });
-    verdict(got.type == "BackendError" && got.text.find("rank 1") != std::string::npos,
+    every_rank_check(got.type == "BackendError" && got.text.find("rank 1") != std::string::npos,
             "NCCL initialisation failing on rank 1: BackendError naming rank 1 on every rank (got " + got.type +
                 ": " + got.text + ")");
-    verdict(same_everywhere(tail(got.text)), "... with the same text on every rank");
+    every_rank_check(same_everywhere(tail(got.text)), "... with the same text on every rank");
   });
   // The backend makes its device current when it is created: start elsewhere.
   int count = 0;
@@ -182,11 +170,11 @@ void setup_cases(int device) {
     const Outcome got = outcome([&] {
       comm.all_reduce(data.tensor(device, 1000), data.tensor(device, 1000), ReduceOp::sum, {.timeout_seconds = 30});
     });
-    verdict(got.type == "BackendError" && got.text.find("creating the GPU backend") != std::string::npos &&
+    every_rank_check(got.type == "BackendError" && got.text.find("creating the GPU backend") != std::string::npos &&
                 got.text.find("rank 2") != std::string::npos,
             "the GPU backend failing on rank 2: the same BackendError naming rank 2 on every rank (got " + got.type +
                 ": " + got.text + ")");
-    verdict(same_everywhere(tail(got.text)), "... with the same text on every rank");
+    every_rank_check(same_everywhere(tail(got.text)), "... with the same text on every rank");
   });
   cudaSetDevice(device);
 
@@ -206,11 +194,11 @@ void setup_cases(int device) {
     const std::vector<std::pair<PerReplica, Destination>> values = {
         {{data.tensor(device, 1000), other.tensor(second, 1000)}, Destination::all_ranks()}};
     const Outcome got = outcome([&] { strategy.batch_reduce(ReduceOp::sum, values, {.timeout_seconds = 30}); });
-    verdict(got.type == "BackendError" && got.text.find("rank 1") != std::string::npos &&
+    every_rank_check(got.type == "BackendError" && got.text.find("rank 1") != std::string::npos &&
                 got.text.find("cudaSetDevice") != std::string::npos,
             "a CUDA failure inside the replica communicator's NCCL group on rank 1: the same BackendError naming "
             "rank 1 on every rank, at once (got " + got.type + ": " + got.text + ")");
-    verdict(same_everywhere(tail(got.text)), "... with the same text on every rank");
+    every_rank_check(same_everywhere(tail(got.text)), "... with the same text on every rank");
   });
 }
 
@@ -232,28 +220,28 @@ void timeout_cases(int device) {
   };
   with_faults("nccl-stall@1:6", "nccl", [&](Communicator& comm) {
     const Outcome got = all_reduce(comm);
-    verdict(rank == 1 ? got.type == "DeadlineExceeded" : names_only(got, 1),
+    every_rank_check(rank == 1 ? got.type == "DeadlineExceeded" : names_only(got, 1),
             "rank 1 held inside ncclAllReduce: DeadlineExceeded, ranks 0 and 2 naming rank 1 (got " + got.type + ": " +
                 got.text + ")");
-    verdict(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
+    every_rank_check(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
   });
   with_faults("nccl-error@1", "nccl", [&](Communicator& comm) {
     const Outcome got = all_reduce(comm);
-    verdict(rank == 1 ? got.type == "BackendError" && got.text.find("NCCL") != std::string::npos : names_only(got, 1),
+    every_rank_check(rank == 1 ? got.type == "BackendError" && got.text.find("NCCL") != std::string::npos : names_only(got, 1),
             "an asynchronous NCCL error on rank 1: BackendError there, DeadlineExceeded naming rank 1 elsewhere (got " +
                 got.type + ": " + got.text + ")");
-    verdict(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
+    every_rank_check(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
   });
   with_faults("nccl-hang@1", "nccl", [&](Communicator& comm) {
     const Outcome got = all_reduce(comm);
-    verdict(got.type == "DeadlineExceeded" && got.named.empty(),
+    every_rank_check(got.type == "DeadlineExceeded" && got.named.empty(),
             "rank 1's NCCL operation never completing: DeadlineExceeded on every rank, nobody named (got " + got.type +
                 ": " + got.text + ")");
-    verdict(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
+    every_rank_check(broken_afterwards(comm), "... and the communicator refuses the next call (PeerFailure)");
   });
   with_faults("malloc@2", "psgpu", [&](Communicator& comm) {
     const Outcome got = all_reduce(comm);
-    verdict(rank == 2 ? got.type == "BackendError" && got.text.find("cudaMalloc") != std::string::npos
+    every_rank_check(rank == 2 ? got.type == "BackendError" && got.text.find("cudaMalloc") != std::string::npos
                       : names_only(got, 2),
             "cudaMalloc failing on rank 2 in psgpu: BackendError there, DeadlineExceeded naming rank 2 elsewhere (got " +
                 got.type + ": " + got.text + ")");
@@ -307,7 +295,7 @@ void teardown_case(int device) {
   const auto first_abort = std::find(calls.begin(), calls.end(), "ncclCommAbort");
   const bool together = finalizes == 3 && std::count(calls.begin(), calls.end(), "ncclCommAbort") == 3 &&
                         std::count(calls.begin(), first_abort, "ncclCommFinalize") == 3;
-  verdict(together, "a teardown whose NCCL finalization never ends finalizes all three communicators before it "
+  every_rank_check(together, "a teardown whose NCCL finalization never ends finalizes all three communicators before it "
                     "aborts any (one shared bound); calls: " + order);
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -315,10 +303,9 @@ void teardown_case(int device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_faults");
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_faults");
+  rank = start.rank;
+  size = start.size;
   if (size != 3) {
     if (rank == 0) std::printf("SKIP: needs 3 ranks\n");
     MPI_Finalize();
@@ -339,7 +326,6 @@ int main(int argc, char** argv) {
   setup_cases(device);
   timeout_cases(device);
   teardown_case(device);
-  if (rank == 0) std::printf("%s (%d fault case(s) skipped)\n", failures ? "FAILED" : "OK", skipped);
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  if (rank == 0) std::printf("%d fault case(s) skipped\n", skipped);
+  return gpu_test::end_program();
 }

@@ -15,19 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "gpu_specs.hpp"
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::rank_check;
 
 namespace {
 
-int rank = 0, size = 1, failures = 0, cases = 0;
-
-void fail(const std::string& what) {
-  ++failures;
-  std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-}
+int rank = 0, size = 1;
 
 // Contributor c's value for element i: mixed signs, magnitudes over 2^24,
 // so that sums depend on their order.
@@ -66,7 +64,6 @@ std::vector<T> canonical(std::size_t count, ReduceOp op) {
 template <typename T>
 void check_order(Communicator& comm, const std::string& spec, DataType dtype, ReduceOp op, std::size_t count,
                  cudaStream_t stream) {
-  ++cases;
   const std::vector<T> mine = data_of<T>(rank, count);
   void* device = nullptr;
   cudaMalloc(&device, count * sizeof(T));
@@ -75,6 +72,7 @@ void check_order(Communicator& comm, const std::string& spec, DataType dtype, Re
   options.stream = stream;
   const std::string what = spec + " " + std::string(to_string(dtype)) + " " + std::string(to_string(op)) + " x" +
                            std::to_string(count) + (stream ? " on a stream" : "");
+  std::string wrong;
   try {
     Tensor t{device, count, dtype, Memory::cuda, -1};
     comm.all_reduce(t, t, op, options);
@@ -84,19 +82,18 @@ void check_order(Communicator& comm, const std::string& spec, DataType dtype, Re
     const std::vector<T> want = canonical<T>(count, op);
     for (std::size_t i = 0; i < count; ++i)
       if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
-        fail(what + ": element " + std::to_string(i) + " = " + std::to_string(got[i]) + ", want " +
-             std::to_string(want[i]));
+        wrong = "element " + std::to_string(i) + " = " + std::to_string(got[i]) + ", want " + std::to_string(want[i]);
         break;
       }
   } catch (const Error& e) {
-    fail(what + ": " + e.what());
+    wrong = e.what();
   }
+  rank_check(wrong.empty(), what + ": " + wrong);
   cudaFree(device);
 }
 
 // A call the mode cannot run on CUDA tensors yet: Unavailable, naming the mode.
 void check_refused(Communicator& comm, DataType dtype, const std::string& mode_word) {
-  ++cases;
   void* device = nullptr;
   const std::size_t count = 1000;
   cudaMalloc(&device, count * 4);
@@ -109,21 +106,19 @@ void check_refused(Communicator& comm, DataType dtype, const std::string& mode_w
   } catch (const Error& e) {
     message = std::string("not Unavailable: ") + e.what();
   }
-  if (message.find(mode_word) == std::string::npos)
-    fail(std::string(to_string(dtype)) + " sum: want Unavailable naming '" + mode_word + "', got '" + message + "'");
+  rank_check(message.find(mode_word) != std::string::npos,
+             std::string(to_string(dtype)) + " sum: want Unavailable naming '" + mode_word + "', got '" + message + "'");
   cudaFree(device);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_reproducible");
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_reproducible", MPI_THREAD_MULTIPLE);
+  rank = start.rank;
+  size = start.size;
   cudaStream_t stream = nullptr;
-  for (const std::string spec : {"auto", "nccl", "psgpu", "xring", "rechd", "nccl/nccl"}) {
+  for (const std::string& spec : gpu_test::gpu_specs()) {
     Config config;
     config.all_reduce_spec = spec;
     config.reproducible = "order";
@@ -148,9 +143,5 @@ int main(int argc, char** argv) {
     check_refused(comm, DataType::f32, "exact");
   }
   cudaStreamDestroy(stream);
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("test_gpu_reproducible: %d cases per rank, %d failures on all ranks\n", cases, total);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
+  return gpu_test::end_program();
 }

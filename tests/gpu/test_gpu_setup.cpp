@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 
+#include "harness_core.hpp"
 #include "strata/errors.hpp"
 #include "util/agree.hpp"
 
@@ -22,49 +23,11 @@ using util::Agreement;
 
 namespace {
 
-int rank = 0, size = 1, failures = 0;
+int rank = 0, size = 1;
 
-void check(bool ok, const std::string& what) {
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!all) ++failures;
-  else if (rank == 0) std::printf("ok: %s\n", what.c_str());
-}
-
-// A failure seen by this rank alone, counted without a collective (the
-// other ranks may be busy elsewhere).
-void check_local(bool ok, const std::string& what) {
-  if (ok) return;
-  std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  ++failures;
-}
-
-// Rank 2 of the late-arrival case: waits, bounded, until ranks 0 and 1 each
-// sent `tag` (they gave up on the step). False after 60 s without both.
-bool others_gave_up(int tag) {
-  int flags[2] = {0, 0};
-  MPI_Request requests[2];
-  for (int r = 0; r < 2; ++r) MPI_Irecv(&flags[r], 1, MPI_INT, r, tag, MPI_COMM_WORLD, &requests[r]);
-  const util::Deadline give_up(60);
-  int done = 0;
-  while (!done && !give_up.expired()) {
-    MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE);
-    if (!done) usleep(1000);
-  }
-  if (!done)
-    for (MPI_Request& r : requests) MPI_Cancel(&r), MPI_Request_free(&r);
-  return done != 0;
-}
-
-std::uint64_t hash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (char c : text) h = (h ^ std::uint64_t(static_cast<unsigned char>(c))) * 1099511628211ull;
-  return h;
-}
-
+// Whether rank 0 holds the same text (rank 0 itself: always).
 bool same_everywhere(const std::string& text) {
-  std::uint64_t mine = hash(text), first = mine;
+  std::uint64_t mine = test::hash_bytes(text.data(), text.size()), first = mine;
   MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   return mine == first;
 }
@@ -89,8 +52,9 @@ std::string outcome(Agreement& step) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test::start_program_checks("test_gpu_setup", 80);
+  rank = test::world_rank();
+  size = test::world_size();
   if (size < 3) {
     if (rank == 0) std::printf("SKIP: needs 3 ranks\n");
     MPI_Finalize();
@@ -100,25 +64,25 @@ int main(int argc, char** argv) {
 
   {
     Agreement step(MPI_COMM_WORLD, "a step that works everywhere", bound);
-    check(outcome(step).empty(), "no failure: nothing is raised on any rank");
+    test::every_rank_check(outcome(step).empty(), "no failure: nothing is raised on any rank");
   }
   {
     Agreement step(MPI_COMM_WORLD, "creating the test NCCL communicator", bound);
     if (rank == 1) step.fail(Agreement::Kind::backend, "ncclCommInitRankConfig failed: unhandled cuda error");
     const std::string got = outcome(step);
-    check(got.rfind("BackendError: ", 0) == 0, "one rank's failure raises BackendError on every rank");
-    check(got.find("failed on rank 1: ncclCommInitRankConfig failed") != std::string::npos,
+    test::every_rank_check(got.rfind("BackendError: ", 0) == 0, "one rank's failure raises BackendError on every rank");
+    test::every_rank_check(got.find("failed on rank 1: ncclCommInitRankConfig failed") != std::string::npos,
           "the message names the failing rank and its reason");
-    check(same_everywhere(got), "the same text on every rank");
+    test::every_rank_check(same_everywhere(got), "the same text on every rank");
   }
   {
     Agreement step(MPI_COMM_WORLD, "creating the GPU backend", bound);
     if (rank == 2) step.fail(Agreement::Kind::unavailable, "GPU 0 is busy (EXCLUSIVE_PROCESS, another job)");
     if (rank == 1) step.fail(Agreement::Kind::deadline, "did not finish");
     const std::string got = outcome(step);
-    check(got.rfind("DeadlineExceeded: ", 0) == 0 && got.find("on rank 1: did not finish") != std::string::npos,
+    test::every_rank_check(got.rfind("DeadlineExceeded: ", 0) == 0 && got.find("on rank 1: did not finish") != std::string::npos,
           "several failures: the lowest failing rank's kind and reason win everywhere");
-    check(same_everywhere(got), "the same text on every rank (several failures)");
+    test::every_rank_check(same_everywhere(got), "the same text on every rank (several failures)");
   }
   {
     // Ranks 0 and 1 are in a long local wait (as in NCCL's bootstrap) when
@@ -131,9 +95,9 @@ int main(int argc, char** argv) {
       const util::Deadline give_up(20);
       while (!give_up.expired() && !(noticed = step.peer_failed())) usleep(1000);
     }
-    check(noticed, "a rank waiting locally learns of a peer's failure without waiting for its own bound");
+    test::every_rank_check(noticed, "a rank waiting locally learns of a peer's failure without waiting for its own bound");
     const std::string got = outcome(step);
-    check(got.find("failed on rank 2: ncclGetUniqueId failed") != std::string::npos && same_everywhere(got),
+    test::every_rank_check(got.find("failed on rank 2: ncclGetUniqueId failed") != std::string::npos && same_everywhere(got),
           "after a notice every rank raises the failing rank's error");
   }
   {
@@ -145,8 +109,8 @@ int main(int argc, char** argv) {
     constexpr int kGaveUp = 41;
     std::string got;
     if (rank == 2) {
-      const bool told = others_gave_up(kGaveUp);
-      check_local(told, "ranks 0 and 1 said within 60 s that they gave up");
+      const bool told = test::heard_from_every_other_rank(kGaveUp, 60);
+      test::rank_check(told, "ranks 0 and 1 said within 60 s that they gave up");
       Agreement step(comm, "creating the late NCCL communicator", bound);
       got = outcome(step);
     } else {
@@ -155,12 +119,12 @@ int main(int argc, char** argv) {
       const int gave_up = 1;
       MPI_Send(&gave_up, 1, MPI_INT, 2, kGaveUp, MPI_COMM_WORLD);
     }
-    check(rank == 2 ? got.empty()
+    test::every_rank_check(rank == 2 ? got.empty()
                     : got.rfind("DeadlineExceeded: ", 0) == 0 && got.find("within its own limit of 1 s") != std::string::npos,
           "a missing rank makes the others raise DeadlineExceeded within the step's own bound");
     MPI_Comm_free(&comm);
   }
-  if (rank == 0) std::printf("%s\n", failures ? "FAILED" : "OK");
+  const int status = test::finish_program_checks();
   MPI_Finalize();
-  return failures ? 1 : 0;
+  return status;
 }

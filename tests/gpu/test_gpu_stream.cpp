@@ -25,23 +25,17 @@
 #include <string>
 #include <vector>
 
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 
 namespace {
 
-int rank = 0, size = 1, failures = 0;
+int rank = 0, size = 1;
 constexpr std::size_t kCount = 1 << 22;  // 16 MiB of f32
-
-void verdict(bool ok, const std::string& what) {
-  int all = ok;
-  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!ok) std::printf("FAIL on rank %d: %s\n", rank, what.c_str());
-  if (!all) ++failures;
-  if (all && rank == 0) std::printf("ok: %s\n", what.c_str());
-}
 
 // The producer's slow work, not a wait for an event: strata must order its
 // reads after it, which no event can stand in for (strata, correctly
@@ -69,14 +63,12 @@ bool holds_sum(const float* device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_stream");
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_stream");
+  rank = start.rank;
+  size = start.size;
   {
+    const int device = gpu_test::use_rank_device();
     Communicator comm(MPI_COMM_WORLD);
-    const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(device);
     float *d = nullptr, *result = nullptr, *pinned = nullptr;
     cudaMalloc(&d, kCount * sizeof(float));
     cudaMalloc(&result, kCount * sizeof(float));
@@ -93,7 +85,7 @@ int main(int argc, char** argv) {
     clear();
     produce(d, pinned, cudaStreamLegacy);
     comm.all_reduce(t, out, ReduceOp::sum, {.timeout_seconds = 120});
-    verdict(holds_sum(result), "all_reduce waits for the legacy default stream by default");
+    every_rank_check(holds_sum(result), "all_reduce waits for the legacy default stream by default");
 
     // 1b. A blocking stream of the caller's, by default: through the legacy
     // default stream's implicit wait for it.
@@ -102,7 +94,7 @@ int main(int argc, char** argv) {
     clear();
     produce(d, pinned, blocking);
     comm.all_reduce(t, out, ReduceOp::sum, {.timeout_seconds = 120});
-    verdict(holds_sum(result), "all_reduce waits for a blocking stream by default (legacy stream semantics)");
+    every_rank_check(holds_sum(result), "all_reduce waits for a blocking stream by default (legacy stream semantics)");
     cudaStreamDestroy(blocking);
 
     // 2. The caller's own non-blocking stream, named in the options.
@@ -116,7 +108,7 @@ int main(int argc, char** argv) {
     comm.all_reduce(t, out, ReduceOp::sum, options);
     // Stream-ordered: the result is on `mine` after the call's work.
     cudaStreamSynchronize(mine);
-    verdict(holds_sum(result), "all_reduce waits for CommunicationOptions::stream");
+    every_rank_check(holds_sum(result), "all_reduce waits for CommunicationOptions::stream");
 
     // 3. A batch on the caller's stream (two tensors: one pack by default).
     clear();
@@ -125,7 +117,7 @@ int main(int argc, char** argv) {
                                   {d + kCount / 2, kCount / 2, DataType::f32, Memory::cuda, device}};
     comm.batch_all_reduce(halves, ReduceOp::sum, options);
     cudaStreamSynchronize(mine);
-    verdict(holds_sum(d), "batch_all_reduce waits for CommunicationOptions::stream");
+    every_rank_check(holds_sum(d), "batch_all_reduce waits for CommunicationOptions::stream");
     cudaStreamDestroy(mine);
 
     // 4. The caller's current device survives the call.
@@ -137,7 +129,7 @@ int main(int argc, char** argv) {
       comm.all_reduce(t, t, ReduceOp::sum, {.timeout_seconds = 120});
       int current = -1;
       cudaGetDevice(&current);
-      verdict(current == other, "the caller's current device is current again after the call");
+      every_rank_check(current == other, "the caller's current device is current again after the call");
       cudaSetDevice(device);
     } else if (rank == 0) {
       std::printf("note: one CUDA device, so restoring the caller's current device cannot be observed here\n");
@@ -146,6 +138,5 @@ int main(int argc, char** argv) {
     cudaFree(result);
     cudaFreeHost(pinned);
   }
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  return gpu_test::end_program();
 }

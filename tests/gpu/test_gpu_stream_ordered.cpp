@@ -30,11 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "gpu_specs.hpp"
+#include "gpu_program.hpp"
 #include "gpu_test.hpp"
 #include "stream_test.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
+using strata::test::every_rank_check;
 using namespace strata::stream_test;
 
 namespace {
@@ -142,31 +145,26 @@ std::vector<float> run_case(Communicator& comm, const Case& test, int gpu, Strea
   return std::vector<float>(result.pinned, result.pinned + result.count);
 }
 
-// The specs to run: every registered algorithm that serves CUDA tensors,
-// flat, and the hierarchical plans over several (virtual) nodes.
+// The specs to run (gpu_specs.hpp), the hierarchical ones only over
+// several (virtual) nodes: on one node they run flat.
 std::vector<std::string> specs(int nodes) {
   std::vector<std::string> list;
-  for (const AlgorithmInfo& a : registered_algorithms())
-    if (a.memory == Memory::cuda || a.name == "xring" || a.name == "tree") list.push_back(a.name);
-  if (nodes > 1) list.insert(list.end(), {"nccl/nccl", "nccl/xring", "psgpu/nccl"});
+  for (const std::string& spec : gpu_test::gpu_specs())
+    if (nodes > 1 || spec.find('/') == std::string::npos) list.push_back(spec);
   return list;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpu_test::skip_without_device("test_gpu_stream_ordered");
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const bool any_thread = provided == MPI_THREAD_MULTIPLE;
+  const auto start = gpu_test::start_program(&argc, &argv, "test_gpu_stream_ordered", MPI_THREAD_MULTIPLE);
+  rank = start.rank;
+  size = start.size;
+  const bool any_thread = start.thread_level == MPI_THREAD_MULTIPLE;
   {
     Streams streams;
-    Communicator probe(MPI_COMM_WORLD);
-    const int gpu = probe.topology().ranks[std::size_t(rank)].gpu.cuda_device;
-    cudaSetDevice(gpu);
-    const int nodes = int(probe.topology().nodes.size());
+    int nodes = 1;
+    const int gpu = gpu_test::use_rank_device(&nodes);
     bool blocked = false;  // a stream-ordered call waited for its producer: say so once, not per case
     for (const std::string& spec : specs(nodes)) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
@@ -192,13 +190,13 @@ int main(int argc, char** argv) {
           continue;
         }
         got = run_case(comm, test, gpu, streams, true, &returned_first);
-        blocked = !verdict(returned_first, what + ": the stream-ordered call returned before its producer ran");
+        blocked = !every_rank_check(returned_first, what + ": the stream-ordered call returned before its producer ran");
         std::string first;
         const bool same = same_bits(got.data(), got.size(), [&](std::size_t i) { return want[i]; }, &first);
-        verdict(same, what + ": the stream sees the blocking call's bits" + (first.empty() ? "" : " (" + first + ")"));
+        every_rank_check(same, what + ": the stream sees the blocking call's bits" + (first.empty() ? "" : " (" + first + ")"));
         if (spec == "nccl" && test.name == "all_reduce sum") {
           const bool summed = same_bits(got.data(), got.size(), [&](std::size_t i) { return reference(i, size); }, &first);
-          verdict(summed,
+          every_rank_check(summed,
                   what + ": the ranks' contributions summed in rank order" + (first.empty() ? "" : " (" + first + ")"));
         }
       }
@@ -223,7 +221,7 @@ int main(int argc, char** argv) {
         outcome = e.what();
       }
       cudaStreamSynchronize(streams.producer);
-      verdict(outcome == "Mismatch", "a mismatched stream-ordered call raises Mismatch on every rank (" + outcome + ")");
+      every_rank_check(outcome == "Mismatch", "a mismatched stream-ordered call raises Mismatch on every rank (" + outcome + ")");
       bool usable = true;
       try {
         comm.check();
@@ -233,9 +231,8 @@ int main(int argc, char** argv) {
         usable = false;
         std::printf("rank %d: %s\n", rank, e.what());
       }
-      verdict(usable, "after the Mismatch the communicator stays usable");
+      every_rank_check(usable, "after the Mismatch the communicator stays usable");
     }
   }
-  MPI_Finalize();
-  return failures ? 1 : 0;
+  return gpu_test::end_program();
 }

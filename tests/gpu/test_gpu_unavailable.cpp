@@ -10,25 +10,19 @@
 #include <string>
 
 #include "gpu/plugin.hpp"
+#include "harness_core.hpp"
 #include "strata/errors.hpp"
 #include "strata/version.hpp"
 #include "topo/discover.hpp"
 #include "topo/node_split.hpp"
 
-namespace {
-int failures = 0;
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAIL: %s\n", what);
-    ++failures;
-  }
-}
-}  // namespace
+using strata::test::rank_check;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   using namespace strata;
-  check(gpu::built() == bool(STRATA_HAVE_CUDA), "gpu::built() matches STRATA_HAVE_CUDA");
+  test::start_program_checks("test_gpu_unavailable", 50);
+  rank_check(gpu::built() == bool(STRATA_HAVE_CUDA), "gpu::built() matches STRATA_HAVE_CUDA");
 
   std::string why;
   const bool available = gpu::device_available(&why);
@@ -39,26 +33,26 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 77;
   }
-  if (!gpu::built()) check(!available, "a host-only build never reports a device");
-  if (!available) check(!why.empty(), "unavailable comes with a reason");
+  if (!gpu::built()) rank_check(!available, "a host-only build never reports a device");
+  if (!available) rank_check(!why.empty(), "unavailable comes with a reason");
 
   const topo::CudaProbe probe = gpu::probe_devices();
-  check(probe.problem.empty() == available, "probe_devices reports a problem exactly when no device is available");
-  check(probe.bus_ids.size() == probe.modes.size(), "probe_devices gives a compute mode per device");
+  rank_check(probe.problem.empty() == available, "probe_devices reports a problem exactly when no device is available");
+  rank_check(probe.bus_ids.size() == probe.modes.size(), "probe_devices gives a compute mode per device");
 
   topo::NodeSplit split = topo::split_nodes(MPI_COMM_WORLD);
   try {
     auto backend = gpu::make_backend(MPI_COMM_WORLD, split, 0, {});
-    check(available, "make_backend succeeds only with a device");
+    rank_check(available, "make_backend succeeds only with a device");
     std::printf("backend drives device %d\n", backend->device());
   } catch (const Unavailable& e) {
     std::printf("make_backend: Unavailable: %s\n", e.what());
-    check(!available, "make_backend throws Unavailable only without a device");
-    check(std::string(e.what()).find("unavailable") != std::string::npos, "the message says unavailable");
+    rank_check(!available, "make_backend throws Unavailable only without a device");
+    rank_check(std::string(e.what()).find("unavailable") != std::string::npos, "the message says unavailable");
   }
 
   topo::free_split(split);
+  const int status = test::finish_program_checks();
   MPI_Finalize();
-  std::printf("%s\n", failures ? "FAILED" : "OK");
-  return failures ? 1 : 0;
+  return status;
 }

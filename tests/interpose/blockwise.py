@@ -16,25 +16,13 @@ import sys
 from mpi4py import MPI
 import numpy as np
 
+import mpi_checks
+from mpi_checks import OPS, next_tag
+
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
-failures = []
-checks = 0
-
-OPS = {"sum": (MPI.SUM, np.add), "prod": (MPI.PROD, np.multiply), "min": (MPI.MIN, np.minimum), "max": (MPI.MAX, np.maximum)}
-
-
-def check(name, got, want):
-    global checks
-    checks += 1
-    got, want = np.asarray(got), np.asarray(want)
-    if got.dtype != want.dtype or got.shape != want.shape:
-        failures.append(f"{name}: got {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
-        return
-    if not np.array_equal(got, want):
-        bad = np.flatnonzero(got != want)
-        i = bad[0]
-        failures.append(f"{name}: {bad.size} of {got.size} elements differ, first at [{i}]: got {got.flat[i]}, want {want.flat[i]}")
+checks = mpi_checks.ProgramChecks("blockwise", rank)
+check = checks.check
 
 
 def data(r, n, dtype, op, tag):
@@ -61,15 +49,6 @@ def scattered(members, me, n, dtype, op, tag, fn=None):
 
 def gathered(members, n, dtype, tag):
     return np.concatenate([data(r, n, dtype, "sum", tag) for r in members])
-
-
-tag = 0
-
-
-def next_tag():
-    global tag
-    tag += 1
-    return tag
 
 
 def name(dtype):
@@ -248,10 +227,4 @@ if size >= 2:
     inter.Free()
     local.Free()
 
-# One write per line: mpirun forwards each rank's output as it comes, and a
-# line written in two pieces can interleave with another rank's.
-report = [f"blockwise: rank {rank}: FAIL: {f}" for f in failures]
-report.append(f"blockwise: rank {rank}: {checks - len(failures)} of {checks} checks passed")
-sys.stdout.write("".join(line + "\n" for line in report))
-sys.stdout.flush()
-sys.exit(1 if failures else 0)
+sys.exit(checks.finish())

@@ -16,30 +16,14 @@ import sys
 from mpi4py import MPI
 import numpy as np
 
+import mpi_checks
+from mpi_checks import OPS, next_tag
+
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 strata_semantics = "--strata-semantics" in sys.argv[1:]
-failures = []
-checks = 0
-
-OPS = {"sum": (MPI.SUM, np.add), "prod": (MPI.PROD, np.multiply), "min": (MPI.MIN, np.minimum), "max": (MPI.MAX, np.maximum)}
-
-
-def check(name, got, want):
-    global checks
-    checks += 1
-    got, want = np.asarray(got), np.asarray(want)
-    if got.dtype != want.dtype or got.shape != want.shape:
-        failures.append(f"{name}: got {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
-        return
-    if got.dtype.kind == "f":
-        same = np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
-    else:
-        same = np.array_equal(got, want)
-    if not same:
-        bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else got == want))
-        i = bad[0]
-        failures.append(f"{name}: {bad.size} of {got.size} elements differ, first at [{i}]: got {got.flat[i]}, want {want.flat[i]}")
+checks = mpi_checks.ProgramChecks("collectives", rank)
+check = checks.check
 
 
 def data(r, n, dtype, op, tag):
@@ -57,15 +41,6 @@ def data(r, n, dtype, op, tag):
 
 def reference(ranks, n, dtype, op, tag):
     return functools.reduce(OPS[op][1], [data(r, n, dtype, op, tag) for r in ranks])
-
-
-tag = 0
-
-
-def next_tag():
-    global tag
-    tag += 1
-    return tag
 
 
 # --- MPI_Allreduce on MPI_COMM_WORLD: four dtypes x four ops x sizes ----------
@@ -246,10 +221,4 @@ if strata_semantics:
     comm.Allreduce(x, y, op=MPI.SUM)
     check("Allreduce int8 sum wraps around", y, np.full(4, (100 * size + 128) % 256 - 128, dtype=np.int8))
 
-# One write per line: mpirun forwards each rank's output as it comes, and a
-# line written in two pieces can interleave with another rank's.
-report = [f"collectives: rank {rank}: FAIL: {f}" for f in failures]
-report.append(f"collectives: rank {rank}: {checks - len(failures)} of {checks} checks passed")
-sys.stdout.write("".join(line + "\n" for line in report))
-sys.stdout.flush()
-sys.exit(1 if failures else 0)
+sys.exit(checks.finish())

@@ -170,9 +170,8 @@ void freed_before_wait() {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  program_checks::program = "first_started";
   const bool strata = argc > 1 && std::strcmp(argv[1], "--strata") == 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  program_checks::start("first_started", 120);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // First: MPI_COMM_WORLD's first call, beside an idup of a communicator
   // made after it (a higher id), then a new communicator's first call

@@ -7,7 +7,7 @@
 // says which communicator it is about, checks the sums, and prints per
 // communicator which world ranks hold it:
 //   many_comms: rank R: comm MPI_FLOAT MPI_SUM holds 0,1,2
-//   many_comms: rank R: ok
+//   many_comms: rank R: P of N checks passed
 // check_interpose.py (mode "quiet") runs it with libstrata_mpi.so preloaded.
 #include <mpi.h>
 
@@ -15,9 +15,21 @@
 #include <string>
 #include <vector>
 
+#include "harness_core.hpp"
+
+using strata::test::rank_check;
+
 namespace {
 
-int world_rank = 0, failures = 0;
+int world_rank = 0;
+
+// How many of `data` differ from `want`.
+template <typename T>
+int wrong_values(const T* data, std::size_t n, T want) {
+  int wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += data[i] != want;
+  return wrong;
+}
 
 // The world ranks `comm` holds, "0,2".
 std::string members(MPI_Comm comm) {
@@ -42,7 +54,8 @@ void reduce_on(MPI_Comm comm, MPI_Datatype type, const char* type_name, MPI_Op o
   for (int r : all) want = op == MPI_SUM ? want + T(r + 1) : (T(r + 1) > want ? T(r + 1) : want);
   std::vector<T> data(64, T(world_rank + 1));
   MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), type, op, comm);
-  for (const T& x : data) failures += x != want;
+  rank_check(wrong_values(data.data(), data.size(), want) == 0,
+             std::string("comm ") + type_name + " " + op_name + ": wrong values");
   std::printf("many_comms: rank %d: comm %s %s holds %s\n", world_rank, type_name, op_name, members(comm).c_str());
 }
 
@@ -50,7 +63,8 @@ void reduce_on(MPI_Comm comm, MPI_Datatype type, const char* type_name, MPI_Op o
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  strata::test::start_program_checks("many_comms", 120);
+  world_rank = strata::test::world_rank();
   reduce_on<float>(MPI_COMM_WORLD, MPI_FLOAT, "MPI_FLOAT", MPI_SUM, "MPI_SUM");
 
   MPI_Comm dup, parity, without_zero, single;
@@ -89,7 +103,8 @@ int main(int argc, char** argv) {
     for (int call = 0; call < 3; ++call) {
       for (unsigned& x : same) x = static_cast<unsigned>(world_rank + 1);
       MPI_Allreduce(MPI_IN_PLACE, same, 64, MPI_UNSIGNED, MPI_SUM, c);
-      for (unsigned x : same) failures += x != want;
+      rank_check(wrong_values(same, 64, want) == 0, "turn " + std::to_string(turn) + " call " + std::to_string(call) +
+                                                       ": wrong values (a sum over another communicator's members?)");
     }
     MPI_Comm_free(&c);
   }
@@ -98,8 +113,7 @@ int main(int argc, char** argv) {
   if (without_zero != MPI_COMM_NULL) MPI_Comm_free(&without_zero);
   MPI_Comm_free(&parity);
   MPI_Comm_free(&dup);
-  if (failures == 0) std::printf("many_comms: rank %d: ok\n", world_rank);
-  else std::printf("many_comms: rank %d: %d wrong values\n", world_rank, failures);
+  const int status = strata::test::program_checks().finish_rank();
   MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return status;
 }

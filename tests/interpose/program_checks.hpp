@@ -1,7 +1,9 @@
 // What the interposer's C++ test programs (requests.cpp, first_started.cpp)
-// share: the persistent all-reduce this MPI library offers, and one rank's tally of
-// checks, printed as the "<program>: rank R: ..." lines check_interpose.py
-// reads.
+// share: the persistent all-reduce this MPI library offers, and printf-style
+// checks on the MPI harness's core (tests/mpi/harness_core.hpp: a watchdog
+// over the program, one rank's tally printed as the "<program>: rank R: P
+// of N checks passed" line check_interpose.py reads; no MPI call of its
+// own, so the interposer's logs hold the program's calls only).
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +13,8 @@
 
 #include <cstdarg>
 #include <cstdio>
+
+#include "harness_core.hpp"
 
 // The persistent all-reduce this MPI library provides, looked up when the
 // program runs rather than read from MPI_VERSION: Open MPI 5's mpi.h says
@@ -22,11 +26,15 @@ extern "C" int MPI_Allreduce_init(const void* sendbuf, void* recvbuf, int count,
 
 namespace program_checks {
 
-// The program's name and this rank's MPI_COMM_WORLD rank, set by main
-// before the first check; the checks made and failed so far.
-inline const char* program = "";
+// This rank in MPI_COMM_WORLD, set by start.
 inline int rank = 0;
-inline int checks = 0, failures = 0;
+
+// After MPI_Init, before the first check: the program's checks, its
+// watchdog bounded by STRATA_TEST_WATCHDOG_S or `bound_seconds`.
+inline void start(const char* program, int bound_seconds) {
+  strata::test::start_program_checks(program, bound_seconds);
+  rank = strata::test::world_rank();
+}
 
 using AllReduceInit = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info, MPI_Request*);
 
@@ -46,25 +54,19 @@ inline PersistentAllReduce persistent_all_reduce() {
 #endif
 }
 
-// Counts a check; a failed one prints "<program>: rank R: FAIL <text>"
+// Counts a check; a failed one prints "<program>: FAIL on rank R: <text>"
 // (the first 40 of them).
 inline void check(bool ok, const char* format, ...) {
-  ++checks;
-  if (ok) return;
-  if (++failures > 40) return;
   char text[512];
   std::va_list args;
   va_start(args, format);
   std::vsnprintf(text, sizeof text, format, args);
   va_end(args);
-  std::printf("%s: rank %d: FAIL %s\n", program, rank, text);
+  strata::test::rank_check(ok, text);
 }
 
-// Prints "<program>: rank R: N of M checks passed"; returns the exit
-// status: 0 when every check passed.
-inline int passed() {
-  std::printf("%s: rank %d: %d of %d checks passed\n", program, rank, checks - failures, checks);
-  return failures == 0 ? 0 : 1;
-}
+// Prints "<program>: rank R: P of N checks passed"; returns the exit
+// status: 0 when every check on this rank passed.
+inline int passed() { return strata::test::program_checks().finish_rank(); }
 
 }  // namespace program_checks

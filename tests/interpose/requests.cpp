@@ -42,7 +42,7 @@ namespace {
 using program_checks::check;
 using program_checks::rank;
 int size = 1;
-bool strata = false, progress_thread = false;
+bool with_strata = false, progress_thread = false;
 constexpr double kLoopSeconds = 60;  // bound of every test loop
 
 // Rank r's input element i for call `tag`: small integers, so that every
@@ -772,11 +772,10 @@ void progress_without_calls() {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  program_checks::program = "requests";
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  program_checks::start("requests", 120);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   for (int i = 1; i < argc; ++i) {
-    strata |= std::strcmp(argv[i], "--strata") == 0;
+    with_strata |= std::strcmp(argv[i], "--strata") == 0;
     progress_thread |= std::strcmp(argv[i], "--progress-thread") == 0;
   }
   outstanding();
@@ -792,7 +791,7 @@ int main(int argc, char** argv) {
   two_communicators();
   different_orders();
   persistent();
-  if (strata) {
+  if (with_strata) {
     freed_while_active();
     errors();
   }

@@ -1,21 +1,19 @@
 // A doctest main for MPI (doctest's own MPI extension is not installed):
 // MPI_Init, doctest on every rank with the "mpi" reporter below, failure
 // counts combined with MPI_Allreduce, summary on rank 0, exit status
-// non-zero if any rank failed. The reporter also arms the watchdog when a
-// test case starts and disarms it when it ends.
+// non-zero if any rank failed. The reporter also arms the core's watchdog
+// (harness_watchdog.hpp) when a test case starts and disarms it when it ends.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "harness.hpp"
 
 #include <doctest/doctest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <exception>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -24,25 +22,6 @@
 #include "strata/errors.hpp"
 
 namespace strata::test {
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-std::uint64_t hash_bytes(const void* data, std::size_t bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 TimedOutcome run_expecting_deadline(const std::function<void()>& call) {
   TimedOutcome outcome;
@@ -80,52 +59,6 @@ StopScene::StopScene() {
 StopScene::~StopScene() {
   if (survivors != MPI_COMM_NULL) MPI_Comm_free(&survivors);
   MPI_Comm_free(&side);
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(r);
-  }
-  return text;
-}
-
-bool heard_from_every_other_rank(int tag, double bound_seconds) {
-  std::vector<MPI_Request> requests;
-  std::vector<int> words(static_cast<std::size_t>(world_size()));
-  for (int r = 0; r < world_size(); ++r) {
-    if (r == world_rank()) continue;
-    requests.emplace_back();
-    MPI_Irecv(&words[static_cast<std::size_t>(r)], 1, MPI_INT, r, tag, MPI_COMM_WORLD, &requests.back());
-  }
-  const double since = MPI_Wtime();
-  int all = 0;
-  while (!all && MPI_Wtime() - since < bound_seconds) {
-    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
-    if (!all) std::this_thread::yield();
-  }
-  for (MPI_Request& request : requests)  // (the ones that never came: nothing may be left posted)
-    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request), MPI_Request_free(&request);
-  return all != 0;
-}
-
-bool all_ranks(MPI_Comm comm, bool local) {
-  int value = local ? 1 : 0, result = 0;
-  MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_LAND, comm);
-  return result != 0;
-}
-
-std::vector<int> ranks_where(MPI_Comm comm, bool local) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int value = local ? 1 : 0;
-  std::vector<int> flags(static_cast<std::size_t>(size));
-  MPI_Allgather(&value, 1, MPI_INT, flags.data(), 1, MPI_INT, comm);
-  std::vector<int> ranks;
-  for (int r = 0; r < size; ++r)
-    if (flags[static_cast<std::size_t>(r)]) ranks.push_back(r);
-  return ranks;
 }
 
 void SameBitsLog::add(std::string label, const void* data, std::size_t bytes) {
@@ -167,65 +100,6 @@ void SameBitsLog::check_same_on_all_ranks(MPI_Comm comm) {
 
 namespace {
 
-// Kills the process if the armed test case runs past its bound. It never
-// calls MPI (the library only promises MPI_THREAD_FUNNELED).
-class Watchdog {
- public:
-  explicit Watchdog(int seconds) : seconds_(seconds), thread_([this] { run(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void arm(std::string name) {
-    std::lock_guard lock(mutex_);
-    name_ = std::move(name);
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(seconds_);
-    armed_ = true;
-    cv_.notify_all();
-  }
-  void disarm() {
-    std::lock_guard lock(mutex_);
-    armed_ = false;
-    cv_.notify_all();
-  }
-  int seconds() const { return seconds_; }
-
- private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      if (!armed_) {
-        cv_.wait(lock);
-        continue;
-      }
-      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-          std::chrono::steady_clock::now() >= deadline_) {
-        std::fprintf(stderr, "strata-test HANG: test '%s' on rank %d exceeded %d s\n", name_.c_str(), rank_,
-                     seconds_);
-        std::fflush(stderr);
-        std::fflush(stdout);
-        std::_Exit(124);
-      }
-    }
-  }
-
- public:
-  int rank_ = 0;
-
- private:
-  int seconds_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::string name_;
-  std::chrono::steady_clock::time_point deadline_;
-  bool armed_ = false, stop_ = false;
-  std::thread thread_;
-};
-
 Watchdog* g_watchdog = nullptr;
 doctest::TestRunStats g_stats{};
 
@@ -258,7 +132,7 @@ struct MpiReporter : public doctest::IReporter {
   void test_run_end(const doctest::TestRunStats& stats) override { g_stats = stats; }
   void test_case_start(const doctest::TestCaseData& tc) override {
     current_ = tc.m_name;
-    if (g_watchdog) g_watchdog->arm(current_);
+    if (g_watchdog) g_watchdog->arm("test '" + current_ + "'");
   }
   void test_case_reenter(const doctest::TestCaseData& tc) override { test_case_start(tc); }
   void test_case_end(const doctest::CurrentTestCaseStats&) override {
@@ -299,12 +173,6 @@ struct MpiReporter : public doctest::IReporter {
 
 REGISTER_REPORTER("mpi", 1, MpiReporter);
 
-int watchdog_seconds() {
-  const char* env = std::getenv("STRATA_TEST_WATCHDOG_S");
-  const int value = env ? std::atoi(env) : 0;
-  return value > 0 ? value : 120;
-}
-
 }  // namespace
 }  // namespace strata::test
 
@@ -320,8 +188,7 @@ int main(int argc, char** argv) {
 
   int failed_cases = 0, failed_asserts = 0, asserts = 0;
   {
-    Watchdog watchdog(watchdog_seconds());
-    watchdog.rank_ = rank;
+    Watchdog watchdog(watchdog_seconds(120), rank);
     g_watchdog = &watchdog;
     doctest::Context context;
     context.applyCommandLine(argc, argv);

@@ -1,4 +1,5 @@
-// The MPI test harness (harness.cpp holds the main): doctest runs on every
+// The MPI test harness's doctest part (harness.cpp holds the main), built
+// on its core (harness_core.hpp: watchdog, rank helpers): doctest runs on every
 // rank of MPI_COMM_WORLD; failures print with "on rank r"; the ranks'
 // failure counts are combined so the job fails if any rank failed; only
 // rank 0 prints the summary. A watchdog thread bounds every test case: a
@@ -18,19 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "harness_core.hpp"
+
 namespace strata::test {
-
-int world_rank();
-int world_size();
-
-// FNV-1a over the bytes: cheap, and any difference in output bits shows.
-std::uint64_t hash_bytes(const void* data, std::size_t bytes);
-
-// True on every rank iff `local` is true on every rank of `comm`.
-bool all_ranks(MPI_Comm comm, bool local);
-
-// The ranks of `comm` where `local` is true (same answer on every rank).
-std::vector<int> ranks_where(MPI_Comm comm, bool local);
 
 // What a call that should time out did: whether it raised DeadlineExceeded,
 // its message (or what happened instead), the ranks it named and how long
@@ -58,15 +49,6 @@ struct StopScene {
   StopScene(const StopScene&) = delete;
   StopScene& operator=(const StopScene&) = delete;
 };
-
-// "0,2,3" (empty: "").
-std::string rank_list(const std::vector<int>& ranks);
-
-// Waits until every other rank of MPI_COMM_WORLD has sent this one an int
-// with `tag` (a word: "my call raised"), up to `bound_seconds`; whether all
-// did. Polls, so the caller's strata work (a roll call) is not blocked by
-// a blocking receive.
-bool heard_from_every_other_rank(int tag, double bound_seconds);
 
 // Collects one output hash per call, then checks in one collective step
 // that every rank got the same bits for every call (DESIGN.md: identical

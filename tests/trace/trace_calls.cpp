@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "harness_core.hpp"
 #include "strata/strata.hpp"
 
 using namespace strata;
@@ -37,15 +38,10 @@ std::string trace_file(int rank) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  test::RankChecks checks("trace_calls", 90);
+  const int rank = test::world_rank(), size = test::world_size();
   const std::string file = trace_file(rank);
   std::vector<std::string> made;  // "name outcome"
-  int failures = 0;
-  auto expect = [&](bool ok, const char* what) {
-    if (!ok) std::fprintf(stderr, "trace_calls rank %d: %s\n", rank, what), ++failures;
-  };
 
   {
     Communicator comm(MPI_COMM_WORLD);
@@ -54,7 +50,7 @@ int main(int argc, char** argv) {
     made.push_back("all_reduce ok");
     comm.all_reduce({large.data(), large.size(), DataType::f32}, {large.data(), large.size(), DataType::f32}, ReduceOp::sum);
     made.push_back("all_reduce ok");
-    expect(large[0] == float(size), "wrong all_reduce result");
+    checks.check(large[0] == float(size), "wrong all_reduce result");
     comm.reduce({large.data(), 1000, DataType::f32}, {large.data(), 1000, DataType::f32}, ReduceOp::max, 1 % size);
     made.push_back("reduce ok");
     comm.broadcast({large.data(), large.size(), DataType::f32}, 0);
@@ -68,8 +64,8 @@ int main(int argc, char** argv) {
     comm.batch_all_reduce(tensors, ReduceOp::sum, {.bytes_per_pack = 8192},
                           [&](std::size_t) { ++packs_done; });
     made.push_back("batch_all_reduce ok");
-    expect(packs_done >= 2, "expected several packs");
-    expect(grads[2][4999] == float(size), "wrong batch result");
+    checks.check(packs_done >= 2, "expected several packs");
+    checks.check(grads[2][4999] == float(size), "wrong batch result");
   }
 
   if (size > 1) {
@@ -80,7 +76,7 @@ int main(int argc, char** argv) {
       try {
         comm.all_reduce({data.data(), data.size(), DataType::f32}, {data.data(), data.size(), DataType::f32},
                         ReduceOp::sum, {.timeout_seconds = 0.3});
-        expect(false, "the call with an absent rank returned");
+        checks.check(false, "the call with an absent rank returned");
         made.push_back("all_reduce ok");
       } catch (const DeadlineExceeded&) {
         made.push_back("all_reduce DeadlineExceeded");
@@ -89,7 +85,7 @@ int main(int argc, char** argv) {
       std::error_code error;
       std::filesystem::copy_file(file, file + ".after-failure", std::filesystem::copy_options::overwrite_existing,
                                  error);
-      expect(!error, "no trace file right after the timeout");
+      checks.check(!error, "no trace file right after the timeout");
       try {
         comm.all_reduce({data.data(), data.size(), DataType::f32}, {data.data(), data.size(), DataType::f32}, ReduceOp::sum);
         made.push_back("all_reduce ok");
@@ -105,6 +101,7 @@ int main(int argc, char** argv) {
     for (const std::string& m : made) lines += m + "\n";
     return lines;
   }();
+  const int status = checks.finish();
   MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return status;
 }
