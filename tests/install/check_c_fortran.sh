@@ -3,8 +3,8 @@
 # scratch DESTDIR, then, using only that copy (pkg-config from the DESTDIR):
 # - strata.h compiles alone as strict C99 (gcc -std=c99 -pedantic -Werror)
 #   and as C++;
-# - the C test program (tests/capi/test_c_api.c) builds with mpicc and
-#   passes under mpirun at 2 and 3 ranks;
+# - the C test program (tests/capi/test_c_api.c and the capi_*.c files
+#   beside it) builds with mpicc and passes under mpirun at 2 and 3 ranks;
 # - the README's C example is shown verbatim in README.md, builds the way
 #   the README says and prints the right mean at 4 ranks;
 # - the Fortran test program builds with mpifort together with the installed
@@ -77,7 +77,7 @@ echo '#include <strata/strata.h>' | g++ -DOMPI_SKIP_MPICXX -Wall -Wextra -Werror
   || fail "strata.h does not compile as C++"
 
 # shellcheck disable=SC2086
-"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" $flags -o test_c_api
+"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" "$(dirname "$c_test")"/capi_*.c $flags -o test_c_api
 resolved=$(ldd test_c_api | awk '/libstrata/ {print $3}')
 case $resolved in "$installed_lib"/*) ;; *) fail "libstrata resolves to '$resolved'" ;; esac
 for np in 2 3; do
