@@ -42,19 +42,9 @@ bounded_mpirun() {
 }
 fail() { echo "C/Fortran install test: $*" >&2; exit 1; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-dest=$work/dest
-
-# --no-rebuild: the test runs what was built; others may be editing sources.
-meson install -C "$build" --destdir "$dest" --no-rebuild --quiet
-
-read -r prefix libdir < <(meson introspect --buildoptions "$build" | python3 -c '
-import json, sys
-opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
-print(opts["prefix"], opts["libdir"])')
-case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
-installed_lib=$dest$libdir
+# shellcheck source-path=SCRIPTDIR source=scratch_install.sh
+source "$(dirname "$0")/scratch_install.sh"
+scratch_install "$build"
 # The .pc file names prefix-relative paths: a copy with prefix moved into the
 # DESTDIR (--define-variable would move ompi-c's prefix too).
 mkdir "$work/pkgconfig"
