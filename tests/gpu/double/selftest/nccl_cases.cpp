@@ -38,8 +38,7 @@ void nccl_replay() {
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclComm_t comm = nullptr;
   nccl_ok(ncclCommInitRank(&comm, 2, id, rank), "ncclCommInitRank");
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = new_stream();
   constexpr std::size_t kCount = 70000;  // more than one of the double's NCCL steps (256 KiB)
   constexpr std::size_t kBytes = kCount * sizeof(float);
   float *a = nullptr, *b = nullptr, *in = nullptr, *out = nullptr;
