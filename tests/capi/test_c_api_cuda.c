@@ -19,59 +19,28 @@
  *
  * Exits 77 without a CUDA device, 0 when every check on every rank passed,
  * 1 otherwise; a watchdog (STRATA_TEST_WATCHDOG_S, default 100 s) ends a
- * hung run with exit 3 and the step it hung in. Every rank drives CUDA
- * device 0 (registered with one device per process, as virtual nodes). */
-#define _POSIX_C_SOURCE 200809L /* alarm, nanosleep, write */
+ * hung run with exit 3 and the step it hung in (capi_check.h). Every rank
+ * drives CUDA device 0 (registered with one device per process, as virtual
+ * nodes). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <strata/strata.h>
 
-#include <signal.h>
+#include "capi_check.h"
+
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 enum { COUNT = 1 << 14 }; /* elements of one rank's block */
-
-static int g_rank, g_size, g_checks, g_failures;
-static const char* volatile g_step = "start";
-
-#define CHECK(cond) check_at((cond), #cond, __LINE__)
-static void check_at(int ok, const char* what, int line) {
-  ++g_checks;
-  if (ok) return;
-  ++g_failures;
-  fprintf(stderr, "capi cuda test: rank %d: FAILED in %s (line %d): %s\n", g_rank, g_step, line, what);
-}
-
-#define EXPECT_OK(call) expect_ok_at((call), #call, __LINE__)
-static void expect_ok_at(strata_status got, const char* what, int line) {
-  ++g_checks;
-  if (got == STRATA_OK) return;
-  ++g_failures;
-  fprintf(stderr, "capi cuda test: rank %d: FAILED in %s (line %d): %s returned %s: %s\n", g_rank, g_step, line, what,
-          strata_status_name(got), strata_last_error());
-}
 
 #define CUDA_OK(call) cuda_ok_at((call), #call, __LINE__)
 static void cuda_ok_at(cudaError_t got, const char* what, int line) {
   if (got == cudaSuccess) return;
   fprintf(stderr, "capi cuda test: rank %d: %s (line %d) failed: %s\n", g_rank, what, line, cudaGetErrorString(got));
   MPI_Abort(MPI_COMM_WORLD, 2);
-}
-
-static void on_alarm(int signal_number) {
-  static const char head[] = "capi cuda test: watchdog: a rank is still in step '";
-  static const char tail[] = "'; a collective hangs\n";
-  (void)signal_number;
-  if (write(2, head, sizeof head - 1) < 0 || write(2, (const char*)g_step, strlen((const char*)g_step)) < 0 ||
-      write(2, tail, sizeof tail - 1) < 0) {
-  }
-  _exit(3);
 }
 
 /* The producer's slow work before its upload: strata, ordered after the
@@ -252,8 +221,7 @@ int main(int argc, char** argv) {
   strata_comm* comm = NULL;
   strata_options options = STRATA_OPTIONS_INIT;
   float *a = NULL, *b = NULL;
-  int devices = 0, failures = 0, checks = 0;
-  const char* watchdog = getenv("STRATA_TEST_WATCHDOG_S");
+  int devices = 0;
   const cudaError_t probe = cudaGetDeviceCount(&devices);
 
   if (probe != cudaSuccess || devices == 0) {
@@ -261,11 +229,7 @@ int main(int argc, char** argv) {
            probe != cudaSuccess ? cudaGetErrorString(probe) : "cudaGetDeviceCount gave 0");
     return 77;
   }
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  signal(SIGALRM, on_alarm);
-  alarm(watchdog ? (unsigned)atoi(watchdog) : 100u);
+  capi_start(&argc, &argv, "capi cuda test", 100u);
 
   g_step = "setup";
   CUDA_OK(cudaSetDevice(0));
@@ -299,15 +263,5 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaFreeHost(g_up));
   CUDA_OK(cudaFreeHost(g_down));
 
-  g_step = "summary";
-  MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(&g_checks, &checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    if (failures == 0)
-      printf("capi cuda test: %d checks passed on %d ranks\n", checks, g_size);
-    else
-      printf("capi cuda test: %d of %d checks FAILED on %d ranks\n", failures, checks, g_size);
-  }
-  MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return capi_finish();
 }

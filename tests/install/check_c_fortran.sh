@@ -3,8 +3,8 @@
 # scratch DESTDIR, then, using only that copy (pkg-config from the DESTDIR):
 # - strata.h compiles alone as strict C99 (gcc -std=c99 -pedantic -Werror)
 #   and as C++;
-# - the C test program (tests/capi/test_c_api.c) builds with mpicc and
-#   passes under mpirun at 2 and 3 ranks;
+# - the C test program (tests/capi/test_c_api.c and the capi_*.c files
+#   beside it) builds with mpicc and passes under mpirun at 2 and 3 ranks;
 # - the README's C example is shown verbatim in README.md, builds the way
 #   the README says and prints the right mean at 4 ranks;
 # - the Fortran test program builds with mpifort together with the installed
@@ -42,19 +42,9 @@ bounded_mpirun() {
 }
 fail() { echo "C/Fortran install test: $*" >&2; exit 1; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-dest=$work/dest
-
-# --no-rebuild: the test runs what was built; others may be editing sources.
-meson install -C "$build" --destdir "$dest" --no-rebuild --quiet
-
-read -r prefix libdir < <(meson introspect --buildoptions "$build" | python3 -c '
-import json, sys
-opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
-print(opts["prefix"], opts["libdir"])')
-case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
-installed_lib=$dest$libdir
+# shellcheck source-path=SCRIPTDIR source=scratch_install.sh
+source "$(dirname "$0")/scratch_install.sh"
+scratch_install "$build"
 # The .pc file names prefix-relative paths: a copy with prefix moved into the
 # DESTDIR (--define-variable would move ompi-c's prefix too).
 mkdir "$work/pkgconfig"
@@ -77,7 +67,7 @@ echo '#include <strata/strata.h>' | g++ -DOMPI_SKIP_MPICXX -Wall -Wextra -Werror
   || fail "strata.h does not compile as C++"
 
 # shellcheck disable=SC2086
-"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" $flags -o test_c_api
+"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" "$(dirname "$c_test")"/capi_*.c $flags -o test_c_api
 resolved=$(ldd test_c_api | awk '/libstrata/ {print $3}')
 case $resolved in "$installed_lib"/*) ;; *) fail "libstrata resolves to '$resolved'" ;; esac
 for np in 2 3; do

@@ -20,20 +20,9 @@ for tool in pkg-config "$mpicxx" "$launch" python3; do
   command -v "$tool" >/dev/null || { echo "install test: $tool not found, skipping"; exit 77; }
 done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-dest=$work/dest
-
-# --no-rebuild: the test runs what was built; others may be editing sources.
-meson install -C "$build" --destdir "$dest" --no-rebuild --quiet
-
-# prefix and libdir as configured (libdir may be relative to prefix).
-read -r prefix libdir < <(meson introspect --buildoptions "$build" | python3 -c '
-import json, sys
-opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
-print(opts["prefix"], opts["libdir"])')
-case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
-installed_lib=$dest$libdir
+# shellcheck source-path=SCRIPTDIR source=scratch_install.sh
+source "$(dirname "$0")/scratch_install.sh"
+scratch_install "$build"
 pcdir=$installed_lib/pkgconfig
 [ -f "$pcdir/strata.pc" ] || { echo "install test: no strata.pc in $pcdir" >&2; ls -R "$dest" >&2; exit 1; }
 [ -f "$dest$prefix/include/strata/strata.hpp" ] || { echo "install test: strata.hpp not installed" >&2; exit 1; }

@@ -80,6 +80,15 @@ bool several_nodes() { return std::getenv("STRATA_RANKS_PER_NODE") != nullptr; }
 
 constexpr std::size_t kCarriedFloats = plan::kCheckCarriesBytes / sizeof(float);
 
+// This rank's input of a reduction with `op` and its exact result over every rank.
+struct ExactCase {
+  Buffer input, expected;
+  ExactCase(std::size_t count, DataType dtype, ReduceOp op) : input(count, dtype), expected(count, dtype) {
+    fill_input(input.data(), count, dtype, op, world_rank());
+    fill_expected(expected.data(), count, dtype, op, world_size());
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a small all-reduce across nodes is one MPI all-reduce: the check's, carrying the data") {
@@ -140,7 +149,7 @@ TEST_CASE("a small reduce or broadcast across nodes is one MPI all-reduce too") 
 }
 
 TEST_CASE("carried reduces and broadcasts are exact at the limit and past it, for every root") {
-  const int nranks = world_size(), rank = world_rank();
+  const int nranks = world_size();
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "mpi"});
   SameBitsLog log;
   for (DataType dtype : kAllDtypes) {
@@ -151,11 +160,9 @@ TEST_CASE("carried reduces and broadcasts are exact at the limit and past it, fo
           const std::string where = std::string(to_string(dtype)) + " count=" + std::to_string(count) +
                                     " root=" + std::to_string(root) + " timeout=" + std::to_string(timeout);
           for (ReduceOp op : kAllOps) {
-            Buffer input(count, dtype), expected(count, dtype);
-            fill_input(input.data(), count, dtype, op, rank);
-            fill_expected(expected.data(), count, dtype, op, nranks);
-            check_exact_reduce(comm, "reduce " + std::string(to_string(op)) + " " + where, input, expected, op, root,
-                               false, false, {.timeout_seconds = timeout});
+            const ExactCase c(count, dtype, op);
+            check_exact_reduce(comm, "reduce " + std::string(to_string(op)) + " " + where, c.input, c.expected, op,
+                               root, false, false, {.timeout_seconds = timeout});
           }
           Buffer sent(count, dtype);
           fill_input(sent.data(), count, dtype, ReduceOp::sum, root);
@@ -166,7 +173,6 @@ TEST_CASE("carried reduces and broadcasts are exact at the limit and past it, fo
 }
 
 TEST_CASE("carried all-reduces are exact, with the same bits on every rank, at the limit and past it") {
-  const int nranks = world_size(), rank = world_rank();
   Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "mpi"});
   SameBitsLog log;
   for (DataType dtype : kAllDtypes) {
@@ -175,13 +181,11 @@ TEST_CASE("carried all-reduces are exact, with the same bits on every rank, at t
       for (std::size_t count : {std::size_t{1}, limit, limit + 1})
         for (const double timeout : {0.0, 60.0})
           for (const bool in_place : {false, true}) {
-            Buffer input(count, dtype), expected(count, dtype);
-            fill_input(input.data(), count, dtype, op, rank);
-            fill_expected(expected.data(), count, dtype, op, nranks);
+            const ExactCase c(count, dtype, op);
             const std::string label = std::string(to_string(dtype)) + " " + std::string(to_string(op)) +
                                       " count=" + std::to_string(count) + " timeout=" + std::to_string(timeout) +
                                       (in_place ? " in place" : " out of place");
-            check_exact_all_reduce(comm, label, input, expected, op, in_place, {.timeout_seconds = timeout}, log);
+            check_exact_all_reduce(comm, label, c.input, c.expected, op, in_place, {.timeout_seconds = timeout}, log);
           }
   }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "check_throws.hpp"
 #include "harness.hpp"
 #include "strata/strata.hpp"
 
@@ -261,13 +262,7 @@ TEST_CASE("without STRATA_FLIGHT_DIR: dump_flight_record says to set it, and no 
   sigaction(SIGUSR1, nullptr, &after);
   const bool unchanged = after.sa_handler == before.sa_handler;
   CHECK(unchanged);
-  bool refused = false;
-  try {
-    comm.dump_flight_record();
-  } catch (const InvalidArgument& e) {
-    refused = std::string(e.what()).find("STRATA_FLIGHT_DIR") != std::string::npos;
-  }
-  CHECK(refused);
+  check_throws_naming<InvalidArgument>([&] { comm.dump_flight_record(); }, {"STRATA_FLIGHT_DIR"});
 }
 
 // Last but the folder's removal: a rank late to a call the others gave up

@@ -15,11 +15,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "buffers.hpp"
+#include "check_throws.hpp"
 #include "harness.hpp"
 #include "reference.hpp"
 #include "strata/strata.hpp"
@@ -51,19 +53,22 @@ struct SumCase {
   }
 };
 
-std::vector<Config> configs() {
-  return {Config{}, Config{.progress_thread = true}};
+// Runs `body` on a fresh communicator over MPI_COMM_WORLD without, then
+// with, the progress thread; failures name which.
+void with_each_config(const std::function<void(Communicator&)>& body) {
+  for (const Config& config : {Config{}, Config{.progress_thread = true}}) {
+    const std::string name = config.progress_thread ? "progress thread" : "no progress thread";
+    CAPTURE(name);
+    Communicator comm(MPI_COMM_WORLD, config);
+    body(comm);
+  }
 }
-
-std::string name_of(const Config& c) { return c.progress_thread ? "progress thread" : "no progress thread"; }
 
 }  // namespace
 
 TEST_CASE("every non-blocking collective gives the blocking call's result") {
   const int n = world_size(), rank = world_rank();
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     const std::size_t count = 1021, block = 37;
     SumCase all(count, 0);
     Request r1 = comm.iall_reduce(all.in(), all.result(), ReduceOp::sum);
@@ -114,13 +119,11 @@ TEST_CASE("every non-blocking collective gives the blocking call's result") {
     // Completed requests are empty: test() true, wait() returns.
     CHECK(r1.test());
     r1.wait();
-  }
+  });
 }
 
 TEST_CASE("a blocking call completes the requests started before it; test() loops finish") {
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     std::vector<SumCase> cases;
     for (int k = 0; k < 4; ++k) cases.emplace_back(std::size_t(100 + 997 * k), k);
     std::vector<Request> requests;
@@ -140,13 +143,11 @@ TEST_CASE("a blocking call completes the requests started before it; test() loop
       for (int i = 0; i < 1000; ++i) work = work + i;
     CHECK_FALSE(r.active());
     CHECK_MESSAGE(polled.check().empty(), polled.check());
-  }
+  });
 }
 
 TEST_CASE("persistent requests run again on new data at each start()") {
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     const std::size_t count = 2049;
     Buffer in(count, DataType::i64), out(count, DataType::i64), want(count, DataType::i64);
     Request r = comm.all_reduce_init(in.tensor(), out.tensor(), ReduceOp::sum);
@@ -187,13 +188,11 @@ TEST_CASE("persistent requests run again on new data at each start()") {
     Request not_persistent = comm.iall_reduce(part.tensor(), part.tensor(), ReduceOp::sum);
     CHECK_THROWS_AS(not_persistent.start(), InvalidArgument);
     not_persistent.wait();
-  }
+  });
 }
 
 TEST_CASE("a request dropped without wait is completed, and nothing is written afterwards") {
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     SumCase c(100003, 5);
     { Request dropped = comm.iall_reduce(c.in(), c.result(), ReduceOp::sum); }
     CHECK_MESSAGE(c.check().empty(), "the dropped request's result: " << c.check());
@@ -212,15 +211,13 @@ TEST_CASE("a request dropped without wait is completed, and nothing is written a
     CHECK_MESSAGE(first.check().empty(), first.check());
     r.wait();
     CHECK_MESSAGE(second.check().empty(), second.check());
-  }
+  });
 }
 
 TEST_CASE("errors come from wait(): one rank's invalid arguments, ranks that disagree; the communicator stays usable") {
   const int n = world_size(), rank = world_rank();
   if (n < 2) return;
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     std::vector<float> a(64, 1.0f), b(64, 0.0f);
     // The last rank passes a misaligned output: InvalidArgument there, Mismatch elsewhere.
     Tensor out{b.data(), 64, DataType::f32};
@@ -238,7 +235,7 @@ TEST_CASE("errors come from wait(): one rank's invalid arguments, ranks that dis
     fine.wait();
     CHECK_MESSAGE(ok.check().empty(), ok.check());
     CHECK_FALSE(comm.broken());
-  }
+  });
 }
 
 TEST_CASE("where a request runs: the progress thread takes one-node shared-memory requests, the caller the rest") {
@@ -279,24 +276,13 @@ TEST_CASE("where a request runs: the progress thread takes one-node shared-memor
 TEST_CASE("a timeout while a request is outstanding: DeadlineExceeded from wait() naming the absent rank") {
   const int n = world_size(), rank = world_rank();
   if (n < 2) return;
-  for (const Config& config : configs()) {
-    CAPTURE(name_of(config));
-    Communicator comm(MPI_COMM_WORLD, config);
+  with_each_config([&](Communicator& comm) {
     std::vector<float> data(1000, 1.0f);
     const int absent = n - 1;
     if (rank != absent) {
       Request r = comm.iall_reduce({data.data(), 1000, DataType::f32}, {data.data(), 1000, DataType::f32},
                                    ReduceOp::sum, {.timeout_seconds = 1});
-      bool deadline = false;
-      try {
-        r.wait();
-      } catch (const DeadlineExceeded& e) {
-        deadline = true;
-        CHECK_MESSAGE(std::string(e.what()).find("all_reduce") != std::string::npos, e.what());
-      } catch (const std::exception& e) {
-        FAIL_CHECK("expected DeadlineExceeded, got " << e.what());
-      }
-      CHECK(deadline);
+      check_throws_naming<DeadlineExceeded>([&] { r.wait(); }, {"all_reduce"});
       CHECK(comm.broken());
       // The next request fails at once with PeerFailure.
       Request after = comm.iall_reduce({data.data(), 1000, DataType::f32}, {data.data(), 1000, DataType::f32},
@@ -304,5 +290,5 @@ TEST_CASE("a timeout while a request is outstanding: DeadlineExceeded from wait(
       CHECK_THROWS_AS(after.wait(), PeerFailure);
     }
     MPI_Barrier(MPI_COMM_WORLD);  // the absent rank stays out until the others are done
-  }
+  });
 }

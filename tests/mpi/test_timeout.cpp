@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "check_throws.hpp"
 #include "harness.hpp"
 #include "specs.hpp"
 #include "strata/strata.hpp"
@@ -34,7 +35,7 @@ void check_timeout(const std::string& algorithm) {
   const std::size_t count = 1000;  // 4000 bytes of f32
   std::vector<float> data(count, 1.0f);
 
-  bool deadline = false, peer_failure = false;
+  bool deadline = false;
   double elapsed = 0;
   std::string message;
   std::vector<int> waiting_for;
@@ -52,15 +53,11 @@ void check_timeout(const std::string& algorithm) {
     CHECK_MESSAGE(message.find("4000") != std::string::npos, "no byte count in: " << message);
     CHECK(comm.broken());
     // A broken communicator refuses further calls with a clear error.
-    try {
-      comm.all_reduce({data.data(), count, DataType::f32}, {data.data(), count, DataType::f32}, ReduceOp::sum);
-    } catch (const PeerFailure& e) {
-      peer_failure = true;
-      CHECK_MESSAGE(std::string(e.what()).find("broken") != std::string::npos, e.what());
-    } catch (const std::exception& e) {
-      FAIL_CHECK("second call: expected PeerFailure, got " << e.what());
-    }
-    CHECK(peer_failure);
+    check_throws_naming<PeerFailure>(
+        [&] {
+          comm.all_reduce({data.data(), count, DataType::f32}, {data.data(), count, DataType::f32}, ReduceOp::sum);
+        },
+        {"broken"});
   } else {
     CHECK_FALSE(comm.broken());
   }

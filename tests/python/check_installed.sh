@@ -11,12 +11,9 @@ python=$2
 example=$3
 readme=$4
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-dest=$work/dest
-
-# --no-rebuild: the test runs what was built; others may be editing sources.
-meson install -C "$build" --destdir "$dest" --no-rebuild --quiet
+# shellcheck source-path=SCRIPTDIR source=../install/scratch_install.sh
+source "$(dirname "$0")/../install/scratch_install.sh"
+scratch_install "$build"
 
 # Where meson installs the extension and the library (absolute paths).
 read -r ext_path lib_path < <(meson introspect --installed "$build" | "$python" -c '

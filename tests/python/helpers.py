@@ -152,6 +152,26 @@ class FakeDLPack:
         return _capsule_new(ctypes.addressof(self._managed), b"dltensor", None)
 
 
+class OnlyDLPack:
+    """Offers an array through DLPack and nothing else (numpy's own export)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def still_works(comm):
+    """A communicator that refused bad input still reduces correctly."""
+    x = rank_input(WORLD.Get_rank(), 100, "float32", "sum")
+    comm.all_reduce(x)
+    assert_equal(x, reference(all_inputs(100, "float32", "sum"), "float32", "sum"), "after an error")
+
+
 def bfloat16_bits(values):
     """bfloat16 bit patterns of float32 values that bfloat16 holds exactly."""
     bits = np.asarray(values, dtype=np.float32).view(np.uint32)

@@ -9,19 +9,13 @@ import pytest
 from mpi4py import MPI
 
 import strata
-from helpers import (DTYPES, OPS, WORLD, FakeDLPack, KDL_BFLOAT, all_inputs, assert_equal,
+from helpers import (DTYPES, OPS, WORLD, FakeDLPack, KDL_BFLOAT, OnlyDLPack, all_inputs, assert_equal,
                      assert_same_on_every_rank, bfloat16_bits, bfloat16_values, rank_input, reference)
 
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 # 0 and 1 element, odd sizes around the one-round shared-memory path (16 KiB)
 # and past several 64 KiB blocks.
 COUNTS = [0, 1, 7, 4099, 70001]
-
-
-@pytest.fixture(scope="module")
-def comm():
-    with strata.Communicator(WORLD) as c:
-        yield c
 
 
 def test_rank_and_size(comm):
@@ -217,16 +211,6 @@ def test_other_buffer_objects(comm):
 
 def test_dlpack_host_array(comm):
     # numpy's own DLPack export, through an object that offers nothing else.
-    class OnlyDLPack:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, stream=None):
-            return self.a.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
     x = rank_input(RANK, 1000, "float32", "sum")
     comm.all_reduce(OnlyDLPack(x))
     assert_equal(x, reference(all_inputs(1000, "float32", "sum"), "float32", "sum"), "numpy via DLPack")
@@ -394,16 +378,6 @@ def test_blockwise_other_buffer_objects(comm):
 
 
 def test_blockwise_dlpack_host_array(comm):
-    class OnlyDLPack:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, stream=None):
-            return self.a.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
     x = rank_input(RANK, 6, "float32", "max").reshape(2, 3)
     result = comm.all_gather(OnlyDLPack(x))
     assert_equal(result, np.stack([a.reshape(2, 3) for a in all_inputs(6, "float32", "max")]), "DLPack x")

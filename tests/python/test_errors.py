@@ -11,24 +11,10 @@ from mpi4py import MPI
 
 import strata
 from strata import _strata
-from helpers import (WORLD, FakeDLPack, KDL_CUDA, KDL_FLOAT, KDL_INT, all_inputs, assert_equal, rank_input,
-                     reference)
+from helpers import WORLD, FakeDLPack, KDL_CUDA, KDL_FLOAT, KDL_INT, assert_equal, still_works
 
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 NO_GPU = _strata._cuda_device_count() == 0
-
-
-@pytest.fixture(scope="module")
-def comm():
-    with strata.Communicator(WORLD) as c:
-        yield c
-
-
-def still_works(comm):
-    """A communicator that refused bad input still reduces correctly."""
-    x = rank_input(RANK, 100, "float32", "sum")
-    comm.all_reduce(x)
-    assert_equal(x, reference(all_inputs(100, "float32", "sum"), "float32", "sum"), "after an error")
 
 
 # --- the classes ------------------------------------------------------------

@@ -10,12 +10,6 @@ from helpers import WORLD, all_inputs, assert_equal, assert_same_on_every_rank, 
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 
 
-@pytest.fixture(scope="module")
-def comm():
-    with strata.Communicator(WORLD) as c:
-        yield c
-
-
 def facades(comm):
     return [
         strata.NcclAllReduce(comm),

@@ -16,23 +16,11 @@ import pytest
 import strata
 from strata import _strata
 from helpers import (WORLD, CupyLikeStream, FakeDLPack, KDL_CUDA, KDL_FLOAT, ProtocolStream, TorchLikeStream, all_inputs,
-                     assert_equal, rank_input, reference)
+                     assert_equal, rank_input, reference, still_works)
 
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
 NO_GPU = _strata._cuda_device_count() == 0
 SOME_STREAM = 0x7F5A00001230  # a handle no call on host arrays may use
-
-
-@pytest.fixture(scope="module")
-def comm():
-    with strata.Communicator(WORLD) as c:
-        yield c
-
-
-def still_works(comm):
-    x = rank_input(RANK, 100, "float32", "sum")
-    comm.all_reduce(x)
-    assert_equal(x, reference(all_inputs(100, "float32", "sum"), "float32", "sum"), "after an error")
 
 
 def every_call(comm, stream):

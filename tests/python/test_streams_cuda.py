@@ -26,12 +26,6 @@ if _strata._cuda_device_count() == 0:
     pytest.skip("no CUDA device (these run on the GPU test double)", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def comm():
-    with strata.Communicator(WORLD) as c:
-        yield c
-
-
 N = 4096
 
 

@@ -30,27 +30,45 @@ void f32_stride(Fn fn) {
   constexpr std::uint64_t kStep = 1021;
   for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += kStep) fn(from_bits(static_cast<std::uint32_t>(u)));
 }
-}  // namespace
 
-TEST_CASE("f16 -> f32 is exact for all 65536 patterns, and f16 -> f32 -> f16 round-trips") {
+// A 16-bit float format: its conversions, the independent reference for
+// widening, and which patterns are NaN.
+struct Format16 {
+  const char* name;
+  float (*to_f32)(std::uint16_t);
+  std::uint16_t (*from_f32)(float);
+  float (*reference_to_f32)(std::uint16_t);
+  bool (*is_nan)(std::uint16_t);
+};
+
+// All 65536 patterns: widening gives the reference's bits and narrowing
+// gives the pattern back; a NaN stays a NaN of the same sign both ways
+// (its payload may change). At most 10 mismatches are printed.
+void check_every_pattern(const Format16& format) {
   int mismatches = 0;
   for (std::uint32_t i = 0; i < 65536; ++i) {
     const auto h = static_cast<std::uint16_t>(i);
-    const float f = util::f16_to_f32(h);
-    if (f16_is_nan(h)) {
-      // NaN payloads may change; NaN-ness and sign may not.
+    const float f = format.to_f32(h);
+    if (format.is_nan(h)) {
       CHECK(std::isnan(f));
       CHECK(std::signbit(f) == bool(h & 0x8000u));
-      CHECK(f16_is_nan(util::f32_to_f16(f)));
+      CHECK(format.is_nan(format.from_f32(f)));
+      CHECK(bool(format.from_f32(f) & 0x8000u) == bool(h & 0x8000u));
       continue;
     }
-    if (bits(f) != bits(ref::ref_f16_to_f32(h)) || util::f32_to_f16(f) != h) {
+    if (bits(f) != bits(format.reference_to_f32(h)) || format.from_f32(f) != h) {
       if (++mismatches <= 10)
-        FAIL_CHECK("f16 0x" << std::hex << i << " -> f32 0x" << bits(f) << " (reference 0x"
-                            << bits(ref::ref_f16_to_f32(h)) << ") -> f16 0x" << util::f32_to_f16(f));
+        FAIL_CHECK(format.name << " 0x" << std::hex << i << " -> f32 0x" << bits(f) << " (reference 0x"
+                               << bits(format.reference_to_f32(h)) << ") -> " << format.name << " 0x"
+                               << format.from_f32(f));
     }
   }
   CHECK(mismatches == 0);
+}
+}  // namespace
+
+TEST_CASE("f16 -> f32 is exact for all 65536 patterns, and f16 -> f32 -> f16 round-trips") {
+  check_every_pattern({"f16", util::f16_to_f32, util::f32_to_f16, ref::ref_f16_to_f32, f16_is_nan});
 }
 
 TEST_CASE("f32 -> f16 rounds to nearest even at every tie and its neighbours") {
@@ -123,20 +141,7 @@ TEST_CASE("f32 -> f16 edge values: overflow at 65520, subnormals, signed zero, i
 }
 
 TEST_CASE("bf16 -> f32 -> bf16 round-trips for all 65536 patterns") {
-  int mismatches = 0;
-  for (std::uint32_t i = 0; i < 65536; ++i) {
-    const auto h = static_cast<std::uint16_t>(i);
-    const float f = util::bf16_to_f32(h);
-    if (bf16_is_nan(h)) {
-      CHECK(std::isnan(f));
-      CHECK(bf16_is_nan(util::f32_to_bf16(f)));
-      CHECK(bool(util::f32_to_bf16(f) & 0x8000u) == bool(h & 0x8000u));
-      continue;
-    }
-    if (bits(f) != bits(ref::ref_bf16_to_f32(h)) || util::f32_to_bf16(f) != h)
-      if (++mismatches <= 10) FAIL_CHECK("bf16 0x" << std::hex << i << " -> 0x" << util::f32_to_bf16(f));
-  }
-  CHECK(mismatches == 0);
+  check_every_pattern({"bf16", util::bf16_to_f32, util::f32_to_bf16, ref::ref_bf16_to_f32, bf16_is_nan});
 }
 
 TEST_CASE("f32 -> bf16 rounds to nearest even at every tie, its neighbours and a dense stride") {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -42,6 +43,14 @@ template <> constexpr DataType dtype_of<std::int32_t>() { return DataType::i32; 
 template <> constexpr DataType dtype_of<std::uint32_t>() { return DataType::u32; }
 template <> constexpr DataType dtype_of<std::int64_t>() { return DataType::i64; }
 template <> constexpr DataType dtype_of<std::uint64_t>() { return DataType::u64; }
+
+// Calls fn.template operator()<T>() for every storage type above, in dtype order.
+template <typename Fn>
+void for_each_element_type(Fn&& fn) {
+  [&]<typename... T>(std::type_identity<std::tuple<T...>>) { (fn.template operator()<T>(), ...); }(
+      std::type_identity<std::tuple<float, double, F16, BF16, std::int8_t, std::uint8_t, std::int32_t, std::uint32_t,
+                                    std::int64_t, std::uint64_t>>{});
+}
 
 float load(F16 v) { return ref::ref_f16_to_f32(v.bits); }
 float load(BF16 v) { return ref::ref_bf16_to_f32(v.bits); }
@@ -256,16 +265,7 @@ void check_divide() {
 }  // namespace
 
 TEST_CASE("reduce_into: every dtype x op against the scalar reference") {
-  check_reduce_all_ops<float>();
-  check_reduce_all_ops<double>();
-  check_reduce_all_ops<F16>();
-  check_reduce_all_ops<BF16>();
-  check_reduce_all_ops<std::int8_t>();
-  check_reduce_all_ops<std::uint8_t>();
-  check_reduce_all_ops<std::int32_t>();
-  check_reduce_all_ops<std::uint32_t>();
-  check_reduce_all_ops<std::int64_t>();
-  check_reduce_all_ops<std::uint64_t>();
+  for_each_element_type([]<typename T>() { check_reduce_all_ops<T>(); });
 }
 
 TEST_CASE("every reduction kernel this machine runs gives the baseline's bits, reducing and dividing") {
@@ -275,16 +275,7 @@ TEST_CASE("every reduction kernel this machine runs gives the baseline's bits, r
   MESSAGE("kernels usable here: " << kernels.size() << ", chosen: " << host::simd::chosen().name);
   for (const host::simd::Kernel& kernel : kernels) {
     CAPTURE(kernel.name);
-    check_kernels_agree<float>(kernel);
-    check_kernels_agree<double>(kernel);
-    check_kernels_agree<F16>(kernel);
-    check_kernels_agree<BF16>(kernel);
-    check_kernels_agree<std::int8_t>(kernel);
-    check_kernels_agree<std::uint8_t>(kernel);
-    check_kernels_agree<std::int32_t>(kernel);
-    check_kernels_agree<std::uint32_t>(kernel);
-    check_kernels_agree<std::int64_t>(kernel);
-    check_kernels_agree<std::uint64_t>(kernel);
+    for_each_element_type([&]<typename T>() { check_kernels_agree<T>(kernel); });
   }
 }
 
@@ -366,16 +357,7 @@ TEST_CASE("reduce_into: f16 and bf16 round once from f32") {
 }
 
 TEST_CASE("divide_by: every dtype; integers truncate toward zero") {
-  check_divide<float>();
-  check_divide<double>();
-  check_divide<F16>();
-  check_divide<BF16>();
-  check_divide<std::int8_t>();
-  check_divide<std::uint8_t>();
-  check_divide<std::int32_t>();
-  check_divide<std::uint32_t>();
-  check_divide<std::int64_t>();
-  check_divide<std::uint64_t>();
+  for_each_element_type([]<typename T>() { check_divide<T>(); });
 }
 
 TEST_CASE("divide_by: mean of negative integers truncates toward zero, not down") {

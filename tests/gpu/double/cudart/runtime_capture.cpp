@@ -23,17 +23,25 @@ Stream* usable_stream(Call& call, cudaStream_t handle) {
   return stream;
 }
 
+// A call that starts work on `handle` (a capture, a graph launch): the
+// device's sticky error fails it first; then `start` runs on the stream
+// usable_stream gives, and its status is returned.
+template <typename Start>
+cudaError_t start_on(Call& call, cudaStream_t handle, Start&& start) {
+  cudaError_t sticky = cudaSuccess;
+  if (call.failed(&sticky)) return call.error(sticky);
+  Stream* stream = usable_stream(call, handle);
+  if (!stream) return cudaErrorInvalidResourceHandle;
+  return start(*stream);
+}
+
 }  // namespace
 
 extern "C" {
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t handle, cudaStreamCaptureMode mode) {
   Call call("cudaStreamBeginCapture");
-  cudaError_t sticky = cudaSuccess;
-  if (call.failed(&sticky)) return call.error(sticky);
-  Stream* stream = usable_stream(call, handle);
-  if (!stream) return cudaErrorInvalidResourceHandle;
-  return begin_capture(call.name(), *stream, mode);
+  return start_on(call, handle, [&](Stream& stream) { return begin_capture(call.name(), stream, mode); });
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
@@ -107,11 +115,7 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t gra
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t handle) {
   Call call("cudaGraphLaunch");
-  cudaError_t sticky = cudaSuccess;
-  if (call.failed(&sticky)) return call.error(sticky);
-  Stream* stream = usable_stream(call, handle);
-  if (!stream) return cudaErrorInvalidResourceHandle;
-  return launch_graph(call.name(), exec, *stream);
+  return start_on(call, handle, [&](Stream& stream) { return launch_graph(call.name(), exec, stream); });
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {

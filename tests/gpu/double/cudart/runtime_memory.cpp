@@ -193,6 +193,18 @@ cudaError_t set(Call& call, void* p, int value, std::size_t bytes, cudaStream_t 
   return cudaSuccess;
 }
 
+// cudaFree and cudaFreeHost: nullptr is a no-op; otherwise the
+// interaction-mode rule, then queued work still using `p` reported and
+// waited for, then `p` released from `space` (a misuse when release()
+// refuses it).
+cudaError_t free_in(Call& call, void* p, Space space) {
+  if (!p) return cudaSuccess;
+  if (const cudaError_t e = check_unsafe(call.name())) return e;
+  check_unused(call.name(), p);
+  if (const std::string why = release(p, space); !why.empty()) return call.misuse(cudaErrorInvalidValue, why);
+  return cudaSuccess;
+}
+
 cudaError_t host_alloc(Call& call, void** p, std::size_t bytes, unsigned flags) {
   if (!p) return call.misuse(cudaErrorInvalidValue, "the result pointer is null");
   *p = nullptr;
@@ -223,11 +235,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
   Call call("cudaFree");
-  if (!p) return cudaSuccess;
-  if (const cudaError_t e = check_unsafe(call.name())) return e;
-  check_unused("cudaFree", p);
-  if (const std::string why = release(p, Space::device); !why.empty()) return call.misuse(cudaErrorInvalidValue, why);
-  return cudaSuccess;
+  return free_in(call, p, Space::device);
 }
 
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int flags) {
@@ -260,11 +268,7 @@ cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int fla
 
 cudaError_t cudaFreeHost(void* p) {
   Call call("cudaFreeHost");
-  if (!p) return cudaSuccess;
-  if (const cudaError_t e = check_unsafe(call.name())) return e;
-  check_unused("cudaFreeHost", p);
-  if (const std::string why = release(p, Space::pinned); !why.empty()) return call.misuse(cudaErrorInvalidValue, why);
-  return cudaSuccess;
+  return free_in(call, p, Space::pinned);
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {

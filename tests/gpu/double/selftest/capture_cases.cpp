@@ -20,12 +20,6 @@ constexpr std::size_t kBytes = 4096;
 
 void CUDART_CB count_run(void* counter) { ++*static_cast<std::atomic<int>*>(counter); }
 
-cudaStream_t non_blocking_stream() {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return s;
-}
-
 unsigned char* pinned(std::size_t bytes, int value) {
   void* p = nullptr;
   SELFTEST_OK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
@@ -40,7 +34,7 @@ cudaStreamCaptureStatus status_of(cudaStream_t s) {
 }
 
 void record_and_replay() {
-  cudaStream_t s = non_blocking_stream(), other = non_blocking_stream();
+  cudaStream_t s = new_stream(), other = new_stream();
   unsigned char *a = device_bytes(kBytes), *b = device_bytes(kBytes);
   unsigned char *in = pinned(kBytes, 7), *out = pinned(kBytes, 0);
   static std::atomic<int> ran{0};
@@ -100,10 +94,8 @@ void record_and_replay() {
 }
 
 void fork_and_join() {
-  cudaStream_t s = non_blocking_stream(), side = non_blocking_stream();
-  cudaEvent_t forked = nullptr, done = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&forked, cudaEventDisableTiming));
-  SELFTEST_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  cudaStream_t s = new_stream(), side = new_stream();
+  cudaEvent_t forked = untimed_event(), done = untimed_event();
   unsigned char *x = device_bytes(kBytes), *y = device_bytes(kBytes), *z = device_bytes(kBytes);
   unsigned char* out = pinned(kBytes, 0);
 
@@ -135,9 +127,8 @@ void fork_and_join() {
 // cudaEventWaitExternal: the capture waits for the event's record of the
 // time of each launch, outside the graph.
 void external_wait() {
-  cudaStream_t s = non_blocking_stream(), producer = non_blocking_stream();
-  cudaEvent_t produced = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  cudaStream_t s = new_stream(), producer = new_stream();
+  cudaEvent_t produced = untimed_event();
   unsigned char* y = device_bytes(kBytes);
   unsigned char* out = pinned(kBytes, 0);
   SELFTEST_OK(cudaMemsetAsync(y, 5, kBytes, producer));
@@ -166,9 +157,8 @@ void external_wait() {
 // capturing thread itself may in relaxed mode (how strata allocates the
 // memory of a capture); a capture begun in relaxed mode prohibits nothing.
 void interaction_modes() {
-  cudaStream_t s = non_blocking_stream(), quiet = non_blocking_stream();
-  cudaEvent_t outside = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&outside, cudaEventDisableTiming));
+  cudaStream_t s = new_stream(), quiet = new_stream();
+  cudaEvent_t outside = untimed_event();
   SELFTEST_OK(cudaEventRecord(outside, quiet));
   SELFTEST_OK(cudaEventSynchronize(outside));
   unsigned char* a = device_bytes(kBytes, 0);

@@ -31,6 +31,10 @@ void add_rule_cases(Cases& cases);
 void add_memory_cases(Cases& cases);
 void add_nccl_cases(Cases& cases);
 
+// A new stream of the current device, non-blocking unless `flags` say otherwise.
+cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking);
+// A new event without timing (cudaEventDisableTiming), the kind strata records.
+cudaEvent_t untimed_event();
 // Device memory of `bytes` on the current device, every byte `value` (0xCB, what new memory holds, is not written).
 unsigned char* device_bytes(std::size_t bytes, int value = 0xCB);
 // What the device holds at `p`, read by a synchronous copy.

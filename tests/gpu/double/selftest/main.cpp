@@ -37,6 +37,18 @@ void expect(cudaError_t got, cudaError_t want, const std::string& what) {
   check(got == want, what + ": " + cudaGetErrorName(got) + ", expected " + cudaGetErrorName(want));
 }
 
+cudaStream_t new_stream(unsigned flags) {
+  cudaStream_t s = nullptr;
+  SELFTEST_OK(cudaStreamCreateWithFlags(&s, flags));
+  return s;
+}
+
+cudaEvent_t untimed_event() {
+  cudaEvent_t e = nullptr;
+  SELFTEST_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
 unsigned char* device_bytes(std::size_t bytes, int value) {
   void* p = nullptr;
   SELFTEST_OK(cudaMalloc(&p, bytes));

@@ -47,8 +47,7 @@ void pageable_upload() {
   check(all_are(out, kBytes, 0), "a read not ordered after the legacy stream sees what was there before the upload");
   released = true;
 
-  cudaEvent_t uploaded = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming));
+  cudaEvent_t uploaded = untimed_event();
   SELFTEST_OK(cudaEventRecord(uploaded, cudaStreamLegacy));
   SELFTEST_OK(cudaStreamWaitEvent(reader, uploaded, 0));
   SELFTEST_OK(cudaMemcpyAsync(out, d, kBytes, cudaMemcpyDeviceToHost, reader));
@@ -69,10 +68,8 @@ void store(volatile unsigned* word, unsigned value) {
 // waits again at every launch. Nothing here depends on time: a closed gate
 // cannot pass, however long the check takes.
 void gate() {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t passed = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&passed, cudaEventDisableTiming));
+  cudaStream_t s = new_stream();
+  cudaEvent_t passed = untimed_event();
   unsigned* raw = nullptr;
   SELFTEST_OK(cudaHostAlloc(reinterpret_cast<void**>(&raw), sizeof(unsigned), cudaHostAllocMapped));
   volatile unsigned* word = raw;
@@ -108,8 +105,7 @@ void gate() {
 // busy_kernel(ns) keeps its stream that long: the events around it are at
 // least that far apart (sleeping never ends early).
 void busy() {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = new_stream();
   cudaEvent_t start = nullptr, stop = nullptr;
   SELFTEST_OK(cudaEventCreate(&start));
   SELFTEST_OK(cudaEventCreate(&stop));
@@ -125,8 +121,7 @@ void busy() {
 
 // A gate whose word is pageable memory: the kernel would fault on it.
 void gate_on_pageable_word() {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = new_stream();
   static unsigned word = 0;
   SELFTEST_OK(launch_gate(&word, 0, s));
   expect(cudaStreamSynchronize(s), cudaErrorIllegalAddress, "the gate on a pageable word faulted");
@@ -135,8 +130,7 @@ void gate_on_pageable_word() {
 // A gate nobody opens: the double ends the process naming it, after
 // STRATA_FAKE_HANG_SECONDS (meson sets 2 for this case).
 void gate_never_opens() {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = new_stream();
   unsigned* word = nullptr;
   SELFTEST_OK(cudaHostAlloc(reinterpret_cast<void**>(&word), sizeof(unsigned), cudaHostAllocMapped));
   *word = 0;

@@ -38,8 +38,7 @@ void nccl_replay() {
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclComm_t comm = nullptr;
   nccl_ok(ncclCommInitRank(&comm, 2, id, rank), "ncclCommInitRank");
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s = new_stream();
   constexpr std::size_t kCount = 70000;  // more than one of the double's NCCL steps (256 KiB)
   constexpr std::size_t kBytes = kCount * sizeof(float);
   float *a = nullptr, *b = nullptr, *in = nullptr, *out = nullptr;
@@ -123,17 +122,20 @@ void await(const std::atomic<int>& step, int value) {
   check(step.load() >= value, "the other thread reached step " + std::to_string(value));
 }
 
-// Thread A is inside a group span on device 0 when thread B calls NCCL
-// for another communicator on device 0.
-void threads_overlap() {
+// Two communicators on device 0: thread A opens a group span and calls NCCL
+// for one of them, thread B calls NCCL for the other while A is inside the
+// span. `a_calls_first`: A's call comes before B's; otherwise B's whole call
+// falls inside A's span before A touches device 0 in it.
+void two_threads_in_one_span(bool a_calls_first) {
   Solo one(0), two(0);
   std::atomic<int> step{0};
   std::thread a([&] {
     SELFTEST_OK(cudaSetDevice(0));
     nccl_ok(ncclGroupStart(), "ncclGroupStart");
-    one.all_reduce();
+    if (a_calls_first) one.all_reduce();
     step = 1;
     await(step, 2);
+    if (!a_calls_first) one.all_reduce();
     nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
   });
   std::thread b([&] {
@@ -148,30 +150,13 @@ void threads_overlap() {
   two.finish();
 }
 
+// Thread A is inside a group span on device 0 when thread B calls NCCL
+// for another communicator on device 0.
+void threads_overlap() { two_threads_in_one_span(true); }
+
 // Thread B's whole call falls inside thread A's group span, before A
 // touches device 0 in it: still two calls at once.
-void threads_inside_span() {
-  Solo one(0), two(0);
-  std::atomic<int> step{0};
-  std::thread a([&] {
-    SELFTEST_OK(cudaSetDevice(0));
-    nccl_ok(ncclGroupStart(), "ncclGroupStart");
-    step = 1;
-    await(step, 2);
-    one.all_reduce();
-    nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
-  });
-  std::thread b([&] {
-    SELFTEST_OK(cudaSetDevice(0));
-    await(step, 1);
-    two.all_reduce();
-    step = 2;
-  });
-  a.join();
-  b.join();
-  one.finish();
-  two.finish();
-}
+void threads_inside_span() { two_threads_in_one_span(false); }
 
 // What the rule allows: calls for one device serialized by a lock that
 // spans the group; calls for different devices at once; polling

@@ -17,15 +17,8 @@ namespace {
 
 constexpr std::size_t kBytes = 256;
 
-cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking) {
-  cudaStream_t s = nullptr;
-  SELFTEST_OK(cudaStreamCreateWithFlags(&s, flags));
-  return s;
-}
-
 cudaEvent_t recorded_event(cudaStream_t on) {
-  cudaEvent_t e = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudaEvent_t e = untimed_event();
   SELFTEST_OK(cudaEventRecord(e, on));
   SELFTEST_OK(cudaEventSynchronize(e));
   return e;
@@ -138,8 +131,7 @@ void unsafe_call_other_thread() {
 
 void unjoined_fork() {
   cudaStream_t s = new_stream(), side = new_stream();
-  cudaEvent_t fork = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  cudaEvent_t fork = untimed_event();
   unsigned char *scratch = device_bytes(kBytes), *other = device_bytes(kBytes);
   begin(s, scratch);
   SELFTEST_OK(cudaEventRecord(fork, s));
@@ -196,8 +188,7 @@ void misuses() {
   other.join();
   ends_cleanly(s, "an end refused on the wrong thread");
 
-  cudaEvent_t point = nullptr;
-  SELFTEST_OK(cudaEventCreateWithFlags(&point, cudaEventDisableTiming));
+  cudaEvent_t point = untimed_event();
   begin(s, scratch);
   SELFTEST_OK(cudaEventRecord(point, s));
   SELFTEST_OK(cudaStreamWaitEvent(joined, point, 0));
