@@ -196,6 +196,12 @@ std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group
 // types through strata's kernel instead: NCCL's drop NaN, docs/GPU.md). Its
 // flat all-reduce can make every replica of a batch an NCCL rank.
 extern const Algorithm nccl = {
-    {.name = "nccl", .memory = Memory::cuda, .nccl = true, .replica_ranks = true}, &make_nccl_level};
+    .info = {.name = "nccl",
+             .description = "NCCL's own collectives over the ranks' devices (min/max of floats through strata's kernel)",
+             .memory = Memory::cuda,
+             .nccl = true,
+             .replica_ranks = true},
+    .make_level = &make_nccl_level,
+};
 
 }  // namespace strata::gpu

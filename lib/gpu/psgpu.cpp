@@ -117,6 +117,13 @@ std::unique_ptr<plan::Level> make_psgpu_level(Backend& backend, plan::Group grou
 
 // Slice owners reduce on their GPUs; bytes move over MPI through pinned
 // host memory (works with ranks sharing a GPU).
-extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false, .shards = true}, &make_psgpu_level};
+extern const Algorithm psgpu = {
+    .info = {.name = "psgpu",
+             .description = "slice owners reduce on their GPUs in rank order; bytes move over MPI through pinned memory",
+             .memory = Memory::cuda,
+             .broadcast = false,
+             .shards = true},
+    .make_level = &make_psgpu_level,
+};
 
 }  // namespace strata::gpu
