@@ -186,10 +186,6 @@ class NcclLevel final : public GroupLevel {
   NcclComm comm_;
 };
 
-std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group) {
-  return std::make_unique<NcclLevel>(backend, group);
-}
-
 }  // namespace
 
 // NCCL's own collectives over the ranks' devices (min/max of floating
@@ -198,10 +194,7 @@ std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group
 extern const Algorithm nccl = {
     .info = {.name = "nccl",
              .description = "NCCL's own collectives over the ranks' devices (min/max of floats through strata's kernel)",
-             .memory = Memory::cuda,
-             .nccl = true,
-             .replica_ranks = true},
-    .make_level = &make_nccl_level,
-};
+             .memory = Memory::cuda, .nccl = true, .replica_ranks = true},
+    .make_level = &make_level<NcclLevel>};
 
 }  // namespace strata::gpu

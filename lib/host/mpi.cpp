@@ -195,11 +195,7 @@ model::Cost mpi_cost(const model::Group& g, double m, int /*shards*/) {
 extern const Algorithm mpi = {
     .info = {.name = "mpi",
              .description = "the MPI library's own MPI_Allreduce, MPI_Reduce and MPI_Bcast",
-             .carried_by_check = true,
-             .model = {.cost = mpi_cost, .guessed = true}},
-    .all_reduce = mpi_all_reduce,
-    .reduce = mpi_reduce,
-    .broadcast = mpi_broadcast,
-};
+             .carried_by_check = true, .model = {.cost = mpi_cost, .guessed = true}},
+    .all_reduce = mpi_all_reduce, .reduce = mpi_reduce, .broadcast = mpi_broadcast};
 
 }  // namespace strata::host

@@ -294,12 +294,7 @@ model::Cost pscpu_cost(const model::Group& g, double m, int /*shards*/) {
 extern const Algorithm pscpu = {
     .info = {.name = "pscpu",
              .description = "slice owners reduce in rank order; inside a node over the shared-memory segment",
-             .shared_memory = true,
-             .shards = true,
-             .model = {.cost = pscpu_cost}},
-    .all_reduce = pscpu_all_reduce,
-    .reduce = pscpu_reduce,
-    .broadcast = pscpu_broadcast,
-};
+             .shared_memory = true, .shards = true, .model = {.cost = pscpu_cost}},
+    .all_reduce = pscpu_all_reduce, .reduce = pscpu_reduce, .broadcast = pscpu_broadcast};
 
 }  // namespace strata::host

@@ -294,11 +294,7 @@ model::Cost rechd_cost(const model::Group& g, double m, int shards) { return mod
 extern const Algorithm rechd = {
     .info = {.name = "rechd",
              .description = "recursive halving-doubling (Rabenseifner), recursive doubling for small parts",
-             .broadcast = false,
-             .shards = true,
-             .model = {.cost = rechd_cost}},
-    .all_reduce = rechd_all_reduce,
-    .reduce = rechd_reduce,
-};
+             .broadcast = false, .shards = true, .model = {.cost = rechd_cost}},
+    .all_reduce = rechd_all_reduce, .reduce = rechd_reduce};
 
 }  // namespace strata::host

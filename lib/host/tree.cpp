@@ -104,9 +104,6 @@ extern const Algorithm tree = {
     .info = {.name = "tree",
              .description = "binomial reduce to rank 0, then binomial broadcast: for latency-bound small messages",
              .model = {.cost = tree_cost}},
-    .all_reduce = tree_all_reduce,
-    .reduce = tree_reduce,
-    .broadcast = tree_broadcast,
-};
+    .all_reduce = tree_all_reduce, .reduce = tree_reduce, .broadcast = tree_broadcast};
 
 }  // namespace strata::host

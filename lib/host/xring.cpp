@@ -256,13 +256,8 @@ model::Cost xring_cost(const model::Group& g, double m, int shards) {
 extern const Algorithm xring = {
     .info = {.name = "xring",
              .description = "ring reduce-scatter + all-gather, pipelined in chunks; #M: M rings, both directions",
-             .shards = true,
-             .model = {.cost = xring_cost}},
-    .all_reduce = xring_all_reduce,
-    .reduce = xring_reduce,
-    .broadcast = xring_broadcast,
-    .reduce_scatter = xring_reduce_scatter,
-    .all_gather = xring_all_gather,
-};
+             .shards = true, .model = {.cost = xring_cost}},
+    .all_reduce = xring_all_reduce, .reduce = xring_reduce, .broadcast = xring_broadcast,
+    .reduce_scatter = xring_reduce_scatter, .all_gather = xring_all_gather};
 
 }  // namespace strata::host

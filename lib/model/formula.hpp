@@ -12,6 +12,25 @@
 
 namespace strata::model {
 
+struct Group;
+struct Cost;
+
+// An all-reduce of `bytes` bytes per rank over `group` with `shards` shards
+// (the machine already in the call's regime: cost_model.cpp's in_regime).
+using CostFn = Cost (*)(const Group& group, double bytes, int shards);
+
+struct Formula {
+  CostFn cost = nullptr;  // null: the model has no formula (the GPU algorithms)
+  // The formula guesses at an implementation strata does not control (the
+  // MPI library's own): spec_from_model never offers the algorithm as a
+  // candidate, and an incumbent naming it always stays.
+  bool guessed = false;
+};
+
+// The formula of the registered algorithm `name` (null where it has none or
+// no algorithm has that name). Defined by the registry (lib/exec/registry.cpp).
+const Formula* formula_of(std::string_view name);
+
 // A flat algorithm's group: n ranks, `ranks_per_node` consecutive ones per
 // node. `senders_cap`: how many ranks of a node may share the node's
 // inter-node link in one step (all of them in a flat plan; the cross level
@@ -37,22 +56,6 @@ struct Cost {
   double time = 0;
   double busy = 0;
 };
-
-// An all-reduce of `bytes` bytes per rank over `group` with `shards` shards
-// (the machine already in the call's regime: cost_model.cpp's in_regime).
-using CostFn = Cost (*)(const Group& group, double bytes, int shards);
-
-struct Formula {
-  CostFn cost = nullptr;  // null: the model has no formula (the GPU algorithms)
-  // The formula guesses at an implementation strata does not control (the
-  // MPI library's own): spec_from_model never offers the algorithm as a
-  // candidate, and an incumbent naming it always stays.
-  bool guessed = false;
-};
-
-// The formula of the registered algorithm `name` (null where it has none or
-// no algorithm has that name). Defined by the registry (lib/exec/registry.cpp).
-const Formula* formula_of(std::string_view name);
 
 // The building blocks the formulas share.
 
