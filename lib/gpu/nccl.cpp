@@ -193,7 +193,7 @@ class NcclLevel final : public GroupLevel {
 // flat all-reduce can make every replica of a batch an NCCL rank.
 extern const Algorithm nccl = {
     .info = {.name = "nccl",
-             .description = "NCCL's own collectives over the ranks' devices (min/max of floats through strata's kernel)",
+             .description = "NCCL's own collectives over the ranks' devices (floating min/max: strata's kernel)",
              .memory = Memory::cuda, .nccl = true, .replica_ranks = true},
     .make_level = &make_level<NcclLevel>};
 

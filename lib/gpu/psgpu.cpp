@@ -113,7 +113,7 @@ class PsgpuLevel final : public GroupLevel {
 
 extern const Algorithm psgpu = {
     .info = {.name = "psgpu",
-             .description = "slice owners reduce on their GPUs in rank order; bytes move over MPI through pinned memory",
+             .description = "slice owners reduce on their GPUs in rank order, bytes over MPI through pinned memory",
              .memory = Memory::cuda, .broadcast = false, .shards = true},
     .make_level = &make_level<PsgpuLevel>};
 

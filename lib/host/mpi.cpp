@@ -170,17 +170,18 @@ void mpi_broadcast(Transport& t, const Job& job) {
   });
 }
 
-// The cost model's formula (model/formula.hpp): whatever the MPI library
-// picks, guessed as the better of recursive
-// doubling (log2 p exchanges of the whole message) and a ring without
-// chunking, the two Open MPI's tuned module uses for small and large sizes,
-// times the factor the calibration measured between MPI_Allreduce and that
-// guess on a pair of ranks (Machine::mpi_scale): how much slower the
-// library's own implementation runs than the algorithm it is guessed to be.
+// The cost model's formula (model/formula.hpp): whatever the MPI library picks,
+// guessed as the better of recursive doubling (log2 p exchanges of the whole
+// message) and a ring without chunking, the two Open MPI's tuned module uses
+// for small and large sizes, times the factor the calibration measured between
+// MPI_Allreduce and that guess on a pair of ranks (Machine::mpi_scale): how
+// much slower the library's own implementation runs than the algorithm it is
+// guessed to be.
 model::Cost mpi_cost(const model::Group& g, double m, int /*shards*/) {
   if (g.n <= 1) return {};
   const int p = model::floor_pow2(g.n);
-  double doubling = p != g.n ? 2 * (model::step_link(g, p, 1).alpha + m * model::step_link(g, p, 1).beta) + m * g.machine->gamma : 0;
+  const model::Link fold = model::step_link(g, p, 1);
+  double doubling = p != g.n ? 2 * (fold.alpha + m * fold.beta) + m * g.machine->gamma : 0;
   for (int distance = 1; distance < p; distance *= 2) {
     const model::Link link = model::step_link(g, distance, g.ranks_per_node);
     doubling += link.alpha + m * link.beta + m * g.machine->gamma;

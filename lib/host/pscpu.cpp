@@ -241,22 +241,23 @@ void pscpu_broadcast(Transport& t, const Job& job) {
   t.wait(requests);
 }
 
-// The cost model's formula (model/formula.hpp) over the node's shared memory (lib/host/shm_*.cpp, docs/ALGORITHMS.md
-// "Shared memory inside a node"): up to 16 KiB one round (stage the input,
-// one synchronisation, every rank reduces every input); up to 64 KiB rounds
-// through the segment (reduce-scatter and all-gather, three
-// synchronisations per 256 KiB block); from 64 KiB single-copy reads of the
-// peers' buffers, replicated (each rank reduces the whole message) below
-// 512 KiB, owners (reduce-scatter then read the others' slices) from there.
-// The replicated path's time is scaled by Machine::shm_direct_scale, which
-// the calibration measures: shm's beta is fitted at cache_bytes/2, on the
-// owners path, and a 2-rank replicated call moved 128 KiB at about 0.10 ns
-// per byte where the owners moved 1 MiB at 0.17 (docs/SCALING.md).
-// The reads start at 32 KiB where they are cheap (host/shm_direct_sizes.hpp),
-// which the model does not know: it keeps 64 KiB, and its error table
-// starts there (docs/SCALING.md). That is the shape where the ranks sit far apart; near each other
-// (host/shm_placement.hpp) the rounds run at every size, a shape this
-// formula does not follow (docs/SCALING.md, "What the model ignores").
+// The cost model's formula (model/formula.hpp) over the node's shared memory
+// (lib/host/shm_*.cpp, docs/ALGORITHMS.md "Shared memory inside a node"): up to
+// 16 KiB one round (stage the input, one synchronisation, every rank reduces
+// every input); up to 64 KiB rounds through the segment (reduce-scatter and
+// all-gather, three synchronisations per 256 KiB block); from 64 KiB
+// single-copy reads of the peers' buffers, replicated (each rank reduces the
+// whole message) below 512 KiB, owners (reduce-scatter then read the others'
+// slices) from there. The replicated path's time is scaled by
+// Machine::shm_direct_scale, which the calibration measures: shm's beta is
+// fitted at cache_bytes/2, on the owners path, and a 2-rank replicated call
+// moved 128 KiB at about 0.10 ns per byte where the owners moved 1 MiB at 0.17
+// (docs/SCALING.md). The reads start at 32 KiB where they are cheap
+// (host/shm_direct_sizes.hpp), which the model does not know: it keeps 64 KiB,
+// and its error table starts there (docs/SCALING.md). That is the shape where
+// the ranks sit far apart; near each other (host/shm_placement.hpp) the rounds
+// run at every size, a shape this formula does not follow (docs/SCALING.md,
+// "What the model ignores").
 constexpr double kOneRoundBytes = 16 * 1024, kDirectBytes = 64 * 1024, kOwnersBytes = 512 * 1024;
 constexpr double kBlockBytes = 256 * 1024;
 

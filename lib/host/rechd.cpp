@@ -257,12 +257,12 @@ void rechd_reduce(Transport& t, const Job& job) {
   for_each_shard(job, work, [&](const Part& part) { reduce_part(t, job, layout, part); });
 }
 
-// The cost model's formula (model/formula.hpp): ranks above the largest power of two p fold
-// in (whole message to a partner and back), then log2(p) halving steps
-// (distance p/2, p/4, ..., sending and reducing half of what is left) and
-// the mirror doubling steps without reduction; up to kDoublingBytes
-// per shard instead log2(p) steps (distance 1, 2, ..., p/2) that each swap
-// and reduce the whole message. Shards: M slices one after another.
+// The cost model's formula (model/formula.hpp): ranks above the largest power
+// of two p fold in (whole message to a partner and back), then log2(p) halving
+// steps (distance p/2, p/4, ..., sending and reducing half of what is left) and
+// the mirror doubling steps without reduction; up to kDoublingBytes per shard
+// instead log2(p) steps (distance 1, 2, ..., p/2) that each swap and reduce the
+// whole message. Shards: M slices one after another.
 double rechd_cost_one(const model::Group& g, double m) {
   if (g.n <= 1) return 0;
   const int p = model::floor_pow2(g.n);
@@ -287,7 +287,9 @@ double rechd_cost_one(const model::Group& g, double m) {
   return t;
 }
 
-model::Cost rechd_cost(const model::Group& g, double m, int shards) { return model::everyone_busy(shards * rechd_cost_one(g, m / shards)); }
+model::Cost rechd_cost(const model::Group& g, double m, int shards) {
+  return model::everyone_busy(shards * rechd_cost_one(g, m / shards));
+}
 
 }  // namespace
 

@@ -75,9 +75,9 @@ void tree_broadcast(Transport& t, const Job& job) {
   binomial_broadcast(t, job.out, job.count * job.element_bytes(), job.root);
 }
 
-// The cost model's formula (model/formula.hpp): binomial reduce to rank 0, then binomial
-// broadcast, ceil(log2 n) rounds each of the whole message. In a round at
-// distance >= ranks per node only one rank per node crosses. The round at
+// The cost model's formula (model/formula.hpp): binomial reduce to rank 0, then
+// binomial broadcast, ceil(log2 n) rounds each of the whole message. In a round
+// at distance >= ranks per node only one rank per node crosses. The round at
 // distance d has as many receivers as ranks r < n with r mod 2d = d (the
 // senders, whose part in a single-copy transfer is to wait): they are the
 // round's busy ranks, once reducing and once in the broadcast.

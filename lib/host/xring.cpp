@@ -239,10 +239,10 @@ void xring_broadcast(Transport& t, const Job& job) {
   drive(t, streams);
 }
 
-// The cost model's formula (model/formula.hpp): reduce-scatter then all-gather around the
-// ring, 2(n-1) steps of m/n bytes, each step's segment sent in chunks of
-// Config::chunk_bytes. With M shards, M rings over m/M each run at once:
-// the same bytes per link, M times the messages.
+// The cost model's formula (model/formula.hpp): reduce-scatter then all-gather
+// around the ring, 2(n-1) steps of m/n bytes, each step's segment sent in
+// chunks of Config::chunk_bytes. With M shards, M rings over m/M each run at
+// once: the same bytes per link, M times the messages.
 constexpr double kRingChunkBytes = 256 * 1024;
 
 model::Cost xring_cost(const model::Group& g, double m, int shards) {
