@@ -6,7 +6,7 @@
 The library is layered by folder (lib/meson.build and docs/DESIGN.md draw
 it). A file may include headers of its own folder and of folders in a LOWER
 layer, never of a higher one, and never of a sibling folder of its own layer.
-The GPU plugin's folders (PLUGIN: libstrata_gpu.so, which libstrata loads at
+The GPU plugin's folders (PLUGIN, under lib/gpu_plugin: libstrata_gpu.so, which libstrata loads at
 run time) sit above the seam they implement (lib/gpu) and may include it and
 what lies below it; no folder of libstrata may include them, whatever its
 layer, and no app but the white-box ones may. api includes neither host nor
@@ -33,8 +33,8 @@ LAYERS = [
     ("topo",),
     ("host",),
     ("gpu",),
-    ("cuda",),
-    ("nccl",),
+    ("gpu_plugin/cuda",),
+    ("gpu_plugin/nccl",),
     ("exec",),
     ("api",),
     ("capi",),
@@ -43,7 +43,7 @@ LAYERS = [
 RANK = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folders}
 # The GPU plugin's folders (libstrata_gpu.so): only plugin folders, tests and
 # WHITE_BOX_APPS include them.
-PLUGIN = {"cuda", "nccl"}
+PLUGIN = {"gpu_plugin/cuda", "gpu_plugin/nccl"}
 # Folders that may not include some lower layers all the same: api takes
 # calls and hands them to exec, which runs them over host and GPU memory;
 # api reaching into host or gpu would make a second place where calls run.
@@ -53,6 +53,12 @@ FORBIDDEN = {"api": {"host": "api hands calls to exec (exec::Executor), which al
 WHITE_BOX_APPS = {"apps/gpu-kernels": "times strata's own CUDA kernels against a device copy"}
 SOURCES = (".cpp", ".hpp", ".h", ".cu", ".cuh", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def folder_of(parts):
+    """The layer folder of a path under lib/ (or an include target), as parts: its first folder, or the
+    plugin's two (gpu_plugin/cuda)."""
+    return "/".join(parts[:2]) if parts[0] == "gpu_plugin" and len(parts) > 2 else parts[0]
 
 
 def includes(path):
@@ -68,12 +74,12 @@ def check(root):
     for path in sorted(lib.rglob("*")):
         if path.suffix not in SOURCES or not path.is_file():
             continue
-        folder = path.relative_to(lib).parts[0]
+        folder = folder_of(path.relative_to(lib).parts)
         if folder not in RANK:
             problems.append(f"{path.relative_to(root)}: folder lib/{folder} is in no layer (add it to LAYERS)")
             continue
         for number, target in includes(path):
-            head = target.split("/")[0]
+            head = folder_of(target.split("/"))
             if head == "strata":  # public headers: the contract, allowed everywhere
                 continue
             if head not in RANK:
@@ -105,7 +111,7 @@ def check(root):
         if path.suffix not in SOURCES or str(path.parent.relative_to(root)) in WHITE_BOX_APPS:
             continue
         for number, target in includes(path):
-            if target.split("/")[0] in RANK:
+            if folder_of(target.split("/")) in RANK:
                 problems.append(f"{path.relative_to(root)}:{number}: app includes library internal \"{target}\"; "
                                 f"apps use the public API (include/strata)")
     return problems, edges
@@ -119,7 +125,7 @@ def main(argv):
     if graph:
         for (src, dst), count in sorted(edges.items(), key=lambda e: (RANK[e[0][0]], RANK[e[0][1]])):
             if src != dst:
-                print(f"{src:>10} -> {dst:<10} {count}")
+                print(f"{src:>15} -> {dst:<15} {count}")
     for problem in problems:
         print(problem)
     print(f"check_layers: {len(problems)} include(s) against the layering")

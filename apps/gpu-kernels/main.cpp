@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/kernels.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
 #include "gpu/plugin.hpp"
 #include "options.hpp"
 

@@ -174,7 +174,7 @@ double ratio_to_formula(MPI_Comm comm, const std::vector<int>& members, const st
 }
 
 // The MPI library's own all-reduce (plan `mpi`) on `pair` alone against the
-// model's guess at it (cost_model.cpp, `mpi`), at the caches' size and the
+// model's guess at it (lib/host/mpi.cpp, mpi_cost), at the caches' size and the
 // large one: Machine::mpi_scale and mpi_scale_memory. `m` holds every
 // other parameter already; its intra link is the pair's.
 void fit_mpi_scales(MPI_Comm comm, const std::vector<int>& pair, const Sizes& sizes, model::Machine& m,
@@ -192,7 +192,7 @@ void fit_mpi_scales(MPI_Comm comm, const std::vector<int>& pair, const Sizes& si
                        human_bytes(double(sizes.large)), t_large * 1e6, m.mpi_scale_memory);
 }
 
-// pscpu's replicated path (cost_model.cpp: 64 KiB to 512 KiB on one node)
+// pscpu's replicated path (lib/host/pscpu.cpp, pscpu_cost: 64 KiB to 512 KiB on one node)
 // on `members` alone at kDirectProbeBytes, against its formula with every
 // other parameter as calibrated: Machine::shm_direct_scale.
 constexpr std::size_t kDirectProbeBytes = 256 * 1024;

@@ -1,8 +1,8 @@
 // The alpha-beta-gamma cost model of strata's all-reduce plans
 // (docs/SCALING.md): per link, a cost per message (alpha, seconds) and per
 // byte moved (beta, seconds per byte); per byte reduced on one core a cost
-// gamma. One formula per algorithm, looked up by the algorithm's registered
-// name (lib/model/cost_model.cpp's table), composed for hierarchical plans
+// gamma. One formula per algorithm, in its registry descriptor (its own
+// file, lib/host/<name>.cpp), composed for hierarchical plans
 // "a/b" as strata runs them: reduce-scatter inside the node, b across nodes
 // on the 1/local slice, all-gather inside the node. Pure arithmetic: no
 // MPI, no clock. strata-tune calibrates, checks and projects it; a

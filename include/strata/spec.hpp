@@ -67,6 +67,7 @@ struct AlgorithmInfo {
   bool broadcast = true;         // serves broadcast (likewise)
   bool shared_memory = false;    // inside a node it runs over the node's shared memory (pscpu)
   bool shards = false;           // `#M` changes how it runs; false: `#M` is accepted and ignored
+  std::string description;       // one line: what it does
 };
 
 // Every registered algorithm, in registry order: the names a spec may use

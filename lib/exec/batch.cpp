@@ -91,11 +91,7 @@ std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
   if (!on_cuda(call)) return std::nullopt;
   void* stream = call.options->stream;
   const gpu::Capture capture = capture_now(stream);
-  if (!stream && capture == gpu::Capture::implicit)
-    return InvalidArgument(util::located(
-        "a batch on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "
-        "blocking stream of this device is capturing a CUDA graph, which such a wait would break: pass the "
-        "capturing stream (the batch is then captured), or make the call outside the capture"));
+  if (auto refused = host_wait_in_capture(stream, capture, "batch")) return refused;
   if (!stream || capture != gpu::Capture::active) return std::nullopt;
   if (call.request)
     return InvalidArgument(util::located(

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 
 #include "exec/blockwise.hpp"
 #include "exec/finish.hpp"
 #include "exec/hierarchical.hpp"
-#include "exec/host_levels.hpp"
 #include "exec/registry.hpp"
 #include "exec/reproducible.hpp"
 #include "exec/verify.hpp"
@@ -118,22 +118,22 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   // (plan::choose never makes reduce_scatter or all_gather hierarchical.)
   if (choice.shape == plan::Shape::hierarchical && !plan::blockwise(collective)) {
     host::Transport local(split.node, deadline, info, *context.workspace, context.landing);
-    HostLevel intra(local, algorithm, segment);
+    const std::unique_ptr<plan::Level> intra = algorithm.make_level(algorithm, local, segment);
     std::optional<host::Transport> across;
-    std::optional<HostLevel> cross;
+    std::unique_ptr<plan::Level> cross;
     if (split.cross != MPI_COMM_NULL) {
       across.emplace(split.cross, deadline, info, *context.workspace, context.landing);
-      cross.emplace(*across, *entry_of(*choice.cross).host, nullptr);
+      const host::Algorithm& cross_algorithm = *entry_of(*choice.cross).host;
+      cross = cross_algorithm.make_level(cross_algorithm, *across, nullptr);
     }
-    plan::Level* across_level = cross ? &*cross : nullptr;
     switch (collective) {
-      case Collective::all_reduce: hierarchical_all_reduce(job, split, intra, across_level); return;
+      case Collective::all_reduce: hierarchical_all_reduce(job, split, *intra, cross.get()); return;
       case Collective::reduce: {
         void* partial = context.rank == job.root ? nullptr : context.workspace->get(kDriverSlot, job.bytes());
-        hierarchical_reduce(job, split, intra, across_level, partial);
+        hierarchical_reduce(job, split, *intra, cross.get(), partial);
         return;
       }
-      case Collective::broadcast: hierarchical_broadcast(job, split, intra, across_level); return;
+      case Collective::broadcast: hierarchical_broadcast(job, split, *intra, cross.get()); return;
       case Collective::reduce_scatter:
       case Collective::all_gather: break;  // (excluded above)
     }
@@ -143,10 +143,10 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
                             context.landing);
   // Flat over shared memory only happens on a one-node job, whose node
   // communicator orders ranks like `comm`.
-  HostLevel flat(transport, algorithm, segment);
+  const std::unique_ptr<plan::Level> flat = algorithm.make_level(algorithm, transport, segment);
   if (check_rides_along) transport.set_check(check);
   const std::size_t whole = whole_bytes(collective, job, context.size);
-  run_flat(collective, flat, job, context.rank, context.size,
+  run_flat(collective, *flat, job, context.rank, context.size,
            whole ? context.workspace->get(kDriverSlot, whole) : nullptr);
 }
 

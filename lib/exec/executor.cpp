@@ -243,11 +243,7 @@ std::optional<InvalidArgument> Executor::refusal(const Call& call) {
   if (call.memory != Memory::cuda) return std::nullopt;
   void* stream = call.options->stream;
   const gpu::Capture capture = capture_now(stream);
-  if (!stream && capture == gpu::Capture::implicit)
-    return InvalidArgument(util::located(
-        "a call on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "
-        "blocking stream of this device is capturing a CUDA graph, which such a wait would break: pass the "
-        "capturing stream (the call is then captured), or make the call outside the capture"));
+  if (auto refused = host_wait_in_capture(stream, capture, "call")) return refused;
   if (!stream || capture != gpu::Capture::active || call.job.count == 0) return std::nullopt;
   if (call.request)
     return InvalidArgument(util::located(
@@ -256,6 +252,16 @@ std::optional<InvalidArgument> Executor::refusal(const Call& call) {
   if (const std::string why = capture_refusal({gpu_choice(call)}); !why.empty())
     return InvalidArgument(util::located(why));
   return std::nullopt;
+}
+
+std::optional<InvalidArgument> Executor::host_wait_in_capture(void* stream, gpu::Capture capture,
+                                                              std::string_view what) {
+  if (stream || capture != gpu::Capture::implicit) return std::nullopt;
+  return InvalidArgument(util::located(fmt::format(
+      "a {0} on CUDA tensors without CommunicationOptions::stream waits on the host for its result, but a "
+      "blocking stream of this device is capturing a CUDA graph, which such a wait would break: pass the "
+      "capturing stream (the {0} is then captured), or make the call outside the capture",
+      what)));
 }
 
 std::string Executor::capture_refusal(const std::vector<plan::Choice>& choices) const {

@@ -237,6 +237,11 @@ class Executor {
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
   // Why a captured call with these plans cannot be captured ("" if it can).
   std::string capture_refusal(const std::vector<plan::Choice>& choices) const;
+  // The refusal of a CUDA `what` ("call", "batch") without a stream, which
+  // waits on the host, while a blocking stream of this device is capturing
+  // (`capture`, of `stream`); nullopt where that is not so.
+  static std::optional<InvalidArgument> host_wait_in_capture(void* stream, gpu::Capture capture,
+                                                             std::string_view what);
   // The CallContext of a CUDA call in `mode`.
   gpu::CallContext gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices, bool packed,
                             gpu::Mode mode, const Ordering* ordering) const;

@@ -43,6 +43,14 @@ bool alone_on_node(const topo::NodeSplit& split, const plan::Level* cross) {
   return split.local_size == 1 && owns_a_slice(split, cross);
 }
 
+// Step 1 of all-reduce and reduce: member s of the node ends with owner
+// slice s of the node's reduction in job.out (a node of one rank copies).
+void reduce_scatter_in_node(const topo::NodeSplit& split, plan::Level& intra, const plan::Job& job) {
+  util::trace::Span level("inside node: reduce-scatter");
+  if (split.local_size == 1) intra.copy(job);
+  else intra.reduce_scatter(job, split.min_local_size);
+}
+
 }  // namespace
 
 void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split, plan::Level& intra,
@@ -56,11 +64,7 @@ void hierarchical_all_reduce(const plan::Job& job, const topo::NodeSplit& split,
   }
 
   // 1. Reduce-scatter inside the node.
-  {
-    util::trace::Span level("inside node: reduce-scatter");
-    if (split.local_size == 1) intra.copy(job);
-    else intra.reduce_scatter(job, owners);
-  }
+  reduce_scatter_in_node(split, intra, job);
 
   // 2. Across nodes, on my slice.
   if (owns_a_slice(split, cross)) {
@@ -92,11 +96,7 @@ void hierarchical_reduce(const plan::Job& job, const topo::NodeSplit& split, pla
   }
 
   // 1. Reduce-scatter inside the node.
-  {
-    util::trace::Span level("inside node: reduce-scatter");
-    if (split.local_size == 1) intra.copy(node_job);
-    else intra.reduce_scatter(node_job, owners);
-  }
+  reduce_scatter_in_node(split, intra, node_job);
 
   // 2. Each owner's slice, reduced across nodes to its peer on the root's node.
   if (owns_a_slice(split, cross)) {

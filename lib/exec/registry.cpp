@@ -50,13 +50,22 @@ bool host_stages(const plan::Choice& choice) {
 
 }  // namespace strata::exec
 
+namespace strata::model {
+
+const Formula* formula_of(std::string_view name) {
+  const plan::Algorithm* algorithm = plan::find(exec::catalogue(), name);
+  return algorithm ? &algorithm->model : nullptr;
+}
+
+}  // namespace strata::model
+
 namespace strata {
 
 std::vector<AlgorithmInfo> registered_algorithms() {
   std::vector<AlgorithmInfo> list;
   for (const exec::Entry& entry : exec::registry())
     list.push_back({std::string(entry.info->name), entry.info->memory, entry.info->reduce, entry.info->broadcast,
-                    entry.info->shared_memory, entry.info->shards});
+                    entry.info->shared_memory, entry.info->shards, std::string(entry.info->description)});
   return list;
 }
 

@@ -26,4 +26,10 @@ struct Algorithm {
   MakeLevel make_level = nullptr;
 };
 
+// The MakeLevel of a level type constructed from (backend, group).
+template <typename Level>
+std::unique_ptr<plan::Level> make_level(Backend& backend, plan::Group group) {
+  return std::make_unique<Level>(backend, group);
+}
+
 }  // namespace strata::gpu

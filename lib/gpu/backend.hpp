@@ -1,6 +1,6 @@
 // The seam between libstrata and the GPU plugin (libstrata_gpu.so, loaded
 // at run time: gpu/plugin.hpp): the device primitives of one rank's GPU.
-// The plugin implements them with CUDA and NCCL (lib/cuda, lib/nccl);
+// The plugin implements them with CUDA and NCCL (lib/gpu_plugin/cuda, lib/gpu_plugin/nccl);
 // libstrata composes them, CUDA-free: the GPU algorithms' levels
 // (lib/gpu/<name>.cpp), host algorithms on CUDA data (gpu/staged.hpp), and
 // the execute stage, which opens a call, runs the plan's levels, finishes

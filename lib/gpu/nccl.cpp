@@ -186,16 +186,15 @@ class NcclLevel final : public GroupLevel {
   NcclComm comm_;
 };
 
-std::unique_ptr<plan::Level> make_nccl_level(Backend& backend, plan::Group group) {
-  return std::make_unique<NcclLevel>(backend, group);
-}
-
 }  // namespace
 
 // NCCL's own collectives over the ranks' devices (min/max of floating
 // types through strata's kernel instead: NCCL's drop NaN, docs/GPU.md). Its
 // flat all-reduce can make every replica of a batch an NCCL rank.
 extern const Algorithm nccl = {
-    {.name = "nccl", .memory = Memory::cuda, .nccl = true, .replica_ranks = true}, &make_nccl_level};
+    .info = {.name = "nccl",
+             .description = "NCCL's own collectives over the ranks' devices (floating min/max: strata's kernel)",
+             .memory = Memory::cuda, .nccl = true, .replica_ranks = true},
+    .make_level = &make_level<NcclLevel>};
 
 }  // namespace strata::gpu

@@ -37,7 +37,7 @@ struct PluginV2 {
 };
 
 // The entry point: `extern "C"`, named kPluginEntry, of this type
-// (lib/nccl/entry_point.cpp defines it); it never returns null.
+// (lib/gpu_plugin/nccl/entry_point.cpp defines it); it never returns null.
 using PluginEntry = const PluginV2* (*)();
 inline constexpr const char* kPluginEntry = "strata_gpu_plugin_v2";
 // The plugin's file name (its soname).

@@ -109,14 +109,12 @@ class PsgpuLevel final : public GroupLevel {
   }
 };
 
-std::unique_ptr<plan::Level> make_psgpu_level(Backend& backend, plan::Group group) {
-  return std::make_unique<PsgpuLevel>(backend, group);
-}
-
 }  // namespace
 
-// Slice owners reduce on their GPUs; bytes move over MPI through pinned
-// host memory (works with ranks sharing a GPU).
-extern const Algorithm psgpu = {{.name = "psgpu", .memory = Memory::cuda, .broadcast = false, .shards = true}, &make_psgpu_level};
+extern const Algorithm psgpu = {
+    .info = {.name = "psgpu",
+             .description = "slice owners reduce on their GPUs in rank order, bytes over MPI through pinned memory",
+             .memory = Memory::cuda, .broadcast = false, .shards = true},
+    .make_level = &make_level<PsgpuLevel>};
 
 }  // namespace strata::gpu

@@ -10,10 +10,12 @@
 #include "gpu/staged.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "gpu/group_level.hpp"
 #include "gpu/pinned_all_gather.hpp"
+#include "host/algorithm.hpp"
 #include "host/transport.hpp"
 
 namespace strata::gpu {
@@ -22,6 +24,17 @@ namespace {
 constexpr std::size_t kDefaultChunkBytes = 4u << 20;  // big enough to amortise a collective's latency
 constexpr std::size_t kRing = 4;                       // chunks in flight
 constexpr std::size_t kHostChunkBytes = 256 * 1024;    // the host algorithms' own pipeline inside a chunk
+
+// All-reduce, reduce or broadcast over `level`.
+void run_collective(plan::Level& level, Collective collective, const plan::Job& job) {
+  switch (collective) {
+    case Collective::all_reduce: level.all_reduce(job); return;
+    case Collective::reduce: level.reduce(job); return;
+    case Collective::broadcast: level.broadcast(job); return;
+    case Collective::reduce_scatter:
+    case Collective::all_gather: break;  // the staged level runs these as all-reduce and pinned_all_gather
+  }
+}
 
 // `collective` of host algorithm `algorithm` on device data over `comm`,
 // where this rank is `rank` of `size` (the level asked MPI, checked, once).
@@ -34,7 +47,6 @@ void staged(Backend& backend, MPI_Comm comm, int rank, int size, Collective coll
   const bool receive = collective == Collective::all_reduce ? true
                        : collective == Collective::reduce   ? is_root
                                                             : !is_root;
-  const host::CollectiveFn run = host::entry_point(algorithm, collective);  // the planner checked it serves
 
   const std::size_t element = dtype_size(job.dtype);
   const std::size_t wanted = std::max(job.chunk_bytes, kDefaultChunkBytes);
@@ -70,7 +82,8 @@ void staged(Backend& backend, MPI_Comm comm, int rank, int size, Collective coll
     chunk.root = job.root;
     chunk.shards = job.shards;
     chunk.chunk_bytes = kHostChunkBytes;
-    run(t, chunk);
+    const std::unique_ptr<plan::Level> level = algorithm.make_level(algorithm, t, nullptr);
+    run_collective(*level, collective, chunk);  // the planner checked that the algorithm serves it
     if (receive && dst) {
       backend.copy(dst + first_of(c) * element, buffer(c), count_of(c) * element, Copy::host_to_device);
       if (!download) {  // the host fills this buffer again for chunk c + kRing

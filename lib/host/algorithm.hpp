@@ -1,44 +1,53 @@
-// A host algorithm: what the planner knows about it (plan::Algorithm) and
-// its entry points, each running one collective over a Transport. One file
-// per algorithm (xring.cpp, rechd.cpp, ...) defines one of these, named
-// after the algorithm; lib/exec/algorithms.def lists them.
+// A host algorithm: what the planner knows about it (plan::Algorithm), its
+// entry points, each running one collective over a Transport, and how its
+// level is made (like a GPU algorithm's: gpu/algorithm.hpp). One file per
+// algorithm (xring.cpp, rechd.cpp, ...) defines one of these, named after
+// the algorithm; lib/exec/algorithms.def lists them.
 #pragma once
 
+#include <memory>
+
+#include "host/transport.hpp"
 #include "plan/algorithm.hpp"
 #include "plan/job.hpp"
-#include "host/transport.hpp"
+#include "plan/level.hpp"
 
 namespace strata::host {
 
 using plan::Job;
 
+class ShmSegment;
+struct Algorithm;
+
 using CollectiveFn = void (*)(Transport&, const Job&);
 
+// Makes `algorithm`'s level over `transport`, which spans the level's group
+// and outlives the level. With `segment` (the group is one node and the
+// plan runs the level over the node's shared memory), reduce-scatter and
+// all-gather run over it and the collectives see it through the transport.
+// Every host level is made through one of these, for one call (exec) or
+// one staged chunk (gpu/staged.cpp).
+using MakeLevel = std::unique_ptr<plan::Level> (*)(const Algorithm& algorithm, Transport& transport,
+                                                   ShmSegment* segment);
+
+// The level every algorithm gets unless it makes its own: its entry points,
+// and the default reduce-scatter and all-gather (host/default_level.hpp).
+std::unique_ptr<plan::Level> make_default_level(const Algorithm& algorithm, Transport& transport,
+                                               ShmSegment* segment);
+
 struct Algorithm {
-  plan::Algorithm info;     // name, memory = host, reduce/broadcast served, shared memory
-  CollectiveFn all_reduce;  // required
-  CollectiveFn reduce;      // non-null exactly when info.reduce
-  CollectiveFn broadcast;   // non-null exactly when info.broadcast
+  plan::Algorithm info;               // what the planner and the cost model know (memory = host)
+  CollectiveFn all_reduce = nullptr;  // required
+  CollectiveFn reduce = nullptr;      // non-null exactly when info.reduce
+  CollectiveFn broadcast = nullptr;  // non-null exactly when info.broadcast
   // Optional: the level operations over the whole group (owners = its
   // size), as plan::Level defines them: member s ends with owner slice s of
   // the reduction in job.out / every member ends with every owner's slice of
-  // job.out, in place. Null: the level all-reduces the whole buffer /
-  // sends each slice to every member (exec/host_levels.cpp).
+  // job.out, in place. Null: the default level all-reduces the whole buffer
+  // / sends each slice to every member (host/default_level.hpp).
   CollectiveFn reduce_scatter = nullptr;
   CollectiveFn all_gather = nullptr;
+  MakeLevel make_level = &make_default_level;
 };
-
-// Its entry point for `collective` (null where it declines). reduce_scatter
-// and all_gather have none: they run through the levels (exec/blockwise.hpp).
-inline CollectiveFn entry_point(const Algorithm& algorithm, Collective collective) {
-  switch (collective) {
-    case Collective::all_reduce: return algorithm.all_reduce;
-    case Collective::reduce: return algorithm.reduce;
-    case Collective::broadcast: return algorithm.broadcast;
-    case Collective::reduce_scatter:
-    case Collective::all_gather: return nullptr;
-  }
-  return nullptr;
-}
 
 }  // namespace strata::host

@@ -22,6 +22,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "model/formula.hpp"
 #include "strata/mpi_datatype.hpp"
 #include "util/check.hpp"
 #include "util/copy.hpp"
@@ -169,12 +170,33 @@ void mpi_broadcast(Transport& t, const Job& job) {
   });
 }
 
+// The cost model's formula (model/formula.hpp): whatever the MPI library picks,
+// guessed as the better of recursive doubling (log2 p exchanges of the whole
+// message) and a ring without chunking, the two Open MPI's tuned module uses
+// for small and large sizes, times the factor the calibration measured between
+// MPI_Allreduce and that guess on a pair of ranks (Machine::mpi_scale): how
+// much slower the library's own implementation runs than the algorithm it is
+// guessed to be.
+model::Cost mpi_cost(const model::Group& g, double m, int /*shards*/) {
+  if (g.n <= 1) return {};
+  const int p = model::floor_pow2(g.n);
+  const model::Link fold = model::step_link(g, p, 1);
+  double doubling = p != g.n ? 2 * (fold.alpha + m * fold.beta) + m * g.machine->gamma : 0;
+  for (int distance = 1; distance < p; distance *= 2) {
+    const model::Link link = model::step_link(g, distance, g.ranks_per_node);
+    doubling += link.alpha + m * link.beta + m * g.machine->gamma;
+  }
+  const model::Cost ring = model::ring_steps(g, m, 1);
+  const model::Cost guess = ring.time < doubling ? ring : model::everyone_busy(doubling);
+  return {g.machine->mpi_scale * guess.time, g.machine->mpi_scale * guess.busy};
+}
+
 }  // namespace
 
 extern const Algorithm mpi = {
-    {.name = "mpi", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false,
-     .carried_by_check = true},
-    mpi_all_reduce, mpi_reduce, mpi_broadcast,
-};
+    .info = {.name = "mpi",
+             .description = "the MPI library's own MPI_Allreduce, MPI_Reduce and MPI_Bcast",
+             .carried_by_check = true, .model = {.cost = mpi_cost, .guessed = true}},
+    .all_reduce = mpi_all_reduce, .reduce = mpi_reduce, .broadcast = mpi_broadcast};
 
 }  // namespace strata::host

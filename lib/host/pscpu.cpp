@@ -29,6 +29,7 @@
 // that both own slices, both kinds flow in the same direction, and
 // receives are posted in a different order than the sends.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -37,6 +38,7 @@
 #include "host/shm_direct.hpp"
 #include "host/shm_rooted.hpp"
 #include "host/shm_rounds.hpp"
+#include "model/formula.hpp"
 #include "util/copy.hpp"
 #include "util/slice.hpp"
 
@@ -239,11 +241,61 @@ void pscpu_broadcast(Transport& t, const Job& job) {
   t.wait(requests);
 }
 
+// The cost model's formula (model/formula.hpp) over the node's shared memory
+// (lib/host/shm_*.cpp, docs/ALGORITHMS.md "Shared memory inside a node"): up to
+// 16 KiB one round (stage the input, one synchronisation, every rank reduces
+// every input); up to 64 KiB rounds through the segment (reduce-scatter and
+// all-gather, three synchronisations per 256 KiB block); from 64 KiB
+// single-copy reads of the peers' buffers, replicated (each rank reduces the
+// whole message) below 512 KiB, owners (reduce-scatter then read the others'
+// slices) from there. The replicated path's time is scaled by
+// Machine::shm_direct_scale, which the calibration measures: shm's beta is
+// fitted at cache_bytes/2, on the owners path, and a 2-rank replicated call
+// moved 128 KiB at about 0.10 ns per byte where the owners moved 1 MiB at 0.17
+// (docs/SCALING.md). The reads start at 32 KiB where they are cheap
+// (host/shm_direct_sizes.hpp), which the model does not know: it keeps 64 KiB,
+// and its error table starts there (docs/SCALING.md). That is the shape where
+// the ranks sit far apart; near each other (host/shm_placement.hpp) the rounds
+// run at every size, a shape this formula does not follow (docs/SCALING.md,
+// "What the model ignores").
+constexpr double kOneRoundBytes = 16 * 1024, kDirectBytes = 64 * 1024, kOwnersBytes = 512 * 1024;
+constexpr double kBlockBytes = 256 * 1024;
+
+double pscpu_shared_memory(const model::Machine& mc, int n, double m) {
+  if (n <= 1) return 0;
+  const model::Link& shm = mc.shm;
+  const double others = n - 1;
+  const double slice_share = others / n;
+  if (m <= kOneRoundBytes) return shm.alpha + m * shm.beta + others * m * mc.gamma;
+  if (m < kDirectBytes) {
+    const double rounds = std::max(1.0, std::ceil(m / n / kBlockBytes));
+    return 3 * rounds * shm.alpha + m * shm.beta + slice_share * m * (shm.beta + mc.gamma);
+  }
+  if (m < kOwnersBytes) return mc.shm_direct_scale * (shm.alpha + others * m * (shm.beta + mc.gamma));
+  return 2 * shm.alpha + slice_share * m * (shm.beta + mc.gamma) + slice_share * m * shm.beta;
+}
+
+// The formula over point-to-point (across nodes): every rank sends slice j to
+// owner j, owners reduce, then send the finished slices to everyone. Of a
+// rank's n-1 peers, r-1 share its node (intra) and n-r do not (the link
+// leaving the node, shared by the node's r ranks, which all send at once);
+// the rank's own core receives both, one after the other.
+model::Cost pscpu_cost(const model::Group& g, double m, int /*shards*/) {
+  if (g.nodes == 1) return model::everyone_busy(pscpu_shared_memory(*g.machine, g.n, m));
+  const int r = g.ranks_per_node;
+  const model::Link crossing = model::step_link(g, r, r), inside = g.machine->intra;
+  const double slice = m / g.n;
+  const double phase =
+      (g.n - r) * (crossing.alpha + slice * crossing.beta) + (r - 1) * (inside.alpha + slice * inside.beta);
+  return model::everyone_busy(2 * phase + (g.n - 1) * slice * g.machine->gamma);
+}
+
 }  // namespace
 
 extern const Algorithm pscpu = {
-    {.name = "pscpu", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = true, .shards = true},
-    pscpu_all_reduce, pscpu_reduce, pscpu_broadcast,
-};
+    .info = {.name = "pscpu",
+             .description = "slice owners reduce in rank order; inside a node over the shared-memory segment",
+             .shared_memory = true, .shards = true, .model = {.cost = pscpu_cost}},
+    .all_reduce = pscpu_all_reduce, .reduce = pscpu_reduce, .broadcast = pscpu_broadcast};
 
 }  // namespace strata::host

@@ -29,12 +29,15 @@
 // after another, each on its own tag (the slice index). reduce runs the same
 // fold-in and reduce-scatter, then every vrank sends its slice straight to
 // the root. broadcast is declined (tree serves it).
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "model/formula.hpp"
 #include "util/copy.hpp"
 #include "util/slice.hpp"
 
@@ -47,8 +50,7 @@ using util::Slice;
 // sends log2(p') whole vectors where halving + doubling sends 2 (1 - 1/p')
 // of one in twice the rounds, so it wins while the rounds cost more than
 // the extra bytes (Open MPI's tuned all-reduce switches near 10 kB too).
-// The cost model's rechd formula (lib/model/cost_model.cpp) uses the same
-// bound; tests/docs/check_docs.py checks that they agree.
+// The cost model's formula (rechd_cost, below) uses the same bound.
 constexpr std::size_t kDoublingBytes = 8 * 1024;
 
 // Scratch slots: the incoming half (or the folded partner's vector), and the
@@ -255,11 +257,46 @@ void rechd_reduce(Transport& t, const Job& job) {
   for_each_shard(job, work, [&](const Part& part) { reduce_part(t, job, layout, part); });
 }
 
+// The cost model's formula (model/formula.hpp): ranks above the largest power
+// of two p fold in (whole message to a partner and back), then log2(p) halving
+// steps (distance p/2, p/4, ..., sending and reducing half of what is left) and
+// the mirror doubling steps without reduction; up to kDoublingBytes per shard
+// instead log2(p) steps (distance 1, 2, ..., p/2) that each swap and reduce the
+// whole message. Shards: M slices one after another.
+double rechd_cost_one(const model::Group& g, double m) {
+  if (g.n <= 1) return 0;
+  const int p = model::floor_pow2(g.n);
+  double t = 0;
+  if (p != g.n) {
+    const model::Link fold = model::step_link(g, p, 1);
+    t += 2 * (fold.alpha + m * fold.beta) + m * g.machine->gamma;
+  }
+  if (m <= kDoublingBytes) {
+    for (int distance = 1; distance < p; distance *= 2) {
+      const model::Link link = model::step_link(g, distance, g.ranks_per_node);
+      t += link.alpha + m * link.beta + m * g.machine->gamma;
+    }
+    return t;
+  }
+  double part = m;
+  for (int distance = p / 2; distance >= 1; distance /= 2) {
+    part /= 2;
+    const model::Link link = model::step_link(g, distance, g.ranks_per_node);
+    t += 2 * (link.alpha + part * link.beta) + part * g.machine->gamma;  // halving + doubling
+  }
+  return t;
+}
+
+model::Cost rechd_cost(const model::Group& g, double m, int shards) {
+  return model::everyone_busy(shards * rechd_cost_one(g, m / shards));
+}
+
 }  // namespace
 
 extern const Algorithm rechd = {
-    {.name = "rechd", .memory = Memory::host, .reduce = true, .broadcast = false, .shared_memory = false, .shards = true},
-    rechd_all_reduce, rechd_reduce, nullptr,
-};
+    .info = {.name = "rechd",
+             .description = "recursive halving-doubling (Rabenseifner), recursive doubling for small parts",
+             .broadcast = false, .shards = true, .model = {.cost = rechd_cost}},
+    .all_reduce = rechd_all_reduce, .reduce = rechd_reduce};
 
 }  // namespace strata::host

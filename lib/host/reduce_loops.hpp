@@ -58,43 +58,43 @@ STRATA_ALWAYS_INLINE T apply(ReduceOp op, T a, T b) {
   }
 }
 
+// How an element is kept (Stored) and the type its arithmetic happens in
+// (Math): native types as they are; f16 and bf16 in f32, rounded once
+// (F16Codec, BF16Codec).
+template <typename T>
+struct NativeCodec {
+  STRATA_ALWAYS_INLINE static T load(T v) { return v; }
+  STRATA_ALWAYS_INLINE static T store(T v) { return v; }
+};
+
 // Hoists the op switch out of the loop so each loop body is branch-free.
-template <typename T, ReduceOp Op>
-STRATA_ALWAYS_INLINE void loop(T* dst, const T* a, const T* b, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = apply<T>(Op, a[i], b[i]);
+template <typename Stored, typename Math, typename Codec, ReduceOp Op>
+STRATA_ALWAYS_INLINE void loop(Stored* d, const Stored* x, const Stored* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = Codec::store(apply<Math>(Op, Codec::load(x[i]), Codec::load(y[i])));
+}
+
+template <typename Stored, typename Math, typename Codec>
+STRATA_ALWAYS_INLINE void reduce_with(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
+  auto* d = static_cast<Stored*>(dst);
+  const auto* x = static_cast<const Stored*>(a);
+  const auto* y = static_cast<const Stored*>(b);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: loop<Stored, Math, Codec, ReduceOp::sum>(d, x, y, n); break;
+    case ReduceOp::prod: loop<Stored, Math, Codec, ReduceOp::prod>(d, x, y, n); break;
+    case ReduceOp::min: loop<Stored, Math, Codec, ReduceOp::min>(d, x, y, n); break;
+    case ReduceOp::max: loop<Stored, Math, Codec, ReduceOp::max>(d, x, y, n); break;
+  }
 }
 
 template <typename T>
 STRATA_ALWAYS_INLINE void reduce_native(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
-  auto* d = static_cast<T*>(dst);
-  const auto* x = static_cast<const T*>(a);
-  const auto* y = static_cast<const T*>(b);
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::mean: loop<T, ReduceOp::sum>(d, x, y, n); break;
-    case ReduceOp::prod: loop<T, ReduceOp::prod>(d, x, y, n); break;
-    case ReduceOp::min: loop<T, ReduceOp::min>(d, x, y, n); break;
-    case ReduceOp::max: loop<T, ReduceOp::max>(d, x, y, n); break;
-  }
-}
-
-template <typename Codec, ReduceOp Op>
-STRATA_ALWAYS_INLINE void loop16(std::uint16_t* d, const std::uint16_t* x, const std::uint16_t* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) d[i] = Codec::store(apply<float>(Op, Codec::load(x[i]), Codec::load(y[i])));
+  reduce_with<T, T, NativeCodec<T>>(dst, a, b, n, op);
 }
 
 template <typename Codec>
 STRATA_ALWAYS_INLINE void reduce_16(void* dst, const void* a, const void* b, std::size_t n, ReduceOp op) {
-  auto* d = static_cast<std::uint16_t*>(dst);
-  const auto* x = static_cast<const std::uint16_t*>(a);
-  const auto* y = static_cast<const std::uint16_t*>(b);
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::mean: loop16<Codec, ReduceOp::sum>(d, x, y, n); break;
-    case ReduceOp::prod: loop16<Codec, ReduceOp::prod>(d, x, y, n); break;
-    case ReduceOp::min: loop16<Codec, ReduceOp::min>(d, x, y, n); break;
-    case ReduceOp::max: loop16<Codec, ReduceOp::max>(d, x, y, n); break;
-  }
+  reduce_with<std::uint16_t, float, Codec>(dst, a, b, n, op);
 }
 
 // host::reduce_into's contract (reduce_kernel.hpp), every dtype.

@@ -9,6 +9,7 @@
 
 #include "host/algorithm.hpp"
 #include "host/reduce_kernel.hpp"
+#include "model/formula.hpp"
 #include "util/copy.hpp"
 
 namespace strata::host {
@@ -74,11 +75,35 @@ void tree_broadcast(Transport& t, const Job& job) {
   binomial_broadcast(t, job.out, job.count * job.element_bytes(), job.root);
 }
 
+// The cost model's formula (model/formula.hpp): binomial reduce to rank 0, then
+// binomial broadcast, ceil(log2 n) rounds each of the whole message. In a round
+// at distance >= ranks per node only one rank per node crosses. The round at
+// distance d has as many receivers as ranks r < n with r mod 2d = d (the
+// senders, whose part in a single-copy transfer is to wait): they are the
+// round's busy ranks, once reducing and once in the broadcast.
+int round_receivers(int n, int distance) {
+  int receivers = 0;
+  for (int r = distance; r < n; r += 2 * distance) ++receivers;
+  return receivers;
+}
+
+model::Cost tree_cost(const model::Group& g, double m, int /*shards*/) {
+  model::Cost c;
+  for (int k = 0; k < model::ceil_log2(g.n); ++k) {
+    const model::Link link = model::step_link(g, 1 << k, 1);
+    const double round = 2 * (link.alpha + m * link.beta) + m * g.machine->gamma;  // reduce + broadcast
+    c.time += round;
+    c.busy += round * round_receivers(g.n, 1 << k) / g.n;
+  }
+  return c;
+}
+
 }  // namespace
 
 extern const Algorithm tree = {
-    {.name = "tree", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false},
-    tree_all_reduce, tree_reduce, tree_broadcast,
-};
+    .info = {.name = "tree",
+             .description = "binomial reduce to rank 0, then binomial broadcast: for latency-bound small messages",
+             .model = {.cost = tree_cost}},
+    .all_reduce = tree_all_reduce, .reduce = tree_reduce, .broadcast = tree_broadcast};
 
 }  // namespace strata::host

@@ -15,12 +15,15 @@
 // owns to the root. broadcast: the root's data flows down a pipelined chain
 // (root -> root+1 -> ...), so the cost is about one message time plus
 // (n-1) chunk times instead of log2(n) message times.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "host/algorithm.hpp"
 #include "host/ring_stream.hpp"
+#include "model/formula.hpp"
 #include "util/copy.hpp"
 #include "util/slice.hpp"
 
@@ -236,11 +239,25 @@ void xring_broadcast(Transport& t, const Job& job) {
   drive(t, streams);
 }
 
+// The cost model's formula (model/formula.hpp): reduce-scatter then all-gather
+// around the ring, 2(n-1) steps of m/n bytes, each step's segment sent in
+// chunks of Config::chunk_bytes. With M shards, M rings over m/M each run at
+// once: the same bytes per link, M times the messages.
+constexpr double kRingChunkBytes = 256 * 1024;
+
+model::Cost xring_cost(const model::Group& g, double m, int shards) {
+  if (g.n <= 1) return {};
+  const double messages = shards * std::max(1.0, std::ceil(m / g.n / shards / kRingChunkBytes));
+  return model::ring_steps(g, m, messages);
+}
+
 }  // namespace
 
 extern const Algorithm xring = {
-    {.name = "xring", .memory = Memory::host, .reduce = true, .broadcast = true, .shared_memory = false, .shards = true},
-    xring_all_reduce, xring_reduce, xring_broadcast, xring_reduce_scatter, xring_all_gather,
-};
+    .info = {.name = "xring",
+             .description = "ring reduce-scatter + all-gather, pipelined in chunks; #M: M rings, both directions",
+             .shards = true, .model = {.cost = xring_cost}},
+    .all_reduce = xring_all_reduce, .reduce = xring_reduce, .broadcast = xring_broadcast,
+    .reduce_scatter = xring_reduce_scatter, .all_gather = xring_all_gather};
 
 }  // namespace strata::host

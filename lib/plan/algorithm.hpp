@@ -1,6 +1,6 @@
-// What the planner knows about an algorithm: its name, the memory it runs
-// on, which collectives it serves and whether it wants the node's shared
-// memory. The code that runs it lives in a backend (lib/host, lib/gpu) and
+// What the planner knows about an algorithm: its name and what it does, the
+// memory it runs on, which collectives it serves, whether it wants the
+// node's shared memory, and its cost-model formula. The code that runs it lives in a backend (lib/host, lib/gpu) and
 // lib/exec/registry.cpp is the one list of algorithms; the plan stage gets
 // that list as a Catalogue, so it can be tested with made-up algorithms.
 #pragma once
@@ -10,12 +10,14 @@
 #include <span>
 #include <string_view>
 
+#include "model/formula.hpp"
 #include "strata/types.hpp"
 
 namespace strata::plan {
 
 struct Algorithm {
   std::string_view name;
+  std::string_view description;  // one line: what it does (registered_algorithms)
   Memory memory = Memory::host;  // cuda: CUDA tensors only (host tensors fall back to the default)
   bool reduce = true;            // serves reduce; else the default table's choice runs
   bool broadcast = true;         // serves broadcast; likewise
@@ -39,6 +41,9 @@ struct Algorithm {
   // check's MPI all-reduce with the data beside its words, instead of a
   // second MPI collective after it.
   bool carried_by_check = false;
+  // Its all-reduce in the cost model (model/formula.hpp; none: the model
+  // makes no prediction for it).
+  model::Formula model{};
 };
 
 // The most bytes a call check over MPI carries (Algorithm::carried_by_check).

@@ -5,9 +5,10 @@
 // over each cross-node group (lib/exec/hierarchical.cpp, the one
 // hierarchical driver for host and CUDA memory).
 //
-// Host levels run a host algorithm over MPI and shared memory
-// (lib/exec/host_levels.hpp); GPU levels compose the GPU backend's device
-// primitives: NCCL operations and strata's kernels on its stream
+// Host levels run a host algorithm over MPI and shared memory (its
+// make_level: lib/host/default_level.hpp unless it makes its own); GPU
+// levels compose the GPU backend's device primitives: NCCL operations and
+// strata's kernels on its stream
 // (lib/gpu/nccl.cpp, lib/gpu/psgpu.cpp), or a host algorithm through pinned
 // copies (lib/gpu/staged.hpp). Every member of the group makes the
 // same calls in the same order. Jobs are trusted (the plan stage made them):

@@ -1,6 +1,6 @@
 // NaN semantics, one for every path: sum and prod propagate NaN (IEEE), and
 // min and max with a NaN input give NaN — the host kernels
-// (lib/host/reduce_kernel), strata's CUDA kernels (lib/cuda) and the host
+// (lib/host/reduce_kernel), strata's CUDA kernels (lib/gpu_plugin/cuda) and the host
 // `mpi` algorithm all keep it, so a NaN gradient is never hidden. NCCL's
 // ncclMin and ncclMax on floating types use fminf/fmaxf, which return the
 // other operand, so strata never hands NCCL a floating min or max: the NCCL

@@ -1,6 +1,6 @@
 // STRATA_CHECK_MPI: turn an MPI return code into a BackendError at the call
 // site, naming the call, file:line, MPI's own error text, host and rank.
-// (Its CUDA and NCCL siblings live in the GPU plugin: cuda/check.hpp.)
+// (Its CUDA and NCCL siblings live in the GPU plugin: gpu_plugin/cuda/check.hpp.)
 #pragma once
 
 #include <mpi.h>

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "util/half.hpp"
-#include "cuda/kernels.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
 #include "gpu_test.hpp"
 #include "host/reduce_kernel.hpp"
 

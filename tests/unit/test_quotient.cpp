@@ -1,4 +1,4 @@
-// cuda/quotient.hpp (the GPU MEAN finish's division, here compiled as plain
+// gpu_plugin/cuda/quotient.hpp (the GPU MEAN finish's division, here compiled as plain
 // C++) against the division it replaces, `x / b`, bit for bit (a NaN
 // against a NaN): every f16 and bf16 value as f32 over many divisors, f32
 // through a prime stride of all 2^32 patterns, f64 samples, and the edges
@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/quotient.hpp"
+#include "gpu_plugin/cuda/quotient.hpp"
 #include "util/half.hpp"
 
 namespace {

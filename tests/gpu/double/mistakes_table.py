@@ -22,7 +22,7 @@ MISTAKES = [
     Mistake(
         name="no-wait-on-producer",
         what="a missing stream wait on the producer (the legacy default stream)",
-        file="lib/nccl/engine.cpp",
+        file="lib/gpu_plugin/nccl/engine.cpp",
         find="""  for (const auto& [ours, device] : streams) order_after(ours, cudaStreamLegacy, device);""",
         replace="""  (void)streams;""",
         test="test_gpu_stream-np1-gpus2",
@@ -31,7 +31,7 @@ MISTAKES = [
     Mistake(
         name="staging-freed-while-queued",
         what="a staging buffer freed while its copy is queued (a fresh pinned buffer each time one is asked for)",
-        file="lib/nccl/engine.cpp",
+        file="lib/gpu_plugin/nccl/engine.cpp",
         find="""  return staging_[index]->get(bytes, retired_);""",
         replace="""  staging_[index] = std::make_unique<cuda::PinnedBuffer>();
   return staging_[index]->get(bytes, retired_);""",
@@ -41,7 +41,7 @@ MISTAKES = [
     Mistake(
         name="multi-device-init-outside-group",
         what="a multi-device NCCL init outside ncclGroupStart/End (two replica ranks in one process)",
-        file="lib/nccl/comm.cpp",
+        file="lib/gpu_plugin/nccl/comm.cpp",
         find="""  const bool grouped = count > 1;""",
         replace="""  const bool grouped = false;""",
         test="test_gpu_batch-np1-gpus2",
@@ -51,7 +51,7 @@ MISTAKES = [
     Mistake(
         name="group-end-skipped-on-error",
         what="an ncclGroupEnd skipped on an error path (cudaSetDevice failing inside the group)",
-        file="lib/nccl/comm.cpp",
+        file="lib/gpu_plugin/nccl/comm.cpp",
         find="""      cudaGetLastError();
       break;
     }
@@ -66,7 +66,7 @@ MISTAKES = [
     Mistake(
         name="wrong-device-at-launch",
         what="the wrong device current at a kernel launch (packing a replica on another GPU)",
-        file="lib/nccl/packer.cpp",
+        file="lib/gpu_plugin/nccl/packer.cpp",
         find="""    cuda::DeviceGuard on(devices[r]);
     const std::vector<cuda::PackDesc>& host = layouts[r];""",
         replace="""    const std::vector<cuda::PackDesc>& host = layouts[r];""",
@@ -124,7 +124,7 @@ MISTAKES = [
     Mistake(
         name="combine-replicas-out-of-order",
         what="a rank's replicas combined out of replica order (the last first)",
-        file="lib/nccl/replicas.cpp",
+        file="lib/gpu_plugin/nccl/replicas.cpp",
         find="""  for (std::size_t r = 0; r < replicas; ++r) {
     if (!has_slot(r)) continue;  // replica 0 on the engine's device is the home already""",
         replace="""  for (std::size_t r = replicas; r-- > 0;) {
@@ -136,7 +136,7 @@ MISTAKES = [
     Mistake(
         name="no-wait-on-secondary-producers",
         what="a missing stream wait on the producer of a replica on another device (its legacy default stream)",
-        file="lib/nccl/engine.cpp",
+        file="lib/gpu_plugin/nccl/engine.cpp",
         find="""  for (const auto& [ours, device] : streams) order_after(ours, cudaStreamLegacy, device);""",
         replace="""  for (const auto& [ours, device] : std::span(streams).first(1)) order_after(ours, cudaStreamLegacy, device);""",
         test="test_gpu_batch-np1-gpus2",
@@ -147,7 +147,7 @@ MISTAKES = [
         name="stream-not-ordered-after-call",
         what="the caller's stream not made to wait for a stream-ordered call's work (the host or later work on "
              "the stream reads the result before the call's event)",
-        file="lib/nccl/engine.cpp",
+        file="lib/gpu_plugin/nccl/engine.cpp",
         find="""    STRATA_CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(producer_), fence_event(fence).get(), 0));""",
         replace="""    (void)fence;""",
         test="test_gpu_stream_ordered-np1-gpus1",

@@ -29,7 +29,7 @@ constexpr std::size_t kVectorBytes = 16;
 constexpr const char* kGate = "strata::cuda::gate_kernel(unsigned int const volatile*, unsigned int)";
 constexpr const char* kBusy = "strata::bench::busy_kernel(long long)";
 
-// Layout of strata::cuda::PackDesc (lib/cuda/kernels.hpp).
+// Layout of strata::cuda::PackDesc (lib/gpu_plugin/cuda/kernels.hpp).
 struct PackDesc {
   void* ptr;
   std::size_t bytes;

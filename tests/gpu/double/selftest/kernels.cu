@@ -1,6 +1,6 @@
 #include "kernels.hpp"
 
-// The same signatures as strata's (lib/cuda and apps/bench): the double
+// The same signatures as strata's (lib/gpu_plugin/cuda and apps/bench): the double
 // identifies kernels by their demangled names.
 namespace strata::cuda {
 __global__ void gate_kernel(const volatile unsigned int* flag, unsigned int target) {

@@ -1,4 +1,4 @@
-#include "cuda/capture.hpp"
+#include "gpu_plugin/cuda/capture.hpp"
 
 namespace strata::cuda {
 

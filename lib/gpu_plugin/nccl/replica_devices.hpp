@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "nccl/engine.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
 
 namespace strata::nccl {
 

@@ -1,4 +1,4 @@
-#include "nccl/replica_devices.hpp"
+#include "gpu_plugin/nccl/replica_devices.hpp"
 
 #include <fmt/format.h>
 

@@ -1,15 +1,15 @@
-#include "nccl/nccl_backend.hpp"
+#include "gpu_plugin/nccl/nccl_backend.hpp"
 
 #include <fmt/format.h>
 
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
-#include "cuda/probe.hpp"
-#include "nccl/engine.hpp"
-#include "nccl/group_call.hpp"
-#include "nccl/packer.hpp"
-#include "nccl/replica_devices.hpp"
-#include "nccl/replicas.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/cuda/probe.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
+#include "gpu_plugin/nccl/group_call.hpp"
+#include "gpu_plugin/nccl/packer.hpp"
+#include "gpu_plugin/nccl/replica_devices.hpp"
+#include "gpu_plugin/nccl/replicas.hpp"
 #include "strata/errors.hpp"
 #include "util/where.hpp"
 

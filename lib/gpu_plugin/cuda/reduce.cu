@@ -20,10 +20,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "cuda/check.hpp"
-#include "cuda/half.cuh"
-#include "cuda/kernels.hpp"
-#include "cuda/launch.cuh"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/half.cuh"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/cuda/launch.cuh"
 
 namespace strata::cuda {
 namespace {

@@ -13,10 +13,10 @@
 #include <span>
 #include <vector>
 
-#include "cuda/kernels.hpp"
-#include "cuda/stream.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/cuda/stream.hpp"
 #include "gpu/batch_pack.hpp"
-#include "nccl/engine.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
 
 namespace strata::nccl {
 

@@ -2,9 +2,9 @@
 // back) in a single launch. Block row y serves descriptors y, y + gridDim.y,
 // ...; the blocks of a row grid-stride over that tensor's bytes, 16 bytes at
 // a time where source and destination agree modulo 16, else 4 or 1.
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
-#include "cuda/launch.cuh"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/cuda/launch.cuh"
 
 namespace strata::cuda {
 namespace {

@@ -2,10 +2,10 @@
 // loaded libstrata_gpu.so (gpu/plugin_api.hpp).
 #include <type_traits>
 
-#include "cuda/capture.hpp"
-#include "cuda/probe.hpp"
+#include "gpu_plugin/cuda/capture.hpp"
+#include "gpu_plugin/cuda/probe.hpp"
 #include "gpu/plugin_api.hpp"
-#include "nccl/nccl_backend.hpp"
+#include "gpu_plugin/nccl/nccl_backend.hpp"
 #include "strata/version.hpp"
 
 extern "C" const strata::gpu::PluginV2* strata_gpu_plugin_v2() {

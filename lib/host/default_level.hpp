@@ -1,6 +1,7 @@
-// The host levels (plan::Level over a host::Transport): a host algorithm on
-// one group of ranks for one call, with the node's shared-memory segment
-// where the plan runs the level over it.
+// The default level of a host algorithm (host::Algorithm::make_level unless
+// the algorithm makes its own): a plan::Level over a host::Transport that
+// runs the algorithm's entry points on one group of ranks for one call, with
+// the node's shared-memory segment where the plan runs the level over it.
 #pragma once
 
 #include "host/algorithm.hpp"
@@ -8,14 +9,14 @@
 #include "host/transport.hpp"
 #include "plan/level.hpp"
 
-namespace strata::exec {
+namespace strata::host {
 
-class HostLevel final : public plan::Level {
+class DefaultLevel final : public plan::Level {
  public:
   // `transport` is over the group (and outlives the level). With `segment`
   // (the group is one node), reduce-scatter and all-gather run over shared
   // memory and the collectives see it through the transport.
-  HostLevel(host::Transport& transport, const host::Algorithm& algorithm, host::ShmSegment* segment);
+  DefaultLevel(Transport& transport, const Algorithm& algorithm, ShmSegment* segment);
 
   void copy(const plan::Job& job) override;
   // Without shared memory: the algorithm's own reduce-scatter where it has
@@ -31,9 +32,9 @@ class HostLevel final : public plan::Level {
   void broadcast(const plan::Job& job) override { algorithm_.broadcast(transport_, job); }
 
  private:
-  host::Transport& transport_;
-  const host::Algorithm& algorithm_;
-  host::ShmSegment* segment_;
+  Transport& transport_;
+  const Algorithm& algorithm_;
+  ShmSegment* segment_;
 };
 
-}  // namespace strata::exec
+}  // namespace strata::host

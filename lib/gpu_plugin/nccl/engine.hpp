@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/stream.hpp"
+#include "gpu_plugin/cuda/stream.hpp"
 #include "gpu/backend.hpp"
-#include "nccl/comm.hpp"
+#include "gpu_plugin/nccl/comm.hpp"
 #include "plan/job.hpp"
 #include "plan/level.hpp"
 #include "topo/gpu_plane.hpp"

@@ -1,12 +1,12 @@
-#include "nccl/comm.hpp"
+#include "gpu_plugin/nccl/comm.hpp"
 
 #include <fmt/format.h>
 
 #include <memory>
 
-#include "cuda/check.hpp"
-#include "nccl/device_lock.hpp"
-#include "cuda/stream.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/nccl/device_lock.hpp"
+#include "gpu_plugin/cuda/stream.hpp"
 #include "strata/errors.hpp"
 #include "util/abandoned.hpp"
 #include "util/agree.hpp"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <tuple>
 
-#include "cuda/check.hpp"
+#include "gpu_plugin/cuda/check.hpp"
 
 namespace strata::cuda {
 

@@ -6,8 +6,8 @@
 #include <span>
 
 #include "gpu/nccl_op.hpp"
-#include "nccl/comm.hpp"
-#include "nccl/engine.hpp"
+#include "gpu_plugin/nccl/comm.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
 
 namespace strata::nccl {
 

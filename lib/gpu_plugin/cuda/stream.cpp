@@ -1,6 +1,6 @@
-#include "cuda/stream.hpp"
+#include "gpu_plugin/cuda/stream.hpp"
 
-#include "cuda/check.hpp"
+#include "gpu_plugin/cuda/check.hpp"
 
 namespace strata::cuda {
 

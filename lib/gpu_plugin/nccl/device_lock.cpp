@@ -1,4 +1,4 @@
-#include "nccl/device_lock.hpp"
+#include "gpu_plugin/nccl/device_lock.hpp"
 
 #include <algorithm>
 #include <map>

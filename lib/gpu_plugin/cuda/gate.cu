@@ -5,8 +5,8 @@
 // recorded only later, on another thread). So the caller's stream runs a
 // one-thread kernel that polls a word of mapped pinned host memory until
 // the host writes the gate's number there, as NCCL's kernels poll its proxy.
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
 
 namespace strata::cuda {
 

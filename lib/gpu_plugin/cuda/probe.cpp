@@ -1,4 +1,4 @@
-#include "cuda/probe.hpp"
+#include "gpu_plugin/cuda/probe.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>

@@ -1,10 +1,10 @@
-#include "nccl/group_call.hpp"
+#include "gpu_plugin/nccl/group_call.hpp"
 
 #include <vector>
 
-#include "cuda/check.hpp"
-#include "nccl/convert.hpp"
-#include "nccl/device_lock.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/nccl/convert.hpp"
+#include "gpu_plugin/nccl/device_lock.hpp"
 
 namespace strata::nccl {
 namespace {

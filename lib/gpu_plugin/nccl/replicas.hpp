@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/stream.hpp"
+#include "gpu_plugin/cuda/stream.hpp"
 #include "gpu/batch_pack.hpp"
 #include "strata/types.hpp"
 #include "util/deadline.hpp"

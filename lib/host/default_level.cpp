@@ -1,4 +1,4 @@
-#include "exec/host_levels.hpp"
+#include "host/default_level.hpp"
 
 #include <cstring>
 
@@ -6,20 +6,20 @@
 #include "util/copy.hpp"
 #include "util/slice.hpp"
 
-namespace strata::exec {
+namespace strata::host {
 
-HostLevel::HostLevel(host::Transport& transport, const host::Algorithm& algorithm, host::ShmSegment* segment)
+DefaultLevel::DefaultLevel(Transport& transport, const Algorithm& algorithm, ShmSegment* segment)
     : transport_(transport), algorithm_(algorithm), segment_(segment) {
   transport_.set_shared_memory(segment);
 }
 
-void HostLevel::copy(const plan::Job& job) {
+void DefaultLevel::copy(const plan::Job& job) {
   if (job.out != job.in && job.out) util::copy_bytes(job.out, job.in, job.bytes());
 }
 
-void HostLevel::reduce_scatter(const plan::Job& job, int owners) {
+void DefaultLevel::reduce_scatter(const plan::Job& job, int owners) {
   if (segment_) {
-    host::shm::reduce_scatter(transport_, *segment_, job.in, job.out, job.count, job.dtype, job.op, owners);
+    shm::reduce_scatter(transport_, *segment_, job.in, job.out, job.count, job.dtype, job.op, owners);
     return;
   }
   if (algorithm_.reduce_scatter && owners == transport_.size()) {
@@ -31,9 +31,9 @@ void HostLevel::reduce_scatter(const plan::Job& job, int owners) {
   algorithm_.all_reduce(transport_, whole);
 }
 
-void HostLevel::all_gather(const plan::Job& job, int owners) {
+void DefaultLevel::all_gather(const plan::Job& job, int owners) {
   if (segment_) {
-    host::shm::all_gather(transport_, *segment_, job.out, job.count, job.dtype, owners);
+    shm::all_gather(transport_, *segment_, job.out, job.count, job.dtype, owners);
     return;
   }
   if (algorithm_.all_gather && owners == transport_.size()) {
@@ -42,7 +42,7 @@ void HostLevel::all_gather(const plan::Job& job, int owners) {
   }
   const std::size_t element = dtype_size(job.dtype);
   auto* data = static_cast<std::byte*>(job.out);
-  host::Requests requests;
+  Requests requests;
   for (int s = 0; s < owners; ++s) {
     const util::Slice slice = util::owner_slice(job.count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
     if (slice.count == 0) continue;
@@ -57,4 +57,9 @@ void HostLevel::all_gather(const plan::Job& job, int owners) {
   transport_.wait(requests);
 }
 
-}  // namespace strata::exec
+std::unique_ptr<plan::Level> make_default_level(const Algorithm& algorithm, Transport& transport,
+                                               ShmSegment* segment) {
+  return std::make_unique<DefaultLevel>(transport, algorithm, segment);
+}
+
+}  // namespace strata::host

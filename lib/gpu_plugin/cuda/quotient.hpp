@@ -13,7 +13,7 @@
 // test_quotient checks every f16 and bf16 value and sampled f32/f64 on the
 // host, test_gpu_kernels the device against host::divide_by).
 //
-// Plain C++ as well as CUDA: the kernels (lib/cuda/scale.cu) and the host
+// Plain C++ as well as CUDA: the kernels (lib/gpu_plugin/cuda/scale.cu) and the host
 // test compile the same lines.
 #pragma once
 

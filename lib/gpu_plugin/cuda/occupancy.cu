@@ -2,8 +2,8 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda/check.hpp"
-#include "cuda/launch.cuh"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/launch.cuh"
 
 namespace strata::cuda {
 

@@ -1,10 +1,10 @@
-#include "nccl/packer.hpp"
+#include "gpu_plugin/nccl/packer.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "cuda/check.hpp"
-#include "nccl/replicas.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/nccl/replicas.hpp"
 #include "util/deadline.hpp"
 
 namespace strata::nccl {

@@ -1,10 +1,10 @@
-#include "nccl/replicas.hpp"
+#include "gpu_plugin/nccl/replicas.hpp"
 
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
-#include "nccl/convert.hpp"
-#include "nccl/device_lock.hpp"
-#include "nccl/engine.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/nccl/convert.hpp"
+#include "gpu_plugin/nccl/device_lock.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
 #include "util/check.hpp"
 
 namespace strata::nccl {

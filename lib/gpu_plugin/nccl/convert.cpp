@@ -1,4 +1,4 @@
-#include "nccl/convert.hpp"
+#include "gpu_plugin/nccl/convert.hpp"
 
 #include "plan/nan.hpp"
 #include "strata/errors.hpp"

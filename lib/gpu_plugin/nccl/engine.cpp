@@ -1,14 +1,14 @@
-#include "nccl/engine.hpp"
+#include "gpu_plugin/nccl/engine.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "cuda/capture.hpp"
-#include "cuda/check.hpp"
-#include "cuda/kernels.hpp"
-#include "nccl/replicas.hpp"
+#include "gpu_plugin/cuda/capture.hpp"
+#include "gpu_plugin/cuda/check.hpp"
+#include "gpu_plugin/cuda/kernels.hpp"
+#include "gpu_plugin/nccl/replicas.hpp"
 #include "strata/errors.hpp"
 #include "util/check.hpp"
 #include "util/where.hpp"

@@ -1,4 +1,4 @@
-#include "cuda/check.hpp"
+#include "gpu_plugin/cuda/check.hpp"
 
 #include <fmt/format.h>
 
