@@ -4,7 +4,7 @@
 // parsed back (nlohmann) field by field. Plain checks: a failure prints
 // "on rank r" and the run exits 1; a watchdog turns a hang into a failure.
 //   test_topology [--expect-bound]   (--expect-bound: launched with
-//   --bind-to core, so every rank must be bound to exactly one core)
+//   strata-launch --bind core, so every rank must be bound to exactly one core)
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -197,7 +197,7 @@ void check_text(const strata::Topology& t) {
           "to_text lacks rank {}:\n{}", r, text);
 }
 
-// Launched with --bind-to core: one core each, distinct within a node, and
+// Launched with strata-launch --bind core: one core each, distinct within a node, and
 // no advice about binding.
 void check_bound(const strata::Topology& t) {
   for (const strata::NodeInfo& node : t.nodes) {

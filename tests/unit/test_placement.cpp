@@ -29,7 +29,7 @@ TEST_CASE("one rank per core is not sharing, bound or not") {
 }
 
 TEST_CASE("more ranks than the cores they may use share cores") {
-  Topology oversubscribed;  // mpirun --oversubscribe -np 3 on 2 cores, unbound
+  Topology oversubscribed;  // 3 ranks on 2 cores, unbound
   oversubscribed.ranks = {rank_on("a", {0, 1}), rank_on("a", {0, 1}), rank_on("a", {0, 1})};
   CHECK(cores_shared(oversubscribed, 0));
   Topology same_core;  // two ranks bound to one core
