@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <memory>
 #include <optional>
 
 #include "exec/blockwise.hpp"
@@ -118,22 +117,24 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   // (plan::choose never makes reduce_scatter or all_gather hierarchical.)
   if (choice.shape == plan::Shape::hierarchical && !plan::blockwise(collective)) {
     host::Transport local(split.node, deadline, info, *context.workspace, context.landing);
-    const std::unique_ptr<plan::Level> intra = algorithm.make_level(algorithm, local, segment);
+    host::LevelSlot intra_slot;
+    plan::Level& intra = algorithm.make_level(algorithm, local, segment, intra_slot);
     std::optional<host::Transport> across;
-    std::unique_ptr<plan::Level> cross;
+    host::LevelSlot cross_slot;
+    plan::Level* cross = nullptr;
     if (split.cross != MPI_COMM_NULL) {
       across.emplace(split.cross, deadline, info, *context.workspace, context.landing);
       const host::Algorithm& cross_algorithm = *entry_of(*choice.cross).host;
-      cross = cross_algorithm.make_level(cross_algorithm, *across, nullptr);
+      cross = &cross_algorithm.make_level(cross_algorithm, *across, nullptr, cross_slot);
     }
     switch (collective) {
-      case Collective::all_reduce: hierarchical_all_reduce(job, split, *intra, cross.get()); return;
+      case Collective::all_reduce: hierarchical_all_reduce(job, split, intra, cross); return;
       case Collective::reduce: {
         void* partial = context.rank == job.root ? nullptr : context.workspace->get(kDriverSlot, job.bytes());
-        hierarchical_reduce(job, split, *intra, cross.get(), partial);
+        hierarchical_reduce(job, split, intra, cross, partial);
         return;
       }
-      case Collective::broadcast: hierarchical_broadcast(job, split, *intra, cross.get()); return;
+      case Collective::broadcast: hierarchical_broadcast(job, split, intra, cross); return;
       case Collective::reduce_scatter:
       case Collective::all_gather: break;  // (excluded above)
     }
@@ -143,10 +144,11 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
                             context.landing);
   // Flat over shared memory only happens on a one-node job, whose node
   // communicator orders ranks like `comm`.
-  const std::unique_ptr<plan::Level> flat = algorithm.make_level(algorithm, transport, segment);
+  host::LevelSlot slot;
+  plan::Level& flat = algorithm.make_level(algorithm, transport, segment, slot);
   if (check_rides_along) transport.set_check(check);
   const std::size_t whole = whole_bytes(collective, job, context.size);
-  run_flat(collective, *flat, job, context.rank, context.size,
+  run_flat(collective, flat, job, context.rank, context.size,
            whole ? context.workspace->get(kDriverSlot, whole) : nullptr);
 }
 

@@ -82,8 +82,9 @@ void staged(Backend& backend, MPI_Comm comm, int rank, int size, Collective coll
     chunk.root = job.root;
     chunk.shards = job.shards;
     chunk.chunk_bytes = kHostChunkBytes;
-    const std::unique_ptr<plan::Level> level = algorithm.make_level(algorithm, t, nullptr);
-    run_collective(*level, collective, chunk);  // the planner checked that the algorithm serves it
+    host::LevelSlot slot;
+    plan::Level& level = algorithm.make_level(algorithm, t, nullptr, slot);
+    run_collective(level, collective, chunk);  // the planner checked that the algorithm serves it
     if (receive && dst) {
       backend.copy(dst + first_of(c) * element, buffer(c), count_of(c) * element, Copy::host_to_device);
       if (!download) {  // the host fills this buffer again for chunk c + kRing

@@ -57,9 +57,9 @@ void DefaultLevel::all_gather(const plan::Job& job, int owners) {
   transport_.wait(requests);
 }
 
-std::unique_ptr<plan::Level> make_default_level(const Algorithm& algorithm, Transport& transport,
-                                               ShmSegment* segment) {
-  return std::make_unique<DefaultLevel>(transport, algorithm, segment);
+plan::Level& make_default_level(const Algorithm& algorithm, Transport& transport, ShmSegment* segment,
+                                LevelSlot& slot) {
+  return slot.emplace<DefaultLevel>(transport, algorithm, segment);
 }
 
 }  // namespace strata::host

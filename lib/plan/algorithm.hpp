@@ -1,8 +1,9 @@
 // What the planner knows about an algorithm: its name and what it does, the
 // memory it runs on, which collectives it serves, whether it wants the
-// node's shared memory, and its cost-model formula. The code that runs it lives in a backend (lib/host, lib/gpu) and
-// lib/exec/registry.cpp is the one list of algorithms; the plan stage gets
-// that list as a Catalogue, so it can be tested with made-up algorithms.
+// node's shared memory, and its cost-model formula. The code that runs it
+// lives in a backend (lib/host, lib/gpu) and lib/exec/registry.cpp is the
+// one list of algorithms; the plan stage gets that list as a Catalogue, so
+// it can be tested with made-up algorithms.
 #pragma once
 
 #include <cstddef>
