@@ -1,8 +1,9 @@
 // discover_topology under mpirun: node count, membership and local ranks
 // against what STRATA_RANKS_PER_NODE (or the host names) imply, per-rank
 // sanity of the hwloc data, the same value on every rank, and to_json
-// parsed back (nlohmann) field by field. Plain checks: a failure prints
-// "on rank r" and the run exits 1; a watchdog turns a hang into a failure.
+// parsed back (nlohmann) field by field. The MPI harness's per-rank checks
+// (tests/mpi/harness_checks.hpp): a failure prints its rank, any rank's
+// failure fails the run, and the harness's watchdog bounds it.
 //   test_topology [--expect-bound]   (--expect-bound: launched with
 //   strata-launch --bind core, so every rank must be bound to exactly one core)
 #include <mpi.h>
@@ -11,62 +12,24 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "harness_core.hpp"
 #include "strata/strata.hpp"
 
 namespace {
 
 int g_rank = 0;
-int g_failures = 0;
+strata::test::RankChecks* g_checks = nullptr;  // the harness's per-rank checks (main's)
 
-#define CHECK(cond, ...)                                                                        \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
-      ++g_failures;                                                                             \
-      std::fprintf(stderr, "test_topology: on rank %d: %s:%d: CHECK(%s) failed: %s\n", g_rank,  \
-                   __FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__).c_str());                 \
-    }                                                                                           \
-  } while (0)
-
-// Fails the whole run (instead of hanging the CI) if the test is not done in
-// `seconds`.
-class Watchdog {
- public:
-  explicit Watchdog(int seconds)
-      : thread_([this, seconds] {
-          std::unique_lock lock(mutex_);
-          if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) {
-            std::fprintf(stderr, "test_topology: rank %d still running after %d s: hang, giving up\n", g_rank,
-                         seconds);
-            std::fflush(stderr);
-            std::_Exit(1);
-          }
-        }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
+#define CHECK(cond, ...)                                                                                    \
+  g_checks->check((cond), fmt::format("{}:{}: CHECK({}) failed: {}", __FILE__, __LINE__, #cond,            \
+                                      fmt::format(__VA_ARGS__)))
 
 int ranks_per_node_from_env() {
   const char* env = std::getenv("STRATA_RANKS_PER_NODE");
@@ -221,8 +184,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const bool expect_bound = argc > 1 && std::strcmp(argv[1], "--expect-bound") == 0;
+  int status = 1;
   {
-    Watchdog watchdog(60);
+    strata::test::RankChecks checks("test_topology", 60);
+    g_checks = &checks;
     const int per_node = ranks_per_node_from_env();
     const std::vector<int> expected = expected_nodes(size, per_node, all_hosts(size));
     try {
@@ -237,13 +202,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       CHECK(false, "discover_topology threw: {}", e.what());
     }
+    status = checks.finish();
   }
-  int failures = g_failures;
-  MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    std::printf("test_topology: %d ranks, STRATA_RANKS_PER_NODE=%s: %s\n", size,
-                std::getenv("STRATA_RANKS_PER_NODE") ? std::getenv("STRATA_RANKS_PER_NODE") : "(unset)",
-                failures ? "FAILED" : "ok");
   MPI_Finalize();
-  return failures ? 1 : 0;
+  return status;
 }
