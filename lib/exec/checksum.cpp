@@ -53,7 +53,7 @@ STRATA_INLINE std::uint64_t hash_loop(const void* data, std::size_t bytes) {
     prefix += sum;
   }
   Words tail = {};  // the last bytes, zero-padded
-  std::memcpy(&tail, p + i, bytes - i);
+  if (bytes > i) std::memcpy(&tail, p + i, bytes - i);  // (data may be null when bytes is 0)
   sum += tail;
   prefix += sum;
   // An odd factor for each sum and an even one for each prefix sum: a flip

@@ -15,21 +15,29 @@ using util::ErrorKind;
 
 namespace {
 
+// What error_in_flight said inside the catch block, its message copied
+// there (the message lives only as long as the exception).
+struct Seen {
+  ErrorKind kind = ErrorKind::unknown;
+  std::string message;
+};
+
 template <typename Throw>
-util::ErrorInFlight caught(Throw&& raise) {
+Seen caught(Throw&& raise) {
   try {
     raise();
   } catch (...) {
-    return util::error_in_flight();
+    const util::ErrorInFlight error = util::error_in_flight();
+    return {error.kind, error.message};
   }
   FAIL("nothing was thrown");
-  return {ErrorKind::unknown, ""};
+  return {};
 }
 
 void classifies(const std::function<void()>& raise, ErrorKind kind, const char* name) {
-  const util::ErrorInFlight error = caught(raise);
+  const Seen error = caught(raise);
   CHECK(error.kind == kind);
-  CHECK(std::string(error.message) == "what happened");
+  CHECK(error.message == "what happened");
   CHECK(util::error_name(error.kind) == name);
 }
 
@@ -48,11 +56,11 @@ TEST_CASE("each strata error class is its own kind") {
 
 TEST_CASE("what is not strata's") {
   classifies([] { throw std::runtime_error("what happened"); }, ErrorKind::std_exception, "std::exception");
-  const util::ErrorInFlight memory = caught([] { throw std::bad_alloc(); });
+  const Seen memory = caught([] { throw std::bad_alloc(); });
   CHECK(memory.kind == ErrorKind::out_of_memory);
   CHECK(util::error_name(memory.kind) == "std::bad_alloc");
-  const util::ErrorInFlight other = caught([] { throw 42; });
+  const Seen other = caught([] { throw 42; });
   CHECK(other.kind == ErrorKind::unknown);
   CHECK(util::error_name(other.kind) == "unknown");
-  CHECK(std::string(other.message).find("not a std::exception") != std::string::npos);
+  CHECK(other.message.find("not a std::exception") != std::string::npos);
 }
