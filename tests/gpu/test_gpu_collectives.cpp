@@ -503,7 +503,7 @@ int main(int argc, char** argv) {
   core = argc > 1 && std::string(argv[1]) == "--core";
   rank = start.rank;
   size = start.size;
-  for (const std::string& spec : gpu_test::gpu_specs()) {
+  for (const std::string& spec : gpu_test::gpu_specs(gpu_test::Breadth::every_host_level)) {
     Communicator comm(MPI_COMM_WORLD, Config{spec, 0});
     const int device = comm.topology().ranks[std::size_t(rank)].gpu.cuda_device;
     cudaSetDevice(device);  // the test's buffers live on the rank's device
