@@ -228,23 +228,19 @@ STRATA_CHECKSUM_KERNELS(avx2, __attribute__((target("avx2"))))
 STRATA_CHECKSUM_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl"))))
 #endif
 
-// `isa`'s copy where this build has it and this CPU runs it (the reduction
-// kernels' list says which), else the baseline.
-Kernels kernels_for(std::string_view isa) {
-  bool usable = false;
-  for (const host::simd::Kernel& kernel : host::simd::usable()) usable |= kernel.name == isa;
+Kernels kernels_for(host::simd::Copy copy) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (usable && isa == "avx512") return {&hash_avx512, &sums_avx512};
-  if (usable && isa == "avx2") return {&hash_avx2, &sums_avx2};
+  if (copy == host::simd::Copy::avx512) return {&hash_avx512, &sums_avx512};
+  if (copy == host::simd::Copy::avx2) return {&hash_avx2, &sums_avx2};
 #endif
-  (void)usable;
+  (void)copy;
   return {&hash_baseline, &sums_baseline};
 }
 
 // The copy for the instruction set the reduction kernels run
 // (host::simd::chosen(): STRATA_REDUCE_ISA, else the widest this CPU has).
 const Kernels& kernels() {
-  static const Kernels chosen = kernels_for(host::simd::chosen().name);
+  static const Kernels chosen = kernels_for(host::simd::chosen_copy());
   return chosen;
 }
 
@@ -257,11 +253,11 @@ ElementSums element_sums(const void* data, std::size_t count, DataType dtype) {
 }
 
 std::uint64_t hash_bytes_with(std::string_view isa, const void* data, std::size_t bytes) {
-  return kernels_for(isa).hash(data, bytes);
+  return kernels_for(host::simd::copy_for(isa)).hash(data, bytes);
 }
 
 ElementSums element_sums_with(std::string_view isa, const void* data, std::size_t count, DataType dtype) {
-  return kernels_for(isa).sums(data, count, dtype);
+  return kernels_for(host::simd::copy_for(isa)).sums(data, count, dtype);
 }
 
 double sum_error_bound(std::size_t count) {

@@ -278,10 +278,11 @@ STRATA_FIXED_POINT_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,
 // (host::simd::chosen(): STRATA_REDUCE_ISA, else the widest this CPU has).
 const Kernels& kernels() {
   static const Kernels chosen = [] {
-    const std::string_view isa = host::simd::chosen().name;
+    [[maybe_unused]] const host::simd::Copy copy = host::simd::chosen_copy();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (isa == "avx512" && __builtin_cpu_supports("avx512dq")) return Kernels{&measure_avx512, &encode_avx512, &decode_avx512};
-    if (isa == "avx2" || isa == "avx512") return Kernels{&measure_avx2, &encode_avx2, &decode_avx2};
+    if (copy == host::simd::Copy::avx512 && __builtin_cpu_supports("avx512dq"))
+      return Kernels{&measure_avx512, &encode_avx512, &decode_avx512};
+    if (copy != host::simd::Copy::baseline) return Kernels{&measure_avx2, &encode_avx2, &decode_avx2};
 #endif
     return Kernels{&measure_baseline, &encode_baseline, &decode_baseline};
   }();

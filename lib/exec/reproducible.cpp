@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <string_view>
 
 #include "exec/finish.hpp"
 #include "exec/fixed_point.hpp"
@@ -57,14 +56,13 @@ struct Conversions {
   void (*narrow)(const float*, std::size_t, DataType, void*);
 };
 
-// The copy for the instruction set the reduction kernels run
-// (host::simd::chosen(), which only names one this CPU runs).
+// The copy for the instruction set the reduction kernels run.
 const Conversions& conversions() {
   static const Conversions chosen = [] {
-    const std::string_view isa = host::simd::chosen().name;
+    [[maybe_unused]] const host::simd::Copy copy = host::simd::chosen_copy();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (isa == "avx512") return Conversions{&widen_avx512, &narrow_avx512};
-    if (isa == "avx2") return Conversions{&widen_avx2, &narrow_avx2};
+    if (copy == host::simd::Copy::avx512) return Conversions{&widen_avx512, &narrow_avx512};
+    if (copy == host::simd::Copy::avx2) return Conversions{&widen_avx2, &narrow_avx2};
 #endif
     return Conversions{&widen_baseline, &narrow_baseline};
   }();

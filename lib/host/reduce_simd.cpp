@@ -93,6 +93,14 @@ const Choice& choice() {
 
 const Kernel& chosen() { return *choice().kernel; }
 
+Copy copy_for(std::string_view isa) {
+  for (const Kernel& kernel : usable())
+    if (kernel.name == isa) return isa == "avx512" ? Copy::avx512 : isa == "avx2" ? Copy::avx2 : Copy::baseline;
+  return Copy::baseline;
+}
+
+Copy chosen_copy() { return copy_for(chosen().name); }
+
 const std::string& unheeded() { return choice().unheeded; }
 
 }  // namespace strata::host::simd

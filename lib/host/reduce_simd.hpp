@@ -39,6 +39,15 @@ std::span<const Kernel> usable();
 // one this build lacks or this CPU cannot run: see unheeded()).
 const Kernel& chosen();
 
+// Which copy to run, for a file that keeps its own loops per instruction
+// set beside these kernels (the integrity check's, the fixed-point and
+// f32-accumulation conversions): `isa`'s ("baseline", "avx2", "avx512")
+// where this build has it and this CPU runs it (usable()), else the
+// baseline; chosen_copy() is the one chosen() runs.
+enum class Copy { baseline, avx2, avx512 };
+Copy copy_for(std::string_view isa);
+Copy chosen_copy();
+
 // Why STRATA_REDUCE_ISA was not followed, for the caller to report (a
 // communicator warns once per process); empty when it was, or is unset.
 const std::string& unheeded();
