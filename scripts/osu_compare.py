@@ -31,12 +31,14 @@
 
 Options of `run`:
   --np N              ranks (default 2)
-  --mpirun-args ARGS  extra mpirun arguments, e.g. "--bind-to none" or
-                      "--oversubscribe" (default: none, Open MPI's binding)
-Ranks start with Open MPI's mpirun on PATH and its flags (the figures of
-docs/PERFORMANCE.md); with STRATA_MPIEXEC set (e.g. MPICH's mpiexec), through
-scripts/launch.py instead, unbound, the variables given to the ranks in that
-launcher's words, and --mpirun-args added after its own flags.
+  --bind none|core    bind each rank to a core (default: core when the
+                      ranks fit this machine's CPUs, as Open MPI's mpirun
+                      binds by default; none when they do not)
+  --mpirun-args ARGS  extra launcher arguments, added after the launcher
+                      layer's own (STRATA_MPIEXEC_ARGS)
+Ranks start through the launcher layer (scripts/launch.py): mpirun on PATH,
+or STRATA_MPIEXEC (e.g. MPICH's mpiexec); the variables reach the ranks in
+that launcher's words, and more ranks than cores are always allowed.
   --runs N            alternating runs of each side (default 3)
   --bench LIST        comma-separated: allreduce,reduce,bcast,iallreduce
                       (default allreduce,reduce,bcast)
@@ -153,15 +155,10 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
     if preload:  # for the placement verdict; the log lines come once, before the timed calls
         variables.append("STRATA_DEBUG=INFO")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if os.environ.get("STRATA_MPIEXEC"):  # any launcher, through the launcher layer
-        command = [sys.executable, str(LAUNCH), "-n", str(args.np)]
-        for variable in variables:
-            command += ["--env", variable]
-        env["STRATA_MPIEXEC_ARGS"] = args.mpirun_args
-    else:  # Open MPI's mpirun, as the recorded figures ran
-        command = ["mpirun", "-np", str(args.np), *shlex.split(args.mpirun_args)]
-        for variable in variables:
-            command += ["-x", variable]
+    command = [sys.executable, str(LAUNCH), "--mpiexec", "mpirun", "-n", str(args.np), "--bind", bind_of(args)]
+    for variable in variables:
+        command += ["--env", variable]
+    env["STRATA_MPIEXEC_ARGS"] = args.mpirun_args
     command += [str(binary), *osu_args]
     env.pop("LD_PRELOAD", None)
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -192,6 +189,11 @@ def print_table(header: tuple, rows: list, markdown: bool, widths: tuple) -> Non
         print(" ".join(f"{v:>{w}}" for v, w in zip(row, widths)))
 
 
+def bind_of(args: argparse.Namespace) -> str:
+    """--bind as given, else core when the ranks fit the CPUs (Open MPI's default binding)."""
+    return args.bind or ("core" if args.np <= (os.cpu_count() or 1) else "none")
+
+
 def run(args: argparse.Namespace) -> int:
     directory = pathlib.Path(args.dir)
     preload = str(pathlib.Path(args.preload).resolve())
@@ -200,8 +202,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     status = 0
-    launcher = (f"scripts/launch.py -n {args.np} with STRATA_MPIEXEC={os.environ['STRATA_MPIEXEC']}"
-                if os.environ.get("STRATA_MPIEXEC") else f"mpirun -np {args.np}")
+    launcher = (f"scripts/launch.py -n {args.np} --bind {bind_of(args)} with "
+                f"{os.environ.get('STRATA_MPIEXEC') or 'mpirun'}")
     print(f"# {launcher} {args.mpirun_args}; median of {args.runs} alternating runs; "
           f"speedup = plain / strata{'; validated (-c)' if args.validate else ''}")
     for name in args.bench.split(","):
@@ -260,6 +262,7 @@ def main() -> int:
     r.add_argument("dir")
     r.add_argument("--np", type=int, default=2)
     r.add_argument("--mpirun-args", default="")
+    r.add_argument("--bind", choices=("none", "core"), default=None)
     r.add_argument("--runs", type=int, default=3)
     r.add_argument("--bench", default=DEFAULT_BENCH)
     r.add_argument("--max-size", type=int, default=4 << 20)
