@@ -2,8 +2,9 @@
 """Side by side: OSU micro-benchmarks, plain MPI against the strata interposer.
 
   scripts/osu_compare.py build SRC DIR
-      Compiles osu_allreduce, osu_reduce and osu_bcast (c/mpi/collective/
-      blocking/) and osu_iallreduce (c/mpi/collective/non_blocking/) from an
+      Compiles osu_allreduce, osu_reduce, osu_bcast and osu_allgather
+      (c/mpi/collective/blocking/) and osu_iallreduce, osu_ibcast and
+      osu_iallgather (c/mpi/collective/non_blocking/) from an
       unmodified OSU 7.4 tree SRC, with c/util/, using $MPICC (default mpicc;
       MPICH: MPICC=mpicc.mpich), into DIR. OSU
       is never part of this repository: fetch it yourself (public mirror
@@ -21,9 +22,10 @@
       next, and both decide where the direct path starts.
 
   scripts/osu_compare.py run DIR --bench iallreduce [--progress-thread]
-      osu_iallreduce: per size, for each side, the median of OSU's "Pure
-      Comm." (MPI_Iallreduce then MPI_Wait, nothing between: the latency)
-      and of its "Overlap(%)" (MPI_Iallreduce, a dummy compute as long as
+      osu_iallreduce (osu_ibcast, osu_iallgather alike): per size, for each
+      side, the median of OSU's "Pure Comm." (MPI_Iallreduce then MPI_Wait,
+      nothing between: the latency) and of its "Overlap(%)"
+      (MPI_Iallreduce, a dummy compute as long as
       that pure communication time, MPI_Wait: how much of the
       communication the compute hid). --progress-thread adds a third side,
       the interposer with STRATA_PROGRESS_THREAD=1, taking part in the
@@ -40,22 +42,23 @@ Ranks start through the launcher layer (scripts/launch.py): mpirun on PATH,
 or STRATA_MPIEXEC (e.g. MPICH's mpiexec); the variables reach the ranks in
 that launcher's words, and more ranks than cores are always allowed.
   --runs N            alternating runs of each side (default 3)
-  --bench LIST        comma-separated: allreduce,reduce,bcast,iallreduce
+  --bench LIST        comma-separated: allreduce,reduce,bcast,allgather,
+                      iallreduce,ibcast,iallgather
                       (default allreduce,reduce,bcast)
   --max-size BYTES    largest message (default 4194304)
   --datatype float|char
-                      allreduce, reduce and iallreduce: OSU's -T mpi_float
+                      all but bcast and ibcast: OSU's -T mpi_float
                       (default) or OSU's own default, MPI_CHAR (no -T)
   --preload PATH      the interposer (default build/lib/interpose/libstrata_mpi.so)
   --validate          add OSU's -c to every run and require Pass
   --progress-thread   iallreduce: also run preloaded with STRATA_PROGRESS_THREAD=1
   --markdown          print the tables as Markdown
 
-The float type (-T mpi_float) is used for allreduce, reduce and iallreduce
-unless --datatype char: OSU's default MPI_CHAR sums overflow its own
+The float type (-T mpi_float) is used for every benchmark but bcast and
+ibcast unless --datatype char: OSU's default MPI_CHAR sums overflow its own
 validation. The interposer reduces MPI_CHAR under Open MPI as Open MPI
 does, as a signed 8-bit integer, so --datatype char compares OSU's
-defaults. bcast moves bytes.
+defaults. bcast and ibcast move bytes.
 Exit status: 0, or 1 when a run failed or a validation did not pass.
 """
 import argparse
@@ -70,9 +73,10 @@ import sys
 LAUNCH = pathlib.Path(__file__).resolve().parent / "launch.py"  # starts ranks under any launcher
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BENCHMARKS = ("allreduce", "reduce", "bcast", "iallreduce")
+BENCHMARKS = ("allreduce", "reduce", "bcast", "allgather", "iallreduce", "ibcast", "iallgather")
 DEFAULT_BENCH = "allreduce,reduce,bcast"
-NON_BLOCKING = ("iallreduce",)  # c/mpi/collective/non_blocking/, with an overlap column
+NON_BLOCKING = ("iallreduce", "ibcast", "iallgather")  # c/mpi/collective/non_blocking/, with an overlap column
+MOVES_BYTES = ("bcast", "ibcast")  # no datatype option: OSU times bytes
 UTIL_SOURCES = ("osu_util.c", "osu_util_mpi.c", "osu_util_validation.c", "osu_util_graph.c", "osu_util_papi.c")
 
 
@@ -143,7 +147,7 @@ def run_once(binary: pathlib.Path, args: argparse.Namespace, preload: str | None
              progress_thread: bool = False, verdicts: list | None = None) -> dict[int, list[float]]:
     name = binary.name.removeprefix("osu_")
     osu_args = ["-m", f"1:{args.max_size}"]
-    if name != "bcast" and args.datatype == "float":
+    if name not in MOVES_BYTES and args.datatype == "float":
         osu_args += ["-T", "mpi_float"]
     if args.validate:
         osu_args += ["-c"]
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="compile the four benchmarks from an OSU 7.4 tree")
+    b = sub.add_parser("build", help="compile the seven benchmarks from an OSU 7.4 tree")
     b.add_argument("src")
     b.add_argument("dir")
     r = sub.add_parser("run", help="plain against preloaded, side by side")

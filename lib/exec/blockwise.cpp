@@ -22,15 +22,4 @@ void reduce_scatter_blocks(plan::Level& level, const plan::Job& job, int rank, i
   level.copy(mine);
 }
 
-void all_gather_blocks(plan::Level& level, const plan::Job& job, int rank, int size) {
-  plan::Job mine = job;
-  mine.out = block(job.out, job, rank);
-  level.copy(mine);  // nothing when in place
-  if (size == 1) return;
-  plan::Job all = job;
-  all.in = all.out;
-  all.count = job.count * static_cast<std::size_t>(size);
-  level.all_gather(all, size);
-}
-
 }  // namespace strata::exec

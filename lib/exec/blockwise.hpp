@@ -1,9 +1,9 @@
-// The public reduce_scatter and all_gather over any level (host or GPU, any
-// algorithm): each level already has a reduce-scatter and an all-gather into
-// owner slices (plan/level.hpp), and when the whole buffer holds one block
-// per member those slices are the members' blocks. So a spec chooses among
-// every registered algorithm for these collectives too, and an algorithm
-// with a better way to do them writes it into its level.
+// The public reduce_scatter over any level (host or GPU, any algorithm):
+// each level already has a reduce-scatter into owner slices
+// (plan/level.hpp), and when the whole buffer holds one block per member
+// those slices are the members' blocks. So a spec chooses among every
+// registered algorithm for it too. (The public all_gather is the level's
+// own all_gather_blocks, built on its all-gather the same way.)
 #pragma once
 
 #include "plan/job.hpp"
@@ -17,10 +17,5 @@ namespace strata::exec {
 // copied to job.out. The caller's input is never written (job.out may lie
 // inside it, at block `rank`: in place).
 void reduce_scatter_blocks(plan::Level& level, const plan::Job& job, int rank, int size, void* whole);
-
-// `job.count` is one block; `job.in` is this rank's block, `job.out` holds
-// `size` blocks (job.in may be its block `rank`: in place). This rank's
-// block is copied into place, then the level all-gathers job.out.
-void all_gather_blocks(plan::Level& level, const plan::Job& job, int rank, int size);
 
 }  // namespace strata::exec

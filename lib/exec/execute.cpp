@@ -35,7 +35,7 @@ void run_flat(Collective collective, plan::Level& level, const plan::Job& job, i
     case Collective::reduce: level.reduce(job); return;
     case Collective::broadcast: level.broadcast(job); return;
     case Collective::reduce_scatter: reduce_scatter_blocks(level, job, rank, size, whole); return;
-    case Collective::all_gather: all_gather_blocks(level, job, rank, size); return;
+    case Collective::all_gather: level.all_gather_blocks(job, rank, size); return;
   }
 }
 
@@ -102,10 +102,8 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   const host::Algorithm& algorithm = *entry_of(*choice.algorithm).host;
   host::ShmSegment* segment = choice.shared_memory ? context.segment : nullptr;
   // Every collective over shared memory carries the check in its first
-  // round, but all_gather: it copies this rank's block before its rounds,
-  // and its rounds carry no check.
-  const bool check_rides_along =
-      segment && choice.shape == plan::Shape::flat && collective != Collective::all_gather;
+  // round.
+  const bool check_rides_along = segment && choice.shape == plan::Shape::flat;
   if (check && !check_rides_along) {
     // MPI's own collective: the check's all-reduce may carry the data.
     const CarriedCall carry{collective, &job};

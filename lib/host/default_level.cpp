@@ -57,6 +57,11 @@ void DefaultLevel::all_gather(const plan::Job& job, int owners) {
   transport_.wait(requests);
 }
 
+void DefaultLevel::all_gather_blocks(const plan::Job& job, int rank, int size) {
+  if (!segment_) return plan::Level::all_gather_blocks(job, rank, size);
+  shm::all_gather_blocks(transport_, *segment_, job.in, job.out, job.count, job.dtype);
+}
+
 plan::Level& make_default_level(const Algorithm& algorithm, Transport& transport, ShmSegment* segment,
                                 LevelSlot& slot) {
   return slot.emplace<DefaultLevel>(transport, algorithm, segment);

@@ -27,6 +27,9 @@ class DefaultLevel final : public plan::Level {
   // and every member owns a slice, else each owner sends its slice to every
   // other member.
   void all_gather(const plan::Job& job, int owners) override;
+  // Over shared memory: shm::all_gather_blocks, the call check in its first
+  // round; else plan::Level's.
+  void all_gather_blocks(const plan::Job& job, int rank, int size) override;
   void all_reduce(const plan::Job& job) override { algorithm_.all_reduce(transport_, job); }
   void reduce(const plan::Job& job) override { algorithm_.reduce(transport_, job); }
   void broadcast(const plan::Job& job) override { algorithm_.broadcast(transport_, job); }

@@ -161,6 +161,35 @@ void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, Dat
   }
 }
 
+void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  const std::size_t element = util::element_bytes(dtype), bytes = count * element;
+  const std::size_t per_round = segment_block(seg) / element * element;
+  const auto* mine = static_cast<const std::byte*>(in);
+  auto* all = static_cast<std::byte*>(out);
+  const bool in_place = mine == all + static_cast<std::size_t>(me) * bytes;
+  for (std::size_t first = 0; first < bytes; first += per_round) {
+    const std::size_t chunk = std::min(per_round, bytes - first);
+    const std::uint64_t round = seg.next_round();
+    claim_set(t, seg, round);
+    // Small blocks travel in the line that carries `staged` (and the check).
+    const RoundData staged(seg, round, chunk);
+    util::copy_bytes(staged.of(me), mine + first, chunk);
+    staged_for_peers(t, staged.of(me), chunk);
+    const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
+    if (check) publish_check(seg, round, *check);
+    publish_staged(seg, round);
+    wait_staged(t, seg, 0, n, round);
+    if (check) verify_control(t, seg, round);  // before anything is written to `out`
+    for (int r = 0; r < n; ++r) {
+      std::byte* to = all + static_cast<std::size_t>(r) * bytes + first;
+      if (r != me) util::copy_bytes(to, staged.of(r), chunk);
+      else if (!in_place) util::copy_bytes(to, mine + first, chunk);
+    }
+    publish_consumed(seg, round);
+  }
+}
+
 void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
                       ReduceOp op) {
   const int n = seg.local_size();

@@ -53,6 +53,14 @@ void reduce_scatter_to_root(Transport& t, ShmSegment& seg, const void* in, void*
 // Copies every owner's out[slice i] into every local rank's out.
 void all_gather(Transport& t, ShmSegment& seg, void* out, std::size_t count, DataType dtype, int owners);
 
+// The public all-gather: every local rank's `count` elements of `in` end
+// in block local_rank (of local_size) of every rank's `out`, in rounds of
+// up to a block per rank. The first round carries the call check when the
+// Transport holds one, and `out` is written only after every rank's was
+// seen alike: a refused call writes nothing. `in` may be this rank's block
+// of `out` (in place).
+void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype);
+
 // The whole message in one round: every rank stages its input and reduces
 // all inputs in rank order. Precondition: count * dtype size <= set_bytes.
 void small_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,

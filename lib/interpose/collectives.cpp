@@ -89,10 +89,13 @@ int broadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   advance_all_routed();
   constexpr const char* kCall = "MPI_Reduce_scatter_block";
-  Decision d = decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm);
+  Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {type, &op, Collective::reduce_scatter},
-                           [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm); }, answer);
+  CommEntry* entry = decided(
+      kCall, {Collective::reduce_scatter, sendbuf, recvbuf, count, type, op, kAllRanks, comm},
+      {type, &op, Collective::reduce_scatter},
+      [&] { return decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm); },
+      [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
   const int rc = stage_reduce_scatter(sendbuf, recvbuf, d, entry->seat, s);
@@ -103,14 +106,16 @@ int all_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                MPI_Datatype recvtype, MPI_Comm comm) {
   advance_all_routed();
   constexpr const char* kCall = "MPI_Allgather";
-  Decision d = decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
+  Decision d;
   int answer = MPI_SUCCESS;  // MPI's, where the call goes there
-  CommEntry* entry = route(kCall, comm, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
-                           [&] {
-                             return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-                           },
-                           answer);
+  CommEntry* entry = decided(
+      kCall,
+      {Collective::all_gather, sendbuf, recvbuf, recvcount, recvtype, MPI_OP_NULL, kAllRanks, comm, sendcount,
+       sendtype},
+      {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+      [&] { return decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); }, d, answer);
   if (!entry) return answer;
   Staged s;
   const int rc = stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, entry->seat,

@@ -14,16 +14,16 @@ struct Kept {
   KnownRoute route;
   std::uint64_t generation;  // comm_cache's entry_generation() when kept
 };
-// All-reduce, reduce, broadcast.
-util::Recent<Kept> kept[3];
+// One list per collective.
+util::Recent<Kept> kept[5];
 
 util::Recent<Kept>* kept_of(Collective collective) noexcept {
   switch (collective) {
     case Collective::all_reduce: return &kept[0];
     case Collective::reduce: return &kept[1];
     case Collective::broadcast: return &kept[2];
-    case Collective::reduce_scatter:
-    case Collective::all_gather: return nullptr;
+    case Collective::reduce_scatter: return &kept[3];
+    case Collective::all_gather: return &kept[4];
   }
   return nullptr;
 }

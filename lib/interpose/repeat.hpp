@@ -2,8 +2,8 @@
 // residual all-reduce make the same call with the same arguments on the
 // same communicator again and again. Deciding where such a call goes
 // (decide.hpp, route.hpp) is a pure function of its arguments and of the
-// communicator's entry, so the last few routed MPI_Allreduce, MPI_Reduce
-// and MPI_Bcast calls are remembered, and an exact repeat takes its
+// communicator's entry, so the last few routed calls of each blocking
+// collective are remembered, and an exact repeat takes its
 // decision and entry without deciding again (140-280 instructions fewer per small call;
 // docs/PERFORMANCE.md).
 //
@@ -27,16 +27,18 @@
 
 namespace strata::interpose {
 
-// Everything a blocking reduction's or broadcast's decision reads.
+// Everything a blocking collective's decision reads.
 struct CallKey {
   Collective collective;
   const void* send;  // MPI_Bcast: its buffer
   const void* recv;  // MPI_Bcast: null
-  int count;
-  MPI_Datatype type;
-  MPI_Op op;  // MPI_Bcast: MPI_OP_NULL
-  int root;   // MPI_Allreduce: kAllRanks
+  int count;         // MPI_Allgather: recvcount
+  MPI_Datatype type; // MPI_Allgather: recvtype
+  MPI_Op op;  // MPI_Bcast, MPI_Allgather: MPI_OP_NULL
+  int root;   // MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather: kAllRanks
   MPI_Comm comm;
+  int send_count = 0;                         // MPI_Allgather only
+  MPI_Datatype send_type = MPI_DATATYPE_NULL;  // MPI_Allgather only
 
   bool operator==(const CallKey&) const = default;
 };
@@ -51,8 +53,9 @@ struct KnownRoute {
 const KnownRoute* repeated(const CallKey& key) noexcept;
 
 // Remembers that `key` went to strata with `decision` on `entry`, when the
-// rules above allow (`decision` must describe a predefined datatype: a
-// reduction's, or a broadcast that is not packed). Never throws.
+// rules above allow (`decision` must describe predefined datatypes: a
+// reduction's, or a broadcast or all-gather that packs nothing). Never
+// throws.
 void remember(const CallKey& key, CommEntry* entry, const Decision& decision) noexcept;
 
 }  // namespace strata::interpose

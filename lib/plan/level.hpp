@@ -15,6 +15,8 @@
 // count > 0, op != mean (the finish stage divides).
 #pragma once
 
+#include <cstddef>
+
 #include "plan/job.hpp"
 
 namespace strata::plan {
@@ -42,6 +44,24 @@ class Level {
   // Every member ends with every slice s < owners of job.out as member s
   // holds it (in place in job.out).
   virtual void all_gather(const Job& job, int owners) = 0;
+
+  // The public all-gather over the group (`rank` of `size`): job.count is
+  // one block; job.in is this member's block, job.out holds `size` blocks
+  // (job.in may be its block `rank`: in place). Every member ends with
+  // every member's block in place. By default this member's block is
+  // copied into place, then all_gather moves the others'; a level that
+  // carries the call check in its first round writes job.out only after
+  // it (a refused call writes nothing).
+  virtual void all_gather_blocks(const Job& job, int rank, int size) {
+    Job mine = job;
+    mine.out = static_cast<std::byte*>(job.out) + static_cast<std::size_t>(rank) * job.bytes();
+    copy(mine);  // nothing when in place
+    if (size == 1) return;
+    Job all = job;
+    all.in = all.out;
+    all.count = job.count * static_cast<std::size_t>(size);
+    all_gather(all, size);
+  }
 
   // The collectives, as the public calls define them, over the group.
   virtual void all_reduce(const Job& job) = 0;

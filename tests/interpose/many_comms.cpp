@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
   // communicators made and freed in turn, whose handles MPI may hand out
   // again: a duplicate of the world, then a split by parity. Each sum must
   // be over that communicator's own members (the interposer remembers a
-  // repeated call's routing, and must forget it with the communicator).
-  static unsigned same[64];
+  // repeated call's routing, and must forget it with the communicator);
+  // the same for an all-gather and a reduce-scatter (one element each).
+  static unsigned same[64], gathered[64], scattered_in[64], scattered;
   for (int turn = 0; turn < 6; ++turn) {
     MPI_Comm c;
     if (turn % 2 == 0) MPI_Comm_dup(MPI_COMM_WORLD, &c);
@@ -105,6 +106,18 @@ int main(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, same, 64, MPI_UNSIGNED, MPI_SUM, c);
       rank_check(wrong_values(same, 64, want) == 0, "turn " + std::to_string(turn) + " call " + std::to_string(call) +
                                                        ": wrong values (a sum over another communicator's members?)");
+      if (size > 64) continue;
+      const unsigned mine = static_cast<unsigned>(world_rank + 1);
+      for (unsigned& x : gathered) x = 0;
+      MPI_Allgather(&mine, 1, MPI_UNSIGNED, gathered, 1, MPI_UNSIGNED, c);
+      int misplaced = 0;
+      for (int i = 0; i < size; ++i) misplaced += gathered[i] != static_cast<unsigned>(all[static_cast<std::size_t>(i)] + 1);
+      rank_check(misplaced == 0, "turn " + std::to_string(turn) + " call " + std::to_string(call) +
+                                     ": all-gather holds another communicator's blocks");
+      for (unsigned& x : scattered_in) x = mine;
+      MPI_Reduce_scatter_block(scattered_in, &scattered, 1, MPI_UNSIGNED, MPI_SUM, c);
+      rank_check(scattered == want, "turn " + std::to_string(turn) + " call " + std::to_string(call) +
+                                        ": reduce-scatter summed over another communicator's members");
     }
     MPI_Comm_free(&c);
   }

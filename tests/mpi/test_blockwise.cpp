@@ -183,6 +183,18 @@ TEST_CASE("misuse: wrong counts and overlapping buffers raise InvalidArgument; d
     else CHECK_THROWS_AS(comm.reduce_scatter(w, b, ReduceOp::sum), Mismatch);
     if (odd_one) CHECK_THROWS_AS(comm.all_gather(b, w), Mismatch);
     else CHECK_THROWS_AS(comm.reduce_scatter(w, b, ReduceOp::sum), Mismatch);
+    // A refused all_gather writes nothing, not even this rank's own block
+    // (the check rides in the first shared-memory round on one node): one
+    // rank's blocks are shorter, every rank's arguments are valid alone.
+    for (const bool in_place : {false, true}) {
+      const std::size_t mine = odd_one ? 3 : 4, total = mine * static_cast<std::size_t>(n);
+      std::vector<float> own(mine, 5.0f), gathered(total, -7.0f);
+      float* source = in_place ? gathered.data() + static_cast<std::size_t>(rank) * mine : own.data();
+      const std::vector<float> before(gathered);
+      CHECK_THROWS_AS(comm.all_gather({source, mine, DataType::f32}, {gathered.data(), total, DataType::f32}),
+                      Mismatch);
+      CHECK_MESSAGE(gathered == before, "in_place=" << in_place << ": a refused all_gather wrote its output");
+    }
   }
   comm.reduce_scatter(w, b, ReduceOp::sum);
   for (float v : block) CHECK(v == float(n));
