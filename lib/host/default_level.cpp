@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "host/shm_direct.hpp"
 #include "host/shm_rounds.hpp"
 #include "util/copy.hpp"
 #include "util/slice.hpp"
@@ -59,7 +60,12 @@ void DefaultLevel::all_gather(const plan::Job& job, int owners) {
 
 void DefaultLevel::all_gather_blocks(const plan::Job& job, int rank, int size) {
   if (!segment_) return plan::Level::all_gather_blocks(job, rank, size);
-  shm::all_gather_blocks(transport_, *segment_, job.in, job.out, job.count, job.dtype);
+  const shm::direct::Range range = segment_->direct_sizes().all_gather;
+  if (shm::direct::takes(*segment_, job.bytes(), range))
+    shm::direct::all_gather_blocks(transport_, *segment_, job.in, job.out, job.bytes());
+  else
+    shm::all_gather_blocks(transport_, *segment_, job.in, job.out, job.count, job.dtype);
+  shm::direct::watch_placement(transport_, *segment_, job.bytes(), range);
 }
 
 plan::Level& make_default_level(const Algorithm& algorithm, Transport& transport, ShmSegment* segment,

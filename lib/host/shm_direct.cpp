@@ -351,6 +351,19 @@ void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int
   call.finish(root, root + 1, 0, 0);  // nobody reads mine
 }
 
+void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t bytes) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  auto* all = static_cast<std::byte*>(out);
+  std::byte* own = all + static_cast<std::size_t>(me) * bytes;
+  Call call(t, seg);
+  call.expose({address(in), 0, 0}, 0, n);  // (with a check: compared before anything is read or written)
+  for (int r = 0; r < n; ++r)
+    if (r != me) cma::read(call.pid(r), pointer(call.of(r).in), all + static_cast<std::size_t>(r) * bytes, bytes, r);
+  call.done_reading(0, n);
+  if (own != in) util::copy_bytes(own, in, bytes);  // while the peers still read my input
+  call.wait_readers(0, n);  // everyone read my input
+}
+
 std::uint64_t calls() { return direct_calls.load(std::memory_order_relaxed); }
 
 void recheck_placement(Transport& t, ShmSegment& seg) {

@@ -41,6 +41,9 @@
 //      staged(B). Non-roots never write `out`.
 //   broadcast: each non-root pulls the root's buffer in one read and
 //      publishes consumed(A); the root waits for every consumed(A).
+//   all_gather: each rank pulls every peer's input into that peer's block
+//      of its out, publishes consumed(A), copies its own block and waits
+//      for every consumed(A).
 //
 // A rank that leaves a direct call by an exception after exposing its
 // buffers (its deadline passed, a read failed) marks that in its control
@@ -132,6 +135,12 @@ void reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_
 
 // After it, every local rank's `data` holds what local rank `root`'s held.
 void broadcast(Transport& t, ShmSegment& seg, void* data, std::size_t bytes, int root);
+
+// The public all-gather: every local rank's `bytes` of `in` end in block
+// local_rank of every local rank's `out`, each rank pulling every peer's
+// input straight into its out; the call check in round A, before anything
+// is read or written. `in` may be this rank's block of `out` (in place).
+void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t bytes);
 
 // How many collectives took the direct path in this process (for tests:
 // whether it really runs where it can).

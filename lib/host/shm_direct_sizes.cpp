@@ -44,8 +44,8 @@ std::string describe(const Range& r) {
                              : fmt::format("from {} KiB to {} KiB", r.from / 1024, r.up_to / 1024);
 }
 std::string describe(const Sizes& s) {
-  return fmt::format("broadcast {}, reduce {}, all-reduce {}", describe(s.broadcast), describe(s.reduce),
-                     describe(s.all_reduce));
+  return fmt::format("broadcast {}, reduce {}, all-reduce {}, all-gather {}", describe(s.broadcast),
+                     describe(s.reduce), describe(s.all_reduce), describe(s.all_gather));
 }
 
 void log_verdict(const ReadVerdict& v, bool given) {

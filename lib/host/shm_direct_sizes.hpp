@@ -24,6 +24,11 @@
 // apart, 1-4 MiB: the direct reads 0.80-1.01x MPI's speed, the rounds
 // 0.58-0.83x, "Near and far ranks"). One machine of each kind was
 // measured; a third may differ, and STRATA_CMA_READS picks either set.
+// All-gather (the AMD VM, far apart, reads cheap, 2026-12-02, OSU
+// osu_allgather, 5 alternating runs): the direct reads took 0.88x the
+// rounds' time at 8 KiB blocks, 0.65x at 16 KiB, 0.49-0.55x at 64-256 KiB
+// and 0.78-0.81x at 1-8 MiB, and 1.12x at 4 KiB; the dear sizes start it
+// one step later, as for reduce.
 #pragma once
 
 #include <mpi.h>
@@ -43,10 +48,10 @@ struct Range {
 
 // Each collective's range.
 struct Sizes {
-  Range all_reduce, reduce, broadcast;
+  Range all_reduce, reduce, broadcast, all_gather;  // all_gather: the bytes of one rank's block
 };
-inline constexpr Sizes kDearReads{{64 * 1024}, {32 * 1024, 512 * 1024}, {16 * 1024}};
-inline constexpr Sizes kCheapReads{{32 * 1024}, {16 * 1024, 512 * 1024}, {8 * 1024, 1024 * 1024}};
+inline constexpr Sizes kDearReads{{64 * 1024}, {32 * 1024, 512 * 1024}, {16 * 1024}, {16 * 1024}};
+inline constexpr Sizes kCheapReads{{32 * 1024}, {16 * 1024, 512 * 1024}, {8 * 1024, 1024 * 1024}, {8 * 1024}};
 
 // What a cross-memory read costs on a node.
 enum class ReadCost {

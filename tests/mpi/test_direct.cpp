@@ -156,7 +156,8 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
           << ", ranks " << std::string(placement_allows_direct() ? "not near" : "near")
           << " here: direct path expected " << std::string(possible ? "from the thresholds" : "never")
                                 << "; thresholds all-reduce " << range.all_reduce.from << ", reduce " << range.reduce.from
-                                << ", broadcast " << range.broadcast.from << " bytes");
+                                << ", broadcast " << range.broadcast.from << ", all-gather "
+                                << range.all_gather.from << " bytes");
   if (turned_off()) CHECK_FALSE(possible);
   for (const std::size_t bytes : {range.all_reduce.from - 4, range.all_reduce.from}) {
     std::vector<float> in(bytes / 4, 1.0f), out(bytes / 4, 0.0f);
@@ -180,6 +181,15 @@ TEST_CASE("the direct path runs in each collective's range, where cross-memory r
     CAPTURE(bytes);
     CHECK(took_direct([&] { comm.broadcast({data.data(), bytes / 4, DataType::f32}, world_size() - 1); }) ==
           expect_direct(bytes, range.broadcast));
+  }
+  // All-gather: the range counts one rank's block.
+  for (const std::size_t bytes : {range.all_gather.from - 4, range.all_gather.from, std::size_t{4} << 20}) {
+    const std::size_t n = static_cast<std::size_t>(world_size());
+    std::vector<float> block(bytes / 4, 1.0f), all(n * bytes / 4, 0.0f);
+    CAPTURE(bytes);
+    CHECK(took_direct([&] {
+            comm.all_gather({block.data(), bytes / 4, DataType::f32}, {all.data(), n * bytes / 4, DataType::f32});
+          }) == expect_direct(bytes, range.all_gather));
   }
 }
 
@@ -443,6 +453,45 @@ void check_same(const std::string& label, const void* got, const void* want, std
 }
 
 }  // namespace
+
+TEST_CASE("all_gather around the direct threshold: in place and out of place, exact; a refused one writes nothing") {
+  const int nranks = world_size(), rank = world_rank();
+  const std::size_t n = static_cast<std::size_t>(nranks);
+  Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = "pscpu"});
+  SameBitsLog log;
+  for (const DataType dtype : kDtypes)
+    for (const std::size_t count : counts_around(sizes().all_gather.from, dtype))
+      for (const bool in_place : {false, true}) {
+        const std::string label = "all_gather dtype=" + std::string(to_string(dtype)) + " count=" +
+                                  std::to_string(count) + (in_place ? " in-place" : " out-of-place");
+        const std::size_t bytes = count * dtype_size(dtype);
+        // Every rank's block, as every rank expects the whole to end.
+        std::vector<std::byte> want(n * bytes);
+        for (int r = 0; r < nranks; ++r)
+          fill_input(want.data() + static_cast<std::size_t>(r) * bytes, count, dtype, ReduceOp::max, r);
+        std::vector<std::byte> mine(want.begin() + static_cast<std::ptrdiff_t>(rank * bytes),
+                                    want.begin() + static_cast<std::ptrdiff_t>((rank + 1) * bytes));
+        std::vector<std::byte> all(n * bytes, std::byte{0xA5});
+        void* source = mine.data();
+        if (in_place) {
+          std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(rank * bytes));
+          source = all.data() + static_cast<std::size_t>(rank) * bytes;
+        }
+        if (!ran(label, [&] { comm.all_gather({source, count, dtype}, {all.data(), n * count, dtype}); })) continue;
+        CHECK_MESSAGE(all == want, label << ": blocks differ from every rank's input");
+        log.add(label, all.data(), all.size());
+      }
+  log.check_same_on_all_ranks(MPI_COMM_WORLD);
+  if (nranks == 1) return;
+  // One rank's blocks are 4 bytes longer: Mismatch everywhere, out untouched.
+  const std::size_t count = sizes().all_gather.from / 4 + (rank == nranks - 1 ? 1 : 0);
+  std::vector<float> block(count, 3.0f), all(n * count, -7.0f);
+  const std::vector<float> before(all);
+  CHECK_THROWS_AS(comm.all_gather({block.data(), count, DataType::f32}, {all.data(), n * count, DataType::f32}),
+                  Mismatch);
+  CHECK(all == before);
+  CHECK_FALSE(comm.broken());
+}
 
 TEST_CASE("buffers at any offset into a page: every path of all_reduce, reduce and broadcast stays exact") {
   // Copies between such a buffer and the page-aligned shared-memory sets do

@@ -25,13 +25,16 @@ TEST_CASE("cheap reads start each collective's direct range lower; unmeasured ta
   CHECK(kDearReads.broadcast.from == 16 * 1024);
   CHECK(kDearReads.reduce.from == 32 * 1024);
   CHECK(kDearReads.all_reduce.from == 64 * 1024);
+  CHECK(kCheapReads.all_gather.from == 8 * 1024);
+  CHECK(kDearReads.all_gather.from == 16 * 1024);
   // Where reads are cheap, broadcast goes back to the rounds above 1 MiB,
-  // reduce above 512 KiB everywhere; all-reduce never does.
+  // reduce above 512 KiB everywhere; all-reduce and all-gather never do.
   CHECK(kCheapReads.broadcast.up_to == 1024 * 1024);
   CHECK(kDearReads.broadcast.up_to == SIZE_MAX);
   CHECK(kCheapReads.reduce.up_to == 512 * 1024);
   CHECK(kDearReads.reduce.up_to == 512 * 1024);
   CHECK(kCheapReads.all_reduce.up_to == SIZE_MAX);
+  CHECK(kCheapReads.all_gather.up_to == SIZE_MAX);
 }
 
 TEST_CASE("a range holds its ends and what lies between, nothing else") {
