@@ -25,7 +25,7 @@
 // 0.58-0.83x, "Near and far ranks"). One machine of each kind was
 // measured; a third may differ, and STRATA_CMA_READS picks either set.
 // All-gather (the AMD VM, far apart, reads cheap, 2026-12-02, OSU
-// osu_allgather, 5 alternating runs): the direct reads took 0.88x the
+// osu_allgather, 3-5 alternating runs): the direct reads took 0.88x the
 // rounds' time at 8 KiB blocks, 0.65x at 16 KiB, 0.49-0.55x at 64-256 KiB
 // and 0.78-0.81x at 1-8 MiB, and 1.12x at 4 KiB; the dear sizes start it
 // one step later, as for reduce.
