@@ -172,10 +172,15 @@ void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out,
     const std::size_t chunk = std::min(per_round, bytes - first);
     const std::uint64_t round = seg.next_round();
     claim_set(t, seg, round);
-    // Small blocks travel in the line that carries `staged` (and the check).
-    const RoundData staged(seg, round, chunk);
-    util::copy_bytes(staged.of(me), mine + first, chunk);
-    staged_for_peers(t, staged.of(me), chunk);
+    // Small blocks travel in the line that carries `staged` (and the
+    // check), blocks up to kSmallBytes in RoundData's rotating slots;
+    // larger ones at the start of each set, so that two sets' worth stays
+    // in cache round after round (a rotation over the whole set would not).
+    const RoundData slots(seg, round, chunk);
+    const bool rotate = chunk <= kSmallBytes;
+    auto staged = [&](int r) { return rotate ? slots.of(r) : seg.area(r, round); };
+    util::copy_bytes(staged(me), mine + first, chunk);
+    staged_for_peers(t, staged(me), chunk);
     const plan::Fingerprint* check = first == 0 ? t.take_check() : nullptr;
     if (check) publish_check(seg, round, *check);
     publish_staged(seg, round);
@@ -183,7 +188,7 @@ void all_gather_blocks(Transport& t, ShmSegment& seg, const void* in, void* out,
     if (check) verify_control(t, seg, round);  // before anything is written to `out`
     for (int r = 0; r < n; ++r) {
       std::byte* to = all + static_cast<std::size_t>(r) * bytes + first;
-      if (r != me) util::copy_bytes(to, staged.of(r), chunk);
+      if (r != me) util::copy_bytes(to, staged(r), chunk);
       else if (!in_place) util::copy_bytes(to, mine + first, chunk);
     }
     publish_consumed(seg, round);
