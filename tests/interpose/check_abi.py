@@ -166,7 +166,7 @@ def main():
             found = re.search(r"^abi: library: (.*)$", out, re.M)
             if not found or library not in found.group(1):
                 failures.append(f"{how}: rank 0 names {found.group(1) if found else 'no library'}, not {library}")
-            reports = re.findall(r"^abi: rank (\d+): (\d+) of (\d+) checks passed$", out, re.M)
+            reports = re.findall(r"(?<!\w)abi: rank (\d+): (\d+) of (\d+) checks passed$", out, re.M)
             if sorted(int(r) for r, _, _ in reports) != list(range(NP)) or any(p != c for _, p, c in reports):
                 failures.append(f"{how}: reports {reports}, expected every check passed on ranks 0-{NP - 1}")
             if not env:

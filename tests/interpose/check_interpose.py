@@ -139,7 +139,9 @@ class Checks:
         """The run exited 0 and every rank of `script` reported at least
         `at_least` checks, all passed (the harness's "P of N checks passed")."""
         self.require(status == 0, f"{script} exited {status}")
-        passed = re.findall(rf"^{script}: rank (\d+): (\d+) of (\d+) checks passed$", self.out, re.M)
+        # (not anchored at a line's start: a rank's stdout line may land in
+        # the middle of another rank's stderr line in the merged output)
+        passed = re.findall(rf"(?<!\w){script}: rank (\d+): (\d+) of (\d+) checks passed$", self.out, re.M)
         self.require(sorted(int(r) for r, _, _ in passed) == list(range(self.np)),
                      f"{len(passed)} of {self.np} ranks reported their checks")
         self.require(all(a == b and int(b) >= at_least for _, a, b in passed), f"not every check passed: {passed}")
@@ -466,7 +468,7 @@ def check_fortran(mpirun, preload, np, program):
         status, out = run(mpirun, np, env, [program])
         c = Checks(out, np)
         c.require(status == 0, f"the Fortran program exited {status} ({'preloaded' if env else 'plain'})")
-        reports = re.findall(r"^fortran: rank (\d+): (.+), (\d+) elements: (\d+) of (\d+) checks passed$", out, re.M)
+        reports = re.findall(r"(?<!\w)fortran: rank (\d+): (.+), (\d+) elements: (\d+) of (\d+) checks passed$", out, re.M)
         c.require(len(reports) == np * len(bindings) * 3, f"{len(reports)} reports, expected {np * len(bindings) * 3}")
         c.require(all(a == b and int(b) == 9 for *_, a, b in reports), f"not every check passed: {reports}")
         if env:
@@ -518,7 +520,7 @@ def check_quiet(mpirun, preload, np, program):
     c.require(status == 0, f"many_comms at INFO exited {status}")
     # Which world ranks hold the communicator each (datatype, op) ran on, by rank.
     holds = {}
-    for rank, call, members in re.findall(r"^many_comms: rank (\d+): comm (\S+ \S+) holds (\S+)$", out, re.M):
+    for rank, call, members in re.findall(r"(?<!\w)many_comms: rank (\d+): comm (\S+ \S+) holds (\S+)$", out, re.M):
         holds.setdefault(call, {})[int(rank)] = members
     labels = {}  # (datatype op) -> rank -> the labels its log lines gave
     for r in range(np):
