@@ -32,6 +32,8 @@ void combine(void* in_records, void* inout_records, int* len, MPI_Datatype*) {
     const auto dtype = static_cast<DataType>(b.dtype);
     if (b.op == kCopiedOp) {
       if (a.sources) std::memcpy(b.data, a.data, b.count * dtype_size(dtype));
+    } else if (b.op == kGatheredOp) {
+      for (std::size_t i = 0; i < b.count * dtype_size(dtype); ++i) b.data[i] |= a.data[i];
     } else if (a.sources && b.sources) {
       host::reduce_into(b.data, a.data, b.data, b.count, dtype, static_cast<ReduceOp>(b.op));
     } else if (a.sources) {
@@ -53,7 +55,14 @@ void fill_record(CheckRecord& record, const plan::Fingerprint& mine, const Carri
   record.dtype = carried ? static_cast<std::int32_t>(carried->dtype) : 0;
   record.op = carried ? carried->op : 0;
   record.sources = carried && carried->data ? 1 : 0;
-  if (record.sources) std::memcpy(record.data, carried->data, carried->count * dtype_size(carried->dtype));
+  if (!record.sources) return;
+  if (carried->op == kGatheredOp) {
+    std::memset(record.data, 0, carried->count * dtype_size(carried->dtype));
+    std::memcpy(record.data + carried->block_bytes * static_cast<std::size_t>(carried->rank), carried->data,
+                carried->block_bytes);
+    return;
+  }
+  std::memcpy(record.data, carried->data, carried->count * dtype_size(carried->dtype));
 }
 
 bool every_rank_agrees(const CheckRecord& record) { return record.digest_max == ~record.complement_max; }

@@ -4,7 +4,8 @@
 // call's data. The data rides along when the plan is MPI's own collective
 // (plan::Algorithm::carried_by_check): then the check's one MPI all-reduce
 // is also the call's (an all-reduce, a reduce whose root keeps the result,
-// a broadcast whose root's data is copied to all), and a small call across
+// a broadcast whose root's data is copied to all; an all-gather whatever
+// its plan, since gathering does no arithmetic), and a small call across
 // nodes costs one round instead of two. Every rank all-reduces the same record
 // shape whatever it carries, so ranks that disagree still make matching MPI
 // calls and learn of it. Internal header.
@@ -28,6 +29,10 @@ constexpr std::size_t kCarriedBytes = plan::kCheckCarriesBytes;
 // The op of a broadcast's record: the data is copied from the one rank that
 // has it (the root), not combined.
 constexpr std::int32_t kCopiedOp = -1;
+// The op of an all-gather's record: every rank's block sits at its own
+// place in an otherwise zero record, and records combine byte by byte with
+// a bitwise or (a copy: no arithmetic, so any plan gives these bits).
+constexpr std::int32_t kGatheredOp = -2;
 
 struct CheckRecord {
   // The maxima over ranks of the fingerprint's digest and of its
@@ -43,13 +48,18 @@ struct CheckRecord {
 };
 
 // What this rank puts in a record: `count` elements of `dtype` combined
-// with `op` (a ReduceOp, not mean) or copied (kCopiedOp); `data` null
-// when the rank contributes none (a broadcast's other ranks).
+// with `op` (a ReduceOp, not mean), copied (kCopiedOp) or gathered
+// (kGatheredOp); `data` null when the rank contributes none (a broadcast's
+// other ranks).
 struct Carried {
   const void* data = nullptr;
   std::size_t count = 0;  // count * element size <= kCarriedBytes
   DataType dtype = DataType::f32;
   std::int32_t op = 0;
+  // kGatheredOp: `data` is this rank's block of `block_bytes`, placed
+  // `block_bytes * rank` bytes into the record's `count` elements.
+  std::size_t block_bytes = 0;
+  int rank = 0;
 };
 
 // The record of `mine`, carrying `carried` when it is not null.

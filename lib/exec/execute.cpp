@@ -105,10 +105,12 @@ void run_host_plan(Collective collective, const plan::Choice& choice, const plan
   // round.
   const bool check_rides_along = segment && choice.shape == plan::Shape::flat;
   if (check && !check_rides_along) {
-    // MPI's own collective: the check's all-reduce may carry the data.
+    // MPI's own collective, or any all-gather (a copy, the same bits
+    // whatever the plan): the check's all-reduce may carry the data.
     const CarriedCall carry{collective, &job};
-    const bool carriable = choice.shape == plan::Shape::flat && choice.algorithm->carried_by_check &&
-                           !plan::blockwise(collective);
+    const bool carriable =
+        choice.shape == plan::Shape::flat &&
+        ((choice.algorithm->carried_by_check && !plan::blockwise(collective)) || collective == Collective::all_gather);
     if (verify_call(context, *check, deadline, info, carriable ? &carry : nullptr)) return;
   }
   const topo::NodeSplit& split = *context.split;

@@ -20,9 +20,17 @@ struct Carrying {
   void* result = nullptr;
 };
 
-std::optional<Carrying> carrying(const CarriedCall* carry, int rank) {
-  if (!carry || carry->job->bytes() > kCarriedBytes) return std::nullopt;  // runs its plan after the check
+std::optional<Carrying> carrying(const CarriedCall* carry, int rank, int size) {
+  if (!carry) return std::nullopt;
   const plan::Job& job = *carry->job;
+  if (carry->collective == Collective::all_gather) {  // job.count is one block; job.out holds `size`
+    if (job.bytes() * static_cast<std::size_t>(size) > kCarriedBytes) return std::nullopt;
+    Carrying c;
+    c.carried = {job.in, job.count * static_cast<std::size_t>(size), job.dtype, kGatheredOp, job.bytes(), rank};
+    c.result = job.out;
+    return c;
+  }
+  if (job.bytes() > kCarriedBytes) return std::nullopt;  // runs its plan after the check
   const bool root = rank == job.root;
   Carrying c;
   c.carried = {job.in, job.count, job.dtype, static_cast<std::int32_t>(job.op)};
@@ -35,7 +43,7 @@ std::optional<Carrying> carrying(const CarriedCall* carry, int rank) {
       c.result = root ? nullptr : job.out;
       break;
     case Collective::reduce_scatter:
-    case Collective::all_gather: return std::nullopt;
+    case Collective::all_gather: return std::nullopt;  // (all_gather: above)
   }
   return c;
 }
@@ -46,7 +54,7 @@ std::optional<Carrying> carrying(const CarriedCall* carry, int rank) {
 // whether `carry` was done.
 bool verify_over_mpi(host::Transport& t, util::Arena& arena, const plan::Fingerprint& mine,
                      const CarriedCall* carry) {
-  const std::optional<Carrying> carried = carrying(carry, t.rank());
+  const std::optional<Carrying> carried = carrying(carry, t.rank(), t.size());
   auto* record = new (arena.allocate(sizeof(CheckRecord))) CheckRecord;
   fill_record(*record, mine, carried ? &carried->carried : nullptr);
   if (t.bounded()) {

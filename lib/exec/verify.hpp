@@ -17,7 +17,8 @@
 namespace strata::exec {
 
 // A call whose data may travel in the check's record: an all-reduce, a
-// reduce or a broadcast (job.op not mean) under MPI's own collective.
+// reduce or a broadcast (job.op not mean) under MPI's own collective, or an
+// all-gather under any plan (job.count one block, job.out every block).
 struct CarriedCall {
   Collective collective = Collective::all_reduce;
   const plan::Job* job = nullptr;
@@ -25,9 +26,10 @@ struct CarriedCall {
 
 // Collective over context.comm. `carry`: a call whose data may travel in
 // the check's record. It does where the check runs over MPI
-// (checks_over_mpi) and the data fits (kCarriedBytes); then the function
-// returns true with the call done: the result in job->out on every rank
-// that receives one (all of them; a reduce's root; a broadcast's others),
+// (checks_over_mpi) and the data fits (kCarriedBytes; an all-gather's
+// whole output); then the function returns true with the call done: the
+// result in job->out on every rank that receives one (all of them; a
+// reduce's root; a broadcast's others),
 // written only after every rank was found to agree. Otherwise it returns
 // false and the call runs its plan.
 bool verify_call(const HostContext& context, const plan::Fingerprint& mine, const util::Deadline& deadline,

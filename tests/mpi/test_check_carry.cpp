@@ -2,7 +2,8 @@
 // check is an MPI all-reduce (several nodes) and the plan is MPI's own
 // collective, an all-reduce, reduce or broadcast of at most
 // plan::kCheckCarriesBytes travels inside the check's record, so it costs
-// one MPI all-reduce, not two MPI collectives. The test counts strata's
+// one MPI all-reduce, not two MPI collectives; so does an all-gather of at
+// most that many bytes in all, whatever its plan. The test counts strata's
 // MPI_Allreduce, MPI_Iallreduce, MPI_Reduce and MPI_Bcast calls through the
 // MPI profiling interface (this executable defines them and forwards to
 // PMPI_*), and checks the carried results bit for bit against the exact
@@ -34,8 +35,15 @@ namespace {
 // MPI all-reduces started while `counting` is set (by this thread).
 bool counting = false;
 int blocking_calls = 0, nonblocking_calls = 0, rooted_calls = 0;  // rooted: MPI_Reduce, MPI_Bcast
+int sends = 0;  // MPI_Isend: the algorithms' point-to-point messages
 
 }  // namespace
+
+extern "C" int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                         MPI_Request* request) {
+  sends += counting;
+  return PMPI_Isend(buf, count, type, dest, tag, comm, request);
+}
 
 extern "C" int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   blocking_calls += counting;
@@ -189,6 +197,58 @@ TEST_CASE("carried all-reduces are exact, with the same bits on every rank, at t
           }
   }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);
+}
+
+TEST_CASE("a small all_gather across nodes rides in the check whatever the plan: exact, in place, same bits") {
+  const int nranks = world_size(), rank = world_rank();
+  const std::size_t n = static_cast<std::size_t>(nranks);
+  SameBitsLog log;
+  for (const char* spec : {"auto", "xring", "rechd", "mpi"}) {
+    Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
+    for (DataType dtype : {DataType::u8, DataType::f32, DataType::f64}) {
+      const std::size_t element = dtype_size(dtype), limit = plan::kCheckCarriesBytes / (n * element);
+      for (std::size_t count : {std::size_t{1}, limit, limit + 1})
+        for (const double timeout : {0.0, 60.0})
+          for (const bool in_place : {false, true}) {
+            const std::string label = std::string(spec) + " " + std::string(to_string(dtype)) + " count=" +
+                                      std::to_string(count) + " timeout=" + std::to_string(timeout) +
+                                      (in_place ? " in place" : " out of place");
+            const std::size_t bytes = count * element;
+            std::vector<std::byte> want(n * bytes);
+            for (int r = 0; r < nranks; ++r)
+              fill_input(want.data() + static_cast<std::size_t>(r) * bytes, count, dtype, ReduceOp::max, r);
+            std::vector<std::byte> mine(want.begin() + static_cast<std::ptrdiff_t>(rank * bytes),
+                                        want.begin() + static_cast<std::ptrdiff_t>((rank + 1) * bytes));
+            std::vector<std::byte> all(n * bytes, std::byte{0xA5});
+            void* source = mine.data();
+            if (in_place) {
+              std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(rank * bytes));
+              source = all.data() + static_cast<std::size_t>(rank) * bytes;
+            }
+            blocking_calls = nonblocking_calls = sends = 0;
+            counting = true;
+            comm.all_gather({source, count, dtype}, {all.data(), n * count, dtype}, {.timeout_seconds = timeout});
+            counting = false;
+            CHECK_MESSAGE(all == want, label << ": blocks differ from every rank's input");
+            log.add(label, all.data(), all.size());
+            if (several_nodes() && nranks > 1 && count <= limit) {
+              CAPTURE(label);
+              CHECK(blocking_calls + nonblocking_calls == 1);  // the check's, carrying every block
+              CHECK(sends == 0);
+            }
+          }
+    }
+  }
+  log.check_same_on_all_ranks(MPI_COMM_WORLD);
+  if (nranks < 2) return;
+  // One rank's blocks are one element longer: Mismatch everywhere, nothing written.
+  Communicator comm(MPI_COMM_WORLD);
+  const std::size_t count = (rank == nranks - 1 ? 2 : 1);
+  std::vector<float> block(count, 3.0f), all(n * count, -7.0f);
+  const std::vector<float> before(all);
+  CHECK_THROWS_AS(comm.all_gather({block.data(), count, DataType::f32}, {all.data(), n * count, DataType::f32}),
+                  Mismatch);
+  CHECK(all == before);
 }
 
 TEST_CASE("a carried call that ranks disagree on raises Mismatch everywhere and writes nothing") {
