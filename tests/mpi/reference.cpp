@@ -227,4 +227,17 @@ std::string describe_difference(const void* got, const void* want, std::size_t c
   return out.str();
 }
 
+GatherCase::GatherCase(std::size_t count, DataType dtype, int rank, int size, bool in_place) {
+  const std::size_t bytes = count * dtype_size(dtype), at = static_cast<std::size_t>(rank) * bytes;
+  want.resize(static_cast<std::size_t>(size) * bytes);
+  for (int r = 0; r < size; ++r) fill_input(want.data() + static_cast<std::size_t>(r) * bytes, count, dtype, ReduceOp::max, r);
+  mine.assign(want.begin() + static_cast<std::ptrdiff_t>(at), want.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+  all.assign(want.size(), std::byte{0xA5});
+  source = mine.data();
+  if (in_place) {
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(at));
+    source = all.data() + at;
+  }
+}
+
 }  // namespace strata::test

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strata/types.hpp"
 
@@ -34,6 +35,17 @@ std::size_t first_difference(const void* a, const void* b, std::size_t count, Da
 
 // Element i for messages, e.g. "-3 (0xc240)".
 std::string element_text(const void* data, std::size_t i, DataType dtype);
+
+// One all-gather's buffers on rank `rank` of `size`: every rank's block of
+// `count` elements (rank r's fill_input with ReduceOp::max) laid out as the
+// whole result `want`; this rank's block `mine`; the output `all`, filled
+// with 0xA5 bytes. In place, `all` already holds this rank's block where it
+// belongs and `source` points there; else `source` is `mine`.
+struct GatherCase {
+  GatherCase(std::size_t count, DataType dtype, int rank, int size, bool in_place);
+  std::vector<std::byte> want, mine, all;
+  void* source = nullptr;
+};
 
 // Describes the first difference between `got` and `want` ("" if equal).
 std::string describe_difference(const void* got, const void* want, std::size_t count, DataType dtype);

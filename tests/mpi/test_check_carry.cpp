@@ -213,24 +213,13 @@ TEST_CASE("a small all_gather across nodes rides in the check whatever the plan:
             const std::string label = std::string(spec) + " " + std::string(to_string(dtype)) + " count=" +
                                       std::to_string(count) + " timeout=" + std::to_string(timeout) +
                                       (in_place ? " in place" : " out of place");
-            const std::size_t bytes = count * element;
-            std::vector<std::byte> want(n * bytes);
-            for (int r = 0; r < nranks; ++r)
-              fill_input(want.data() + static_cast<std::size_t>(r) * bytes, count, dtype, ReduceOp::max, r);
-            std::vector<std::byte> mine(want.begin() + static_cast<std::ptrdiff_t>(rank * bytes),
-                                        want.begin() + static_cast<std::ptrdiff_t>((rank + 1) * bytes));
-            std::vector<std::byte> all(n * bytes, std::byte{0xA5});
-            void* source = mine.data();
-            if (in_place) {
-              std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(rank * bytes));
-              source = all.data() + static_cast<std::size_t>(rank) * bytes;
-            }
+            GatherCase c(count, dtype, rank, nranks, in_place);
             blocking_calls = nonblocking_calls = sends = 0;
             counting = true;
-            comm.all_gather({source, count, dtype}, {all.data(), n * count, dtype}, {.timeout_seconds = timeout});
+            comm.all_gather({c.source, count, dtype}, {c.all.data(), n * count, dtype}, {.timeout_seconds = timeout});
             counting = false;
-            CHECK_MESSAGE(all == want, label << ": blocks differ from every rank's input");
-            log.add(label, all.data(), all.size());
+            CHECK_MESSAGE(c.all == c.want, label << ": blocks differ from every rank's input");
+            log.add(label, c.all.data(), c.all.size());
             if (several_nodes() && nranks > 1 && count <= limit) {
               CAPTURE(label);
               CHECK(blocking_calls + nonblocking_calls == 1);  // the check's, carrying every block

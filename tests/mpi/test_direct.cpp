@@ -464,22 +464,11 @@ TEST_CASE("all_gather around the direct threshold: in place and out of place, ex
       for (const bool in_place : {false, true}) {
         const std::string label = "all_gather dtype=" + std::string(to_string(dtype)) + " count=" +
                                   std::to_string(count) + (in_place ? " in-place" : " out-of-place");
-        const std::size_t bytes = count * dtype_size(dtype);
-        // Every rank's block, as every rank expects the whole to end.
-        std::vector<std::byte> want(n * bytes);
-        for (int r = 0; r < nranks; ++r)
-          fill_input(want.data() + static_cast<std::size_t>(r) * bytes, count, dtype, ReduceOp::max, r);
-        std::vector<std::byte> mine(want.begin() + static_cast<std::ptrdiff_t>(rank * bytes),
-                                    want.begin() + static_cast<std::ptrdiff_t>((rank + 1) * bytes));
-        std::vector<std::byte> all(n * bytes, std::byte{0xA5});
-        void* source = mine.data();
-        if (in_place) {
-          std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(rank * bytes));
-          source = all.data() + static_cast<std::size_t>(rank) * bytes;
-        }
-        if (!ran(label, [&] { comm.all_gather({source, count, dtype}, {all.data(), n * count, dtype}); })) continue;
-        CHECK_MESSAGE(all == want, label << ": blocks differ from every rank's input");
-        log.add(label, all.data(), all.size());
+        GatherCase c(count, dtype, rank, nranks, in_place);
+        if (!ran(label, [&] { comm.all_gather({c.source, count, dtype}, {c.all.data(), n * count, dtype}); }))
+          continue;
+        CHECK_MESSAGE(c.all == c.want, label << ": blocks differ from every rank's input");
+        log.add(label, c.all.data(), c.all.size());
       }
   log.check_same_on_all_ranks(MPI_COMM_WORLD);
   if (nranks == 1) return;
