@@ -14,7 +14,7 @@ void test_batch(strata_comm* comm, const strata_packing* packing, const strata_o
   strata_dtype dtypes[4] = {STRATA_F32, STRATA_I32, STRATA_F64, STRATA_U64};
   size_t i;
   int r, bad = 0;
-  g_step = "batch_all_reduce";
+  capi_step("batch_all_reduce");
   buffers[0] = a, buffers[1] = b, buffers[2] = NULL, buffers[3] = d;
   for (i = 0; i < A; ++i) a[i] = (float)(g_rank + 1) * 0.25f * (float)(i % 9);
   for (i = 0; i < B; ++i) b[i] = (int32_t)(g_rank - 2) * (int32_t)(i + 1);

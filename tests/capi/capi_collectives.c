@@ -16,7 +16,7 @@ void test_all_reduce(strata_comm* comm, size_t count, const strata_options* opti
   int32_t* ints = calloc(count, sizeof *ints);
   size_t i;
   int r, bad;
-  g_step = "all_reduce";
+  capi_step("all_reduce");
   for (i = 0; i < count; ++i) in[i] = (float)(0.5 * (g_rank + 1) + (double)(i % 17));
   EXPECT(strata_all_reduce(comm, in, out, count, STRATA_F32, STRATA_SUM, options), STRATA_OK, "strata_all_reduce", "");
   for (i = 0, bad = 0; i < count; ++i) {
@@ -63,7 +63,7 @@ void test_reduce(strata_comm* comm) {
   size_t i;
   int r, bad;
   const int last = g_size - 1;
-  g_step = "reduce";
+  capi_step("reduce");
   for (i = 0; i < N; ++i) in[i] = (int64_t)g_rank * 1000000007LL + (int64_t)i;
   EXPECT(strata_reduce(comm, in, g_rank == last ? out : NULL, N, STRATA_I64, STRATA_SUM, last, NULL), STRATA_OK,
          "strata_reduce", "");
@@ -96,7 +96,7 @@ void test_broadcast(strata_comm* comm) {
   size_t i;
   int bad;
   const int root = 1 % g_size, last = g_size - 1;
-  g_step = "broadcast";
+  capi_step("broadcast");
   for (i = 0; i < N; ++i) values[i] = g_rank == root ? 1.0 / (double)(i + 1) : -1.0;
   EXPECT(strata_broadcast(comm, values, N, STRATA_F64, root, NULL), STRATA_OK, "strata_broadcast", "");
   for (i = 0, bad = 0; i < N; ++i) bad += values[i] != 1.0 / (double)(i + 1);
@@ -119,7 +119,7 @@ void test_reduce_scatter(strata_comm* comm, size_t count, const strata_options* 
   int32_t* iout = malloc((count + 1) * sizeof *iout);
   size_t i, j;
   int r, bad;
-  g_step = "reduce_scatter";
+  capi_step("reduce_scatter");
   for (j = 0; j < whole; ++j) in[j] = f32_input(g_rank, j);
   for (i = 0; i < count; ++i) out[i] = -1.0f;
   EXPECT(strata_reduce_scatter(comm, in, out, count, STRATA_F32, STRATA_SUM, options), STRATA_OK,
@@ -174,7 +174,7 @@ void test_all_gather(strata_comm* comm, size_t count, const strata_options* opti
   unsigned char* bytes = malloc(whole + 1);
   size_t i, j;
   int bad;
-  g_step = "all_gather";
+  capi_step("all_gather");
   for (i = 0; i < count; ++i) in[i] = g_rank * 1e6 + (double)i + 0.5;
   for (j = 0; j < whole; ++j) out[j] = -1.0;
   EXPECT(strata_all_gather(comm, in, out, count, STRATA_F64, options), STRATA_OK, "strata_all_gather", "");

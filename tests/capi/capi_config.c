@@ -13,7 +13,7 @@
 void test_version_and_names(void) {
   int major = -1, minor = -1, patch = -1;
   char text[64];
-  g_step = "version and names";
+  capi_step("version and names");
   CHECK(strcmp(strata_last_error(), "") == 0); /* nothing has failed yet */
   strata_version(&major, &minor, &patch);
   strata_version(NULL, NULL, NULL);
@@ -36,7 +36,7 @@ void test_version_and_names(void) {
 void test_option_defaults(void) {
   const strata_options macro = STRATA_OPTIONS_INIT;
   strata_options function;
-  g_step = "option defaults";
+  capi_step("option defaults");
   memset(&function, 0x5A, sizeof function);
   strata_options_init(&function);
   strata_options_init(NULL);
@@ -52,7 +52,7 @@ void test_option_defaults(void) {
 void test_reproducible_exact(void) {
   strata_config config;
   strata_comm* exact = NULL;
-  g_step = "create with reproducible = exact";
+  capi_step("create with reproducible = exact");
   strata_config_init(&config);
   CHECK(config.reproducible == NULL && config.accumulate_f32 == 0);
   config.reproducible = "exact";

@@ -21,7 +21,7 @@
 void test_check(strata_comm* comm) {
   char saved[512];
   char path[64] = "untouched";
-  g_step = "check";
+  capi_step("check");
   EXPECT(strata_comm_dump_flight_record(NULL, NULL, 0), STRATA_ERR_INVALID_ARGUMENT,
          "strata_comm_dump_flight_record", "comm");
   if (getenv("STRATA_FLIGHT_DIR") == NULL) {
@@ -51,7 +51,7 @@ void test_invalid_arguments(strata_comm* comm) {
   int value = -7, broken = -1;
   char saved[512];
   const strata_status bad = STRATA_ERR_INVALID_ARGUMENT;
-  g_step = "invalid arguments";
+  capi_step("invalid arguments");
 
   EXPECT(strata_all_reduce(NULL, buf, buf, N, STRATA_F32, STRATA_SUM, NULL), bad, "strata_all_reduce", "comm");
   EXPECT(strata_all_reduce(comm, NULL, buf, N, STRATA_F32, STRATA_SUM, NULL), bad, "strata_all_reduce", "in.data");
@@ -146,7 +146,7 @@ void test_invalid_arguments(strata_comm* comm) {
 void test_mismatch(strata_comm* comm) {
   float buf[N + 1] = {0};
   int size = 0;
-  g_step = "mismatch";
+  capi_step("mismatch");
   strata_comm_size(comm, &size);
   if (size < 2) return;
   const size_t count = g_rank == size - 1 ? N + 1 : N;
@@ -166,7 +166,7 @@ void test_mismatch(strata_comm* comm) {
 void test_cuda_memory(strata_comm* comm) {
   strata_options options = STRATA_OPTIONS_INIT;
   int status, lowest, highest, broken = -1;
-  g_step = "cuda memory";
+  capi_step("cuda memory");
   options.memory = STRATA_MEMORY_CUDA;
   status = (int)strata_all_reduce(comm, NULL, NULL, 0, STRATA_F32, STRATA_SUM, &options);
   MPI_Allreduce(&status, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -188,7 +188,7 @@ void test_deadline(void) {
   strata_options options = STRATA_OPTIONS_INIT;
   float buf[N] = {0};
   int broken = -1;
-  g_step = "deadline";
+  capi_step("deadline");
   EXPECT(strata_comm_create(MPI_COMM_WORLD, NULL, &comm), STRATA_OK, "strata_comm_create", "");
   if (g_rank != g_size - 1) {
     options.timeout_seconds = 1.0;

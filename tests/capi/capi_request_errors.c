@@ -14,7 +14,7 @@ static void test_free_active(strata_comm* comm) {
   strata_request* req = NULL;
   size_t i;
   int r, bad;
-  g_step = "free an active request";
+  capi_step("free an active request");
   for (i = 0; i < BIG; ++i) in[i] = (float)(0.5 * (g_rank + 1) + (double)(i % 23));
   EXPECT(strata_iall_reduce(comm, in, out, BIG, STRATA_F32, STRATA_SUM, NULL, &req), STRATA_OK, "strata_iall_reduce",
          "");
@@ -48,7 +48,7 @@ void test_request_errors(strata_comm* comm) {
   int flag = -1, broken = -1;
   const int last = g_size - 1;
   const strata_status bad = STRATA_ERR_INVALID_ARGUMENT;
-  g_step = "request errors";
+  capi_step("request errors");
   EXPECT(strata_iall_reduce(NULL, buf, buf, N, STRATA_F32, STRATA_SUM, NULL, &req), bad, "strata_iall_reduce", "comm");
   CHECK(req == NULL);
   EXPECT(strata_iall_reduce(comm, buf, buf, N, STRATA_F32, STRATA_SUM, NULL, NULL), bad, "strata_iall_reduce", "req");

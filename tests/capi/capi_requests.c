@@ -37,7 +37,7 @@ void test_nonblocking(strata_comm* comm, size_t count, const strata_options* opt
   size_t i, j;
   int r, k, bad, flag = 0;
   strata_status status;
-  g_step = "non-blocking";
+  capi_step("non-blocking");
   for (i = 0; i < count; ++i) ain[i] = (float)(0.5 * (g_rank + 1) + (double)(i % 17)), aout[i] = -1.0f;
   for (i = 0; i < count; ++i) rin[i] = (int64_t)g_rank * 1000000007LL + (int64_t)i * 3, rout[i] = -1;
   for (i = 0; i < count; ++i) bbuf[i] = g_rank == root ? 1.0 / (double)(i + 1) : -1.0;
@@ -144,7 +144,7 @@ void test_persistent(strata_comm* comm, const strata_options* options) {
   size_t i, j;
   int r, round, bad, flag, k;
   const int root = g_size - 1;
-  g_step = "persistent";
+  capi_step("persistent");
   EXPECT(strata_all_reduce_init(comm, in, out, C, STRATA_I32, STRATA_MAX, options, &req), STRATA_OK,
          "strata_all_reduce_init", "");
   if (req == NULL) return;
@@ -227,7 +227,7 @@ void test_request_after_comm_free(void) {
   int32_t values[N];
   size_t i;
   int bad;
-  g_step = "request after strata_comm_free";
+  capi_step("request after strata_comm_free");
   EXPECT(strata_comm_create(MPI_COMM_WORLD, NULL, &comm), STRATA_OK, "strata_comm_create", "");
   for (i = 0; i < N; ++i) values[i] = (int32_t)i + g_rank;
   EXPECT(strata_iall_reduce(comm, values, values, N, STRATA_I32, STRATA_MIN, NULL, &started), STRATA_OK,
@@ -255,7 +255,7 @@ void test_progress_thread(strata_comm* comm) {
   int r, done = 0;
   double give_up;
   float expected_last = 0.0f;
-  g_step = "progress thread";
+  capi_step("progress thread");
   for (i = 0; i < P; ++i) in[i] = (float)(g_rank + 1) * (float)(i % 5 + 1), out[i] = -1.0f;
   for (r = 0; r < g_size; ++r) expected_last += (float)(r + 1) * (float)((P - 1) % 5 + 1);
   EXPECT(strata_iall_reduce(comm, in, (void*)out, P, STRATA_F32, STRATA_SUM, NULL, &req), STRATA_OK,

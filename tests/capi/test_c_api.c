@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
   static int not_a_stream;
   int value = -1;
 
-  capi_start(&argc, &argv, "capi test", 60u);
+  capi_start(&argc, &argv, "capi test", 60);
   test_version_and_names();
   test_option_defaults();
 
-  g_step = "create";
+  capi_step("create");
   EXPECT(strata_comm_create(MPI_COMM_WORLD, NULL, &comm), STRATA_OK, "strata_comm_create", "");
   EXPECT(strata_comm_rank(comm, &value), STRATA_OK, "strata_comm_rank", "");
   CHECK(value == g_rank);
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   }
   test_reproducible_exact();
   /* The same requests with the progress thread on. */
-  g_step = "create with progress_thread";
+  capi_step("create with progress_thread");
   strata_config_init(&config);
   CHECK(config.progress_thread == 0);
   config.progress_thread = 1;
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   }
   EXPECT(strata_comm_free(&threaded), STRATA_OK, "strata_comm_free", "");
   test_request_after_comm_free();
-  g_step = "free";
+  capi_step("free");
   EXPECT(strata_comm_free(&comm), STRATA_OK, "strata_comm_free", "");
   CHECK(comm == NULL);
   EXPECT(strata_comm_free(&comm), STRATA_OK, "strata_comm_free", ""); /* already NULL: no-op */

@@ -18,8 +18,9 @@
  * fails at one rank too.
  *
  * Exits 77 without a CUDA device, 0 when every check on every rank passed,
- * 1 otherwise; a watchdog (STRATA_TEST_WATCHDOG_S, default 100 s) ends a
- * hung run with exit 3 and the step it hung in (capi_check.h). Every rank
+ * 1 otherwise; the harness's watchdog (STRATA_TEST_WATCHDOG_S, default
+ * 100 s per step) ends a hung run with exit 124, naming the step it hung
+ * in (capi_check.h). Every rank
  * drives CUDA device 0 (registered with one device per process, as virtual
  * nodes). */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
@@ -116,13 +117,13 @@ static void test_blocking_calls(strata_comm* comm, float* a, float* b, const str
   size_t j;
   int bad, r;
 
-  g_step = "all_reduce on a stream";
+  capi_step("all_reduce on a stream");
   poison(b, COUNT);
   produce(a, COUNT, 0, 1);
   EXPECT_OK(strata_all_reduce(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, options));
   CHECK(wrong(consume(b, COUNT), COUNT, 0, 1, sum_over_ranks) == 0);
 
-  g_step = "reduce on a stream";
+  capi_step("reduce on a stream");
   g_root = g_size - 1;
   poison(b, COUNT);
   produce(a, COUNT, 0, 2);
@@ -135,19 +136,19 @@ static void test_blocking_calls(strata_comm* comm, float* a, float* b, const str
     CHECK(bad == 0); /* not the root: out untouched */
   }
 
-  g_step = "broadcast on a stream";
+  capi_step("broadcast on a stream");
   g_root = 0;
   produce(a, COUNT, 0, 3); /* every rank's: the others' upload must not land over the result */
   EXPECT_OK(strata_broadcast(comm, a, COUNT, STRATA_F32, g_root, options));
   CHECK(wrong(consume(a, COUNT), COUNT, 0, 3, root_input) == 0);
 
-  g_step = "reduce_scatter on a stream";
+  capi_step("reduce_scatter on a stream");
   poison(b, COUNT);
   produce(a, whole, 0, 4);
   EXPECT_OK(strata_reduce_scatter(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, options));
   CHECK(wrong(consume(b, COUNT), COUNT, mine, 4, sum_over_ranks) == 0);
 
-  g_step = "all_gather on a stream";
+  capi_step("all_gather on a stream");
   poison(b, whole);
   produce(a, COUNT, 0, 5);
   EXPECT_OK(strata_all_gather(comm, a, b, COUNT, STRATA_F32, options));
@@ -156,7 +157,7 @@ static void test_blocking_calls(strata_comm* comm, float* a, float* b, const str
     for (j = 0; j < COUNT; ++j) bad += got[(size_t)r * COUNT + j] != input(r, j, 5);
   CHECK(bad == 0); /* block r is rank r's input */
 
-  g_step = "batch_all_reduce on a stream";
+  capi_step("batch_all_reduce on a stream");
   produce(a, COUNT, 0, 6);
   buffers[0] = a, buffers[1] = a + counts[0];
   EXPECT_OK(strata_batch_all_reduce(comm, buffers, counts, dtypes, 2, STRATA_SUM, NULL, options));
@@ -170,7 +171,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
   strata_dtype dtypes[2] = {STRATA_F32, STRATA_F32};
   int round;
 
-  g_step = "iall_reduce on a stream";
+  capi_step("iall_reduce on a stream");
   poison(b, COUNT);
   produce(a, COUNT, 0, 7);
   EXPECT_OK(strata_iall_reduce(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, options, &req));
@@ -178,7 +179,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
   EXPECT_OK(strata_request_free(&req));
   CHECK(wrong(consume(b, COUNT), COUNT, 0, 7, sum_over_ranks) == 0);
 
-  g_step = "ibatch_all_reduce on a stream";
+  capi_step("ibatch_all_reduce on a stream");
   produce(a, COUNT, 0, 8);
   buffers[0] = a, buffers[1] = a + counts[0];
   EXPECT_OK(strata_ibatch_all_reduce(comm, buffers, counts, dtypes, 2, STRATA_SUM, NULL, options, &req));
@@ -186,7 +187,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
   EXPECT_OK(strata_request_free(&req));
   CHECK(wrong(consume(a, COUNT), COUNT, 0, 8, sum_over_ranks) == 0);
 
-  g_step = "all_reduce_init on a stream";
+  capi_step("all_reduce_init on a stream");
   EXPECT_OK(strata_all_reduce_init(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, options, &req));
   for (round = 9; round < 11; ++round) {
     poison(b, COUNT);
@@ -209,7 +210,7 @@ static void test_default_stream(strata_comm* comm, float* a, float* b, cudaStrea
   options.timeout_seconds = 60;
   options.stream = handle;
   poison(b, COUNT);
-  g_step = step;
+  capi_step(step);
   g_stream = stream;
   produce(a, COUNT, 0, round);
   EXPECT_OK(strata_all_reduce(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, &options));
@@ -229,9 +230,9 @@ int main(int argc, char** argv) {
            probe != cudaSuccess ? cudaGetErrorString(probe) : "cudaGetDeviceCount gave 0");
     return 77;
   }
-  capi_start(&argc, &argv, "capi cuda test", 100u);
+  capi_start(&argc, &argv, "capi cuda test", 100);
 
-  g_step = "setup";
+  capi_step("setup");
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   CUDA_OK(cudaMalloc((void**)&a, COUNT * (size_t)g_size * sizeof(float)));
@@ -250,11 +251,11 @@ int main(int argc, char** argv) {
                         "all_reduce on cudaStreamLegacy");
     test_default_stream(comm, a, b, cudaStreamPerThread, (void*)cudaStreamPerThread, 12,
                         "all_reduce on cudaStreamPerThread");
-    g_step = "check";
+    capi_step("check");
     EXPECT_OK(strata_comm_check(comm));
   }
 
-  g_step = "teardown";
+  capi_step("teardown");
   EXPECT_OK(strata_comm_free(&comm));
   CUDA_OK(cudaStreamSynchronize(g_stream));
   CUDA_OK(cudaStreamDestroy(g_stream));

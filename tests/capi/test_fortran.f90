@@ -10,12 +10,14 @@
 ! on new data each round, freeing an active request, an invalid root on the
 ! last rank (INVALID_ARGUMENT there, MISMATCH elsewhere, from wait), and a
 ! communicator with the progress thread; each checked against values
-! computed here from known inputs. Prints one line per failure and exits 1
-! if any rank failed, 0 otherwise.
+! computed here from known inputs. Checks go through the MPI test
+! harness (tests/mpi/harness.f90: a watchdog, one line per failure, a
+! summary on rank 0); exits 1 if any rank failed, 0 otherwise.
 program test_fortran
   use, intrinsic :: iso_c_binding
   use mpi
   use strata
+  use strata_test_harness
   implicit none
   integer, parameter :: n = 1000, m = 37
   real(c_float), target :: x(n), y(n), expected(n)
@@ -38,14 +40,14 @@ program test_fortran
   type(strata_packing) :: packing
   type(strata_config) :: config
   character(kind=c_char, len=6), target :: spec = c_char_'xring' // c_null_char
-  integer :: ierr, rank, nranks, i, j, r, failures, total
+  integer :: ierr, rank, nranks, i, j, r, exit_status
   character(len=32) :: version
   character(len=:), allocatable :: message
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  failures = 0
+  call test_start('fortran test', 50)
 
   call strata_version(major, minor, patch)
   write (version, '(i0,".",i0,".",i0)') major, minor, patch
@@ -156,12 +158,14 @@ program test_fortran
   call check(index(message, 'strata [') == 1 .and. index(message, ']: strata_broadcast: root') > 0, &
              'bad root message: ' // message)
 
+  call test_case('requests')
   call test_requests(comm)
 
   status = strata_comm_free(comm)
   call check(status == STRATA_OK .and. .not. c_associated(comm), 'strata_comm_free')
 
   ! The same requests on a communicator with the progress thread.
+  call test_case('requests with the progress thread')
   config%progress_thread = 1
   status = strata_comm_create_f(MPI_COMM_WORLD, config, tcomm)
   call expect_ok(status, 'strata_comm_create_f with progress_thread')
@@ -169,16 +173,9 @@ program test_fortran
   status = strata_comm_free(tcomm)
   call check(status == STRATA_OK .and. .not. c_associated(tcomm), 'strata_comm_free (progress thread)')
 
-  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
-  if (rank == 0) then
-    if (total == 0) then
-      write (*, '(a,i0,a)') 'fortran test: all checks passed on ', nranks, ' ranks'
-    else
-      write (*, '(a,i0,a)') 'fortran test: ', total, ' checks FAILED'
-    end if
-  end if
+  exit_status = test_finish()
   call MPI_Finalize(ierr)
-  if (total /= 0) error stop 1
+  if (exit_status /= 0) error stop 1
 
 contains
 
@@ -297,10 +294,7 @@ contains
   subroutine check(ok, what)
     logical, intent(in) :: ok
     character(len=*), intent(in) :: what
-    if (.not. ok) then
-      failures = failures + 1
-      write (0, '(a,i0,a,a)') 'fortran test: rank ', rank, ': FAILED: ', what
-    end if
+    call test_check(ok, what)
   end subroutine
 
   subroutine expect_ok(got, what)

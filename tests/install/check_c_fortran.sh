@@ -4,14 +4,17 @@
 # - strata.h compiles alone as strict C99 (gcc -std=c99 -pedantic -Werror)
 #   and as C++;
 # - the C test program (tests/capi/test_c_api.c and the capi_*.c files
-#   beside it) builds with mpicc and passes under mpirun at 2 and 3 ranks;
+#   beside it, with the MPI test harness's core: the build's
+#   libmpi_harness_core.a and tests/mpi/harness_c.h) builds with mpicc and
+#   passes under mpirun at 2 and 3 ranks;
 # - the README's C example is shown verbatim in README.md, builds the way
 #   the README says and prints the right mean at 4 ranks;
 # - the Fortran test program builds with mpifort together with the installed
-#   strata.f90 (as docs/C_API.md says) and passes at 2 and 3 ranks.
+#   strata.f90 (as docs/C_API.md says; and the harness, tests/mpi/harness.f90)
+#   and passes at 2 and 3 ranks.
 # - docs/C_API.md shows the Fortran example verbatim, and it builds that way
 #   and prints the right mean at 4 ranks.
-#   check_c_fortran.sh BUILD_DIR TEST_C_API_C TEST_FORTRAN_F90 \
+#   check_c_fortran.sh BUILD_DIR HARNESS_CORE_A TEST_C_API_C TEST_FORTRAN_F90 \
 #     [README_EXAMPLE_C README_MD [FORTRAN_EXAMPLE_F90 C_API_MD]]
 # Exit 77 (skipped) when pkg-config, mpicc or mpirun is missing; when only
 # a Fortran compiler is missing, the C half still runs and must pass, then
@@ -24,12 +27,17 @@ launch=${STRATA_LAUNCH:?C/Fortran install test: STRATA_LAUNCH (the build\'s stra
 
 # Absolute paths: the programs are built inside a scratch directory.
 build=$(realpath "$1")
-c_test=$(realpath "$2")
-f_test=$(realpath "$3")
-example=${4:+$(realpath "$4")}
-readme=${5:+$(realpath "$5")}
-f_example=${6:+$(realpath "$6")}
-c_api_md=${7:+$(realpath "$7")}
+harness_core=$(realpath "$2")
+c_test=$(realpath "$3")
+f_test=$(realpath "$4")
+example=${5:+$(realpath "$5")}
+readme=${6:+$(realpath "$6")}
+f_example=${7:+$(realpath "$7")}
+c_api_md=${8:+$(realpath "$8")}
+harness_dir=$(realpath "$(dirname "$0")/../mpi")
+# The harness's core is C++: its runtime, named for linkers that leave
+# libraries out unless asked.
+harness_libs="$harness_core -lstdc++ -lpthread"
 for tool in pkg-config "$mpicc" "$launch" gcc g++ python3; do
   command -v "$tool" >/dev/null || { echo "C/Fortran install test: $tool not found, skipping"; exit 77; }
 done
@@ -67,13 +75,14 @@ echo '#include <strata/strata.h>' | g++ -DOMPI_SKIP_MPICXX -Wall -Wextra -Werror
   || fail "strata.h does not compile as C++"
 
 # shellcheck disable=SC2086
-"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror "$c_test" "$(dirname "$c_test")"/capi_*.c $flags -o test_c_api
+"$mpicc" -std=c99 -pedantic -Wall -Wextra -Werror -I"$harness_dir" "$c_test" "$(dirname "$c_test")"/capi_*.c $flags \
+  $harness_libs -o test_c_api
 resolved=$(ldd test_c_api | awk '/libstrata/ {print $3}')
 case $resolved in "$installed_lib"/*) ;; *) fail "libstrata resolves to '$resolved'" ;; esac
 for np in 2 3; do
   out=$(bounded_mpirun -n "$np" ./test_c_api) || { echo "$out"; fail "test_c_api failed at $np ranks"; }
   echo "$out"
-  grep -q "^capi test: [0-9]* checks passed on $np ranks$" <<<"$out" || fail "test_c_api at $np ranks: no summary line"
+  grep -q "^strata-test SUCCESS: capi test: $np ranks, " <<<"$out" || fail "test_c_api at $np ranks: no summary line"
 done
 
 # The document must show the example's lines verbatim, less its first comment line.
@@ -103,12 +112,12 @@ if [ -z "$mpifort" ] || ! command -v "$mpifort" >/dev/null || ! "$mpifort" probe
   exit 77
 fi
 # As docs/C_API.md says: compile the installed module source with the program.
-# shellcheck disable=SC2046
-"$mpifort" "$includedir/strata/strata.f90" "$f_test" $(pc --libs) -o test_fortran
+# shellcheck disable=SC2046,SC2086
+"$mpifort" "$includedir/strata/strata.f90" "$harness_dir/harness.f90" "$f_test" $(pc --libs) $harness_libs -o test_fortran
 for np in 2 3; do
   out=$(bounded_mpirun -n "$np" ./test_fortran) || { echo "$out"; fail "test_fortran failed at $np ranks"; }
   echo "$out"
-  grep -q "^fortran test: all checks passed on $np ranks$" <<<"$out" || fail "test_fortran at $np ranks: no summary line"
+  grep -q "^strata-test SUCCESS: fortran test: $np ranks, " <<<"$out" || fail "test_fortran at $np ranks: no summary line"
 done
 if [ -n "$f_example" ]; then
   shown_verbatim "$f_example" "$c_api_md"

@@ -6,16 +6,23 @@
 ! (fortran_collectives.inc) with its own MPI in scope. Values are small
 ! integers, so every sum is exact and the references are formulas. Each binding prints
 ! "fortran: rank R: BINDING, N elements: P of C checks passed" per size; the
-! program stops with status 1 when a check failed.
+! checks go through the MPI test harness (tests/mpi/harness.f90: a watchdog,
+! each failure printed with its rank), and the program stops with status 1
+! when a check failed.
 
 module fortran_checks
+  use strata_test_harness, only: test_check
   implicit none
-  integer :: checks = 0, passed = 0, failures = 0
+  integer :: checks = 0, passed = 0
 contains
-  subroutine check(ok)
+  ! Counts a check for this binding's report, and for the MPI test harness
+  ! (tests/mpi/harness.f90), which prints a failed one with the rank.
+  subroutine check(ok, what)
     logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
     checks = checks + 1
     if (ok) passed = passed + 1
+    call test_check(ok, what)
   end subroutine check
 
   subroutine report(rank, binding, n)
@@ -23,7 +30,6 @@ contains
     character(len=*), intent(in) :: binding
     print '(a,i0,a,a,a,i0,a,i0,a,i0,a)', 'fortran: rank ', rank, ': ', binding, ', ', n, ' elements: ', passed, &
       ' of ', checks, ' checks passed'
-    failures = failures + checks - passed
     checks = 0
     passed = 0
   end subroutine report
@@ -85,17 +91,23 @@ end subroutine with_use_mpi_f08
 
 program fortran_collectives
   use mpi_f08, only: MPI_Init, MPI_Finalize
-  use fortran_checks
+  use strata_test_harness, only: test_start, test_case, test_finish_rank
   implicit none
   integer, parameter :: sizes(3) = [1, 1000, 70000]
-  integer :: s
+  integer :: s, status
 
   call MPI_Init()
+  ! Every MPI call here is under test: the harness ends each rank alone.
+  call test_start('interpose-fortran', 100)
   do s = 1, size(sizes)
+    call test_case('mpif.h')
     call with_mpif_h(sizes(s))
+    call test_case('use mpi')
     call with_use_mpi(sizes(s))
+    call test_case('use mpi_f08')
     call with_use_mpi_f08(sizes(s))
   end do
+  status = test_finish_rank()
   call MPI_Finalize()
-  if (failures > 0) stop 1
+  if (status /= 0) stop 1
 end program fortran_collectives
