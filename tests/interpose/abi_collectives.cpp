@@ -8,7 +8,9 @@
 // and a persistent all-reduce started 4 times, on doubles and ints, each
 // checked against a closed-form reference (every rank contributes
 // rank + i + 1). Prints the MPI library's version line, then one line per
-// rank: "abi: rank R: P of C checks passed". Exits 1 on a failed check.
+// rank: "abi: rank R: P of C checks passed" (the MPI test harness's
+// RankChecks, whose core this program compiles against mpi_abi.h). Exits 1
+// on a failed check.
 #include <mpi_abi.h>
 
 #include <cstdio>
@@ -16,21 +18,13 @@
 #include <string>
 #include <vector>
 
-// Of the MPI harness's core only the watchdog, which needs no MPI: the
-// rest is built against mpi.h, and this program against mpi_abi.h.
-#include "harness_watchdog.hpp"
+// The MPI harness's core, its sources compiled with this program against
+// mpi_abi.h (STRATA_TEST_MPI_ABI, tests/interpose/meson.build).
+#include "harness_checks.hpp"
 
 namespace {
 
-int rank = 0, size = 1, passed = 0, checks = 0;
-
-void check(bool ok, const char* what) {
-  ++checks;
-  if (ok)
-    ++passed;
-  else
-    std::fprintf(stderr, "abi: rank %d: %s wrong\n", rank, what);
-}
+int rank = 0, size = 1;
 
 // Sum over ranks of (r + i + 1).
 double sum_at(int i) { return size * (i + 1.0) + size * (size - 1) / 2.0; }
@@ -41,8 +35,9 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  strata::test::Watchdog watchdog(strata::test::watchdog_seconds(120), rank);
-  watchdog.arm("program 'abi'");
+  // Every MPI call here is under test: each rank finishes alone.
+  strata::test::RankChecks checks("abi", 120);
+  const auto check = [&](bool ok, const char* what) { checks.check(ok, what); };
   if (rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
     int length = 0;
@@ -115,8 +110,7 @@ int main(int argc, char** argv) {
   }
   MPI_Request_free(&request);
 
-  std::printf("abi: rank %d: %d of %d checks passed\n", rank, passed, checks);
-  std::fflush(stdout);
+  const int status = checks.finish_rank();
   MPI_Finalize();
-  return passed == checks ? 0 : 1;
+  return status;
 }

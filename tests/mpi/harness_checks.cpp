@@ -1,6 +1,6 @@
 #include "harness_checks.hpp"
 
-#include <mpi.h>
+#include "harness_mpi.h"
 
 #include <cstdio>
 #include <optional>

@@ -4,7 +4,7 @@
 // library only.
 #pragma once
 
-#include <mpi.h>
+#include "harness_mpi.h"
 
 #include <cstddef>
 #include <cstdint>

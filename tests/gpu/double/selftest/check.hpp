@@ -9,10 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "harness_checks.hpp"
+
 namespace selftest {
 
-// Counts a failed check and says which (on stdout; the double speaks on stderr).
+// Counts a failed check and says which (on stdout; the double speaks on
+// stderr); while `ranks` routes them, the MPI test harness's checks count
+// and print it, with the rank.
 void check(bool ok, const std::string& what);
+void route_checks(strata::test::RankChecks* ranks);
 // `got` must be `want`.
 void expect(cudaError_t got, cudaError_t want, const std::string& what);
 // Whether every check so far passed.

@@ -31,6 +31,9 @@ void nccl_replay() {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // The MPI test harness bounds the case and names the rank of each failure.
+  strata::test::RankChecks ranks("test_double_capture nccl-replay", 50);
+  route_checks(&ranks);
   check(size == 2, "runs on 2 ranks");
   SELFTEST_OK(cudaSetDevice(rank));
   ncclUniqueId id;
@@ -87,6 +90,8 @@ void nccl_replay() {
   if (exec) SELFTEST_OK(cudaGraphExecDestroy(exec));
   if (graph) SELFTEST_OK(cudaGraphDestroy(graph));
   nccl_ok(ncclCommDestroy(comm), "ncclCommDestroy");
+  route_checks(nullptr);
+  check(ranks.finish() == 0, "every rank's checks passed");
   MPI_Finalize();
 }
 
