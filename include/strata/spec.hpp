@@ -67,6 +67,8 @@ struct AlgorithmInfo {
   bool broadcast = true;         // serves broadcast (likewise)
   bool shared_memory = false;    // inside a node it runs over the node's shared memory (pscpu)
   bool shards = false;           // `#M` changes how it runs; false: `#M` is accepted and ignored
+  bool graph_capture = false;    // on CUDA tensors a plan of it alone may be captured into a CUDA graph
+                                 // (it runs over NCCL, with no host stages)
   std::string description;       // one line: what it does
 };
 

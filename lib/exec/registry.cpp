@@ -40,6 +40,7 @@ const Entry& entry_of(const plan::Algorithm& algorithm) {
   return kRegistry[0];  // unreachable for catalogue() pointers
 }
 
+// registered_algorithms' graph_capture says the same of a plan of one algorithm.
 bool host_stages(const plan::Choice& choice) {
   const auto device_only = [](const plan::Algorithm* algorithm) {
     return algorithm && entry_of(*algorithm).gpu && algorithm->nccl;
@@ -65,7 +66,8 @@ std::vector<AlgorithmInfo> registered_algorithms() {
   std::vector<AlgorithmInfo> list;
   for (const exec::Entry& entry : exec::registry())
     list.push_back({std::string(entry.info->name), entry.info->memory, entry.info->reduce, entry.info->broadcast,
-                    entry.info->shared_memory, entry.info->shards, std::string(entry.info->description)});
+                    entry.info->shared_memory, entry.info->shards, entry.gpu && entry.info->nccl,
+                    std::string(entry.info->description)});
   return list;
 }
 

@@ -2,14 +2,16 @@
 // bit-identical results on every rank, on a (real or emulated) multi-node
 // job.
 //
-// For a in {pscpu, xring, rechd, tree} and b in {xring, rechd, pscpu, tree,
-// mpi} it builds a Communicator with Config{.all_reduce_spec = "a/b"} (names
-// rejected with InvalidArgument, i.e. not registered yet, are reported and
-// skipped), then all-reduces sizes 0, 1, 7, 1000, 65537 and 1M+3 elements of
-// f32, i32 and f64 with sum, max and mean. Inputs are small integers, so the
-// exact result is known in every dtype: each rank compares its output with
-// the reference bit for bit, and the ranks compare 64-bit hashes of their
-// outputs (MPI_Allgather) to prove they got identical bits.
+// For a and b each registered host algorithm (strata::registered_algorithms,
+// so that an algorithm added to lib/exec/algorithms.def is covered here
+// without touching this file) it builds a Communicator with
+// Config{.all_reduce_spec = "a/b"} (a spec rejected with InvalidArgument is
+// reported and skipped), then all-reduces sizes 0, 1, 7, 1000, 65537 and
+// 1M+3 elements of f32, i32 and f64 with sum, max and mean. Inputs are
+// small integers, so the exact result is known in every dtype: each rank
+// compares its output with the reference bit for bit, and the ranks
+// compare 64-bit hashes of their outputs (MPI_Allgather) to prove they got
+// identical bits.
 //
 //   hier_check [--expect-nodes N] [--expect-ranks-per-node K] [--quick]
 //
@@ -39,8 +41,13 @@
 
 namespace {
 
-constexpr const char* kIntra[] = {"pscpu", "xring", "rechd", "tree"};
-constexpr const char* kCross[] = {"xring", "rechd", "pscpu", "tree", "mpi"};
+// The registered algorithms of host memory, in registry order.
+std::vector<std::string> host_algorithms() {
+  std::vector<std::string> names;
+  for (const strata::AlgorithmInfo& a : strata::registered_algorithms())
+    if (a.memory == strata::Memory::host) names.push_back(a.name);
+  return names;
+}
 constexpr std::size_t kSizes[] = {0, 1, 7, 1000, 65537, (1u << 20) + 3};
 constexpr strata::DataType kTypes[] = {strata::DataType::f32, strata::DataType::i32, strata::DataType::f64};
 constexpr strata::ReduceOp kOps[] = {strata::ReduceOp::sum, strata::ReduceOp::max, strata::ReduceOp::mean};
@@ -223,9 +230,10 @@ int main(int argc, char** argv) {
   Outcome total;
   int specs_run = 0, specs_skipped = 0, specs_failed = 0;
   std::string skipped, failed;
-  for (const char* a : kIntra) {
-    for (const char* b : kCross) {
-      const std::string spec = std::string(a) + "/" + b;
+  const std::vector<std::string> algorithms = host_algorithms();
+  for (const std::string& a : algorithms) {
+    for (const std::string& b : algorithms) {
+      const std::string spec = a + "/" + b;
       strata::Communicator* comm = nullptr;
       std::string rejected;
       try {
@@ -275,7 +283,7 @@ int main(int argc, char** argv) {
   }
   rank_check(specs_run > 0, "no spec was accepted");
   if (g_rank == 0) {
-    std::printf("hier_check summary: %d specs run, %d skipped (not registered), %d failed; %lld cases, %lld failed\n",
+    std::printf("hier_check summary: %d specs run, %d skipped (rejected), %d failed; %lld cases, %lld failed\n",
                 specs_run, specs_skipped, specs_failed, total.checked, total.failed);
     if (!skipped.empty()) std::printf("  skipped: %s\n", skipped.c_str());
     if (!failed.empty()) std::printf("  FAILED: %s\n", failed.c_str());

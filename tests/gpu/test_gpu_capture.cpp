@@ -7,7 +7,8 @@
 // inputs, every replay checked bit for bit against the same call made
 // uncaptured on the same inputs and, for flat NCCL, against the sum in
 // rank order (the double's NCCL and strata's kernels reduce in rank order)
-// or the inputs themselves. Plans that cannot be captured (host stages), requests
+// or the inputs themselves. Plans that cannot be captured (host stages:
+// every registered algorithm without graph_capture), requests
 // and a first call (which creates the backend and NCCL communicators) are
 // refused with InvalidArgument naming why, on every rank, and the capture
 // stays valid. Exits 77 without a CUDA device.
@@ -178,8 +179,18 @@ int main(int argc, char** argv) {
     const int gpu = gpu_test::use_rank_device(&nodes);
     cudaStream_t stream = nullptr;
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    std::vector<std::string> specs = {"nccl"};
-    if (nodes > 1) specs.push_back("nccl/nccl");
+    // From the registry: every algorithm whose plans may be captured, flat
+    // and on both levels; the others must be refused.
+    std::vector<std::string> specs, uncapturable;
+    for (const AlgorithmInfo& a : registered_algorithms()) {
+      if (!a.graph_capture) {
+        uncapturable.push_back(a.name);
+        continue;
+      }
+      specs.push_back(a.name);
+      if (nodes > 1) specs.push_back(a.name + "/" + a.name);
+    }
+    every_rank_check(!specs.empty(), "the registry has an algorithm whose plans may be captured");
     for (const std::string& spec : specs) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
       for (const Captured& test : captured_calls()) capture_and_replay(comm, test, gpu, stream, spec);
@@ -188,7 +199,7 @@ int main(int argc, char** argv) {
     DeviceFloats data(kCount);
     const Tensor t = data.tensor(gpu);
     {
-      Communicator fresh(MPI_COMM_WORLD, Config{.all_reduce_spec = "nccl"});
+      Communicator fresh(MPI_COMM_WORLD, Config{.all_reduce_spec = specs.front()});
       refused("a communicator's first CUDA call inside a capture", stream, "warm-up",
               [&] { fresh.all_reduce(t, t, ReduceOp::sum, on(stream)); });
       fresh.all_reduce(t, t, ReduceOp::sum, on(stream));  // the warm-up
@@ -198,7 +209,7 @@ int main(int argc, char** argv) {
         r.wait();
       });
     }
-    for (const std::string spec : {"psgpu", "xring"}) {
+    for (const std::string& spec : uncapturable) {
       Communicator comm(MPI_COMM_WORLD, Config{.all_reduce_spec = spec});
       comm.all_reduce(t, t, ReduceOp::sum, on(stream));  // outside capture: fine
       cudaStreamSynchronize(stream);
