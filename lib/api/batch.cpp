@@ -41,14 +41,7 @@ std::optional<InvalidArgument> Session::precheck(const BatchCall& call) {
   return executor_.refusal(call);
 }
 
-bool Session::only_enqueues(const BatchCall& call) const {
-  if (!on_cuda(call)) return false;
-  for (const plan::Pack& pack :
-       plan::make_packs(exec::shapes_of(*call.batch), call.packing, executor_.bytes_per_pack(call)))
-    if (exec::host_stages(choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec)))
-      return false;
-  return true;
-}
+bool Session::only_enqueues(const BatchCall& call) const { return executor_.only_enqueues(call); }
 
 std::shared_ptr<exec::Flight> Session::run_call(const BatchCall& call) {
   return recorder_.dumping([&] {

@@ -239,10 +239,7 @@ std::optional<InvalidArgument> Session::precheck(const Call& call) {
   return executor_.refusal(call);
 }
 
-bool Session::only_enqueues(const Call& call) const {
-  return on_cuda(call) && !exec::host_stages(choose(call.collective, call.bytes(), Memory::cuda,
-                                                    call.options->implementation, call.spec));
-}
+bool Session::only_enqueues(const Call& call) const { return executor_.only_enqueues(call); }
 
 template <typename AnyCall>
 void Session::run_any(const AnyCall& call) {

@@ -107,6 +107,13 @@ std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
   return std::nullopt;
 }
 
+bool Executor::only_enqueues(const BatchCall& call) const {
+  if (!on_cuda(call)) return false;
+  for (const plan::Choice& choice : gpu_choices(call))
+    if (host_stages(choice)) return false;
+  return true;
+}
+
 bool Executor::hands_over(const BatchCall& call) {
   if (!on_cuda(call) || !call.options->stream || !mpi_any_thread_ || !gpu_.made()) return false;
   for (const plan::Choice& choice : gpu_choices(call))
@@ -190,7 +197,7 @@ std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Tic
             plan::describe(packs));
 
   gpu_backend();
-  for (const plan::Pack& pack : packs) refuse_cuda_numerics(call.collective, call.op, pack.dtype);
+  for (const plan::Pack& pack : packs) refuse_cuda_batch_numerics(call.collective, call.op, pack.dtype);
   const bool broadcast = call.collective == Collective::broadcast;
   const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
   const std::string_view collective_name = call.name();

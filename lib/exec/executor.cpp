@@ -9,6 +9,7 @@
 
 #include "exec/integrity.hpp"
 #include "exec/registry.hpp"
+#include "exec/through_host.hpp"
 #include "plan/collective.hpp"
 #include "exec/verify.hpp"
 #include "gpu/plugin.hpp"
@@ -62,12 +63,13 @@ void Executor::reset() noexcept {
   host_.reset();
 }
 
-void Executor::refuse_cuda_numerics(Collective collective, ReduceOp op, DataType dtype) const {
+void Executor::refuse_cuda_batch_numerics(Collective collective, ReduceOp op, DataType dtype) const {
   const plan::Numerics& numerics = host_.context().numerics;
-  if (!plan::reduces(collective) || !(numerics.exact_sum(dtype, op) || numerics.widens(dtype, op))) return;
+  if (!needs_host_numerics(numerics, collective, dtype, op)) return;
   throw Unavailable(util::located(fmt::format(
-      "{} of {} on CUDA tensors: {} runs on host memory only so far (docs/REPRODUCIBILITY.md); copy the tensor to "
-      "host memory, or use reproducible mode order on f32 or f64",
+      "a batched {} of {} on CUDA tensors: {} runs CUDA tensors through host memory one call at a time, not in "
+      "batches, so far (docs/REPRODUCIBILITY.md); make the calls one by one, or use reproducible mode order on f32 "
+      "or f64",
       to_string(collective), to_string(dtype),
       numerics.exact_sum(dtype, op) ? "reproducible mode exact" : "accumulating 16-bit sums in f32")));
 }
@@ -201,8 +203,14 @@ gpu::Mode Executor::mode_of(void* stream, bool request, const Ordering* ordering
 }
 
 plan::Choice Executor::gpu_choice(const Call& call) const {
-  return plans_.choose(call.collective, call.bytes(), Memory::cuda, call.options->implementation, call.spec,
+  // A call through host memory (exec/through_host.hpp) runs the host plan.
+  const Memory plan_memory = through_host(call) ? Memory::host : Memory::cuda;
+  return plans_.choose(call.collective, call.bytes(), plan_memory, call.options->implementation, call.spec,
                        call.reduction());
+}
+
+bool Executor::through_host(const Call& call) const {
+  return needs_host_numerics(host_.context().numerics, call.collective, call.job.dtype, call.job.op);
 }
 
 gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream, std::vector<int> devices,
@@ -221,10 +229,10 @@ gpu::CallContext Executor::gpu_call(const util::Deadline& deadline, void* stream
 std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline) {
   gpu_backend();  // collective the first time: before the count-0 return, which every rank takes alike
   if (call.job.count == 0) return nullptr;
-  refuse_cuda_numerics(call.collective, call.job.op, call.job.dtype);
   const std::size_t bytes = call.bytes();
-  const plan::Choice& choice =
-      plans_.cached(call.collective, bytes, Memory::cuda, call.options->implementation, call.spec, call.reduction());
+  const bool staged = through_host(call);
+  const plan::Choice& choice = plans_.cached(call.collective, bytes, staged ? Memory::host : Memory::cuda,
+                                             call.options->implementation, call.spec, call.reduction());
   current_ = {to_string(call.collective), ticket.sequence, bytes, plans_.described()};
   plan::Job job = call.job;  // mean stays: exec runs sum and finishes
   job.shards = choice.shards;
@@ -234,8 +242,13 @@ std::shared_ptr<Flight> Executor::run_gpu(const Call& call, const Ticket& ticket
             plans_.described());
   const gpu::CallContext context = gpu_call(deadline, call.options->stream, {call.device}, false, mode, call.ordering);
   gpu::Fence done;
-  breaking_on_failure(
-      [&] { done = exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context); });
+  breaking_on_failure([&] {
+    if (staged)
+      run_gpu_through_host(call.collective, choice, job, call.contributors, host_.context(), *gpu_context().backend,
+                           context);
+    else
+      done = exec::run_gpu(call.collective, choice, job, call.contributors, gpu_context(), context);
+  });
   return done.valid() ? flights_->add(done, deadline, current_) : nullptr;
 }
 
@@ -280,6 +293,10 @@ std::string Executor::capture_refusal(const std::vector<plan::Choice>& choices) 
           choice.describe());
   }
   return "";
+}
+
+bool Executor::only_enqueues(const Call& call) const {
+  return call.memory == Memory::cuda && !host_stages(gpu_choice(call));
 }
 
 bool Executor::hands_over(const Call& call) {

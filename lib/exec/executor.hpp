@@ -128,6 +128,12 @@ class Executor {
   std::optional<InvalidArgument> refusal(const Call& call);
   std::optional<InvalidArgument> refusal(const BatchCall& call);
 
+  // Whether a CUDA call's plan (every pack's, for a batch) only enqueues
+  // device work, with no host stages: a request of it runs at its start.
+  // False on host memory.
+  bool only_enqueues(const Call& call) const;
+  bool only_enqueues(const BatchCall& call) const;
+
   // Whether a stream-ordered CUDA call goes to the progress thread: its
   // plan has host stages, MPI allows any thread, and the GPU backend exists.
   bool hands_over(const Call& call);
@@ -217,9 +223,9 @@ class Executor {
   }
   bool thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const;
   // Throws Unavailable (the same on every rank, before any work) for a
-  // CUDA reduction the numerics would widen or sum exactly: those
-  // transforms run on host memory only.
-  void refuse_cuda_numerics(Collective collective, ReduceOp op, DataType dtype) const;
+  // pack of a CUDA batch the numerics would widen or sum exactly: single
+  // calls run through host memory (exec/through_host.hpp), batches not yet.
+  void refuse_cuda_batch_numerics(Collective collective, ReduceOp op, DataType dtype) const;
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
   std::shared_ptr<Flight> run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
@@ -232,8 +238,12 @@ class Executor {
   // How a CUDA call whose plan is `choice` (every pack's, for a batch:
   // `host_stages` if any has them) relates to its caller.
   gpu::Mode mode_of(void* stream, bool request, const Ordering* ordering, bool host_stages);
-  // The plan of a CUDA call (by its bytes) or of each pack of a CUDA batch.
+  // The plan of a CUDA call (by its bytes) or of each pack of a CUDA batch:
+  // the host plan for a call through host memory.
   plan::Choice gpu_choice(const Call& call) const;
+  // Whether a CUDA call runs through host memory: its reduction's numerics
+  // exist on host memory only (exec/through_host.hpp).
+  bool through_host(const Call& call) const;
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
   // Why a captured call with these plans cannot be captured ("" if it can).
   std::string capture_refusal(const std::vector<plan::Choice>& choices) const;

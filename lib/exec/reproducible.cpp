@@ -20,10 +20,6 @@ namespace {
 constexpr std::size_t kWideInSlot = 100, kWideOutSlot = 101, kCodesSlot = 102, kFixedSlot = 103,
                       kFixedOutSlot = 104, kKindsSlot = 105, kKindsOutSlot = 106;
 
-// Elements of a call's input: reduce_scatter's holds every rank's block.
-std::size_t input_count(Collective collective, const plan::Job& job, const HostContext& context) {
-  return collective == Collective::reduce_scatter ? job.count * static_cast<std::size_t>(context.size) : job.count;
-}
 
 // One instruction set's copy of the conversions around the f32
 // accumulation (the compiler vectorises the bf16 loops; f16's, branchy
@@ -76,11 +72,15 @@ T* scratch(const HostContext& context, std::size_t slot, std::size_t count) {
 
 }  // namespace
 
+std::size_t input_count(Collective collective, const plan::Job& job, int size) {
+  return collective == Collective::reduce_scatter ? job.count * static_cast<std::size_t>(size) : job.count;
+}
+
 void run_widened(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
                  const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
                  const plan::Fingerprint* check) {
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
-  const std::size_t in_count = input_count(collective, job, context);
+  const std::size_t in_count = input_count(collective, job, context.size);
   float* wide_in = scratch<float>(context, kWideInSlot, in_count);
   conversions().widen(job.in, in_count, job.dtype, wide_in);
   plan::Job wide = job;
@@ -102,7 +102,7 @@ void run_exact(Collective collective, const plan::Choice& choice, const plan::Jo
                                   util::where(), info.collective, info.sequence, fixed_point::kMaxContributors,
                                   contributors));
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
-  const std::size_t in_count = input_count(collective, job, context);
+  const std::size_t in_count = input_count(collective, job, context.size);
   const std::size_t words = fixed_point::words(job.dtype);
 
   // Every element's scale: the largest any rank holds (the call check rides here).

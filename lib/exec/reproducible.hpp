@@ -22,6 +22,10 @@
 
 namespace strata::exec {
 
+// Elements of a reducing call's input over `size` ranks: reduce_scatter's
+// holds every rank's block.
+std::size_t input_count(Collective collective, const plan::Job& job, int size);
+
 // Both take run_host's arguments (job.op may be mean) and do its whole
 // work, finish included. `check` rides with the first collective they run.
 // run_exact throws Unavailable on every rank for more contributors than

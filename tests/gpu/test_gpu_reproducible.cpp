@@ -1,11 +1,16 @@
-// Reproducible mode `order` on CUDA tensors (docs/REPRODUCIBILITY.md):
-// every spec (NCCL, psgpu, host algorithms through pinned copies, auto)
-// gives the bits of the canonical fold, element by element in rank order,
-// which this test computes on the host from every rank's contribution; the
-// same bits as host memory gives. f32 and f64 sums, means, min and max,
-// blocking and on a stream. What the mode does not do on CUDA tensors yet
-// (exact sums, the f32 accumulation of 16-bit types) raises Unavailable on
-// every rank, and the communicator goes on. Exits 77 without a CUDA device.
+// Reproducible results on CUDA tensors (docs/REPRODUCIBILITY.md).
+// `order`: every spec (NCCL, psgpu, host algorithms through pinned copies,
+// auto) gives the bits of the canonical fold, element by element in rank
+// order, which this test computes on the host from every rank's
+// contribution; the same bits as host memory gives. f32 and f64 sums,
+// means, min and max, blocking and on a stream.
+// `exact`, and 16-bit sums accumulated in f32 (which run through host
+// memory on CUDA tensors): f32 and bf16 sums of values whose sum every
+// order computes exactly in f32, so the reference is that sum rounded once
+// to the dtype; under `exact` the same bits for every rotation of which
+// rank holds which contribution and with the last rank contributing zeros;
+// blocking, on a stream and as a request. A CUDA batch under `exact` raises
+// Unavailable on every rank. Exits 77 without a CUDA device.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -92,22 +97,105 @@ void check_order(Communicator& comm, const std::string& spec, DataType dtype, Re
   cudaFree(device);
 }
 
-// A call the mode cannot run on CUDA tensors yet: Unavailable, naming the mode.
-void check_refused(Communicator& comm, DataType dtype, const std::string& mode_word) {
+// Contributor c's value for element i where every sum must be exact: at
+// most 8 significant bits (a bf16 holds it), magnitudes 2^-5..2^4 in steps
+// of at least 2^-12, so any sum of up to 2^6 of them is exact in f32
+// whatever its order.
+float small_contribution(int c, std::size_t i) {
+  int exponent = 0;
+  const double fraction = std::frexp(contribution(c, i), &exponent);  // |fraction| in [0.5, 1)
+  return static_cast<float>(std::ldexp(std::round(std::ldexp(fraction, 8)), exponent % 5 - 8));
+}
+
+// f32 to bf16, rounding to nearest even (the values here are finite).
+std::uint16_t to_bf16(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+// The elements of `dtype` (f32 or bf16) that `values` round to, as bytes.
+std::vector<unsigned char> encoded(const std::vector<float>& values, DataType dtype) {
+  std::vector<unsigned char> bytes(values.size() * dtype_size(dtype));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DataType::bf16) {
+      const std::uint16_t h = to_bf16(values[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    } else {
+      std::memcpy(&bytes[i * 4], &values[i], 4);
+    }
+  }
+  return bytes;
+}
+
+// A sum of small contributions through `comm` on CUDA memory: this rank
+// holds contributor (rank + rotation) mod size's values, or zeros where it
+// is the last rank and `last_gives_zeros`; the result must be the exact sum
+// of what the ranks hold, rounded once to the dtype.
+// How check_exact_sum makes its call.
+enum class Form { blocking, on_stream, request };
+
+void check_exact_sum(Communicator& comm, const std::string& what, DataType dtype, std::size_t count, int rotation,
+                     bool last_gives_zeros, Form form = Form::blocking, cudaStream_t stream = nullptr) {
+  const auto held = [&](int r, std::size_t i) {
+    return last_gives_zeros && r == size - 1 ? 0.0f : small_contribution((r + rotation) % size, i);
+  };
+  std::vector<float> mine(count), sum(count, 0.0f);
+  for (std::size_t i = 0; i < count; ++i) {
+    mine[i] = held(rank, i);
+    double exact = 0;
+    for (int r = 0; r < size; ++r) exact += held(r, i);
+    sum[i] = static_cast<float>(exact);
+  }
+  const std::vector<unsigned char> input = encoded(mine, dtype), want = encoded(sum, dtype);
+  void* device = nullptr;
+  cudaMalloc(&device, input.size());
+  cudaMemcpy(device, input.data(), input.size(), cudaMemcpyHostToDevice);
+  std::string wrong;
+  try {
+    const Tensor t{device, count, dtype, Memory::cuda, -1};
+    CommunicationOptions options;
+    options.stream = form == Form::on_stream ? stream : nullptr;
+    if (form == Form::request)
+      comm.iall_reduce(t, t, ReduceOp::sum, options).wait();
+    else
+      comm.all_reduce(t, t, ReduceOp::sum, options);
+    if (options.stream) cudaStreamSynchronize(stream);
+    std::vector<unsigned char> got(input.size());
+    cudaMemcpy(got.data(), device, got.size(), cudaMemcpyDeviceToHost);
+    if (got != want) wrong = "not the exact sum rounded once";
+  } catch (const Error& e) {
+    wrong = e.what();
+  }
+  rank_check(wrong.empty(), what + " " + std::string(to_string(dtype)) + " sum x" + std::to_string(count) +
+                                ", rotation " + std::to_string(rotation) + (last_gives_zeros ? ", last rank zeros" : "") +
+                                (form == Form::on_stream ? ", on a stream"
+                                 : form == Form::request ? ", a request"
+                                                         : "") +
+                                ": " + wrong);
+  cudaFree(device);
+}
+
+// A batch under `exact` on CUDA tensors: Unavailable on every rank, naming
+// the batch (single calls run through host memory, batches not yet); the
+// communicator goes on.
+void check_batch_refused(Communicator& comm) {
   void* device = nullptr;
   const std::size_t count = 1000;
-  cudaMalloc(&device, count * 4);
-  cudaMemset(device, 0, count * 4);
+  cudaMalloc(&device, count * sizeof(float));
+  cudaMemset(device, 0, count * sizeof(float));
+  std::vector<Tensor> tensors = {{device, count, DataType::f32, Memory::cuda, -1}};
   std::string message;
   try {
-    comm.all_reduce({device, count, dtype, Memory::cuda, -1}, {device, count, dtype, Memory::cuda, -1}, ReduceOp::sum);
+    comm.batch_all_reduce(tensors, ReduceOp::sum);
   } catch (const Unavailable& e) {
     message = e.what();
   } catch (const Error& e) {
     message = std::string("not Unavailable: ") + e.what();
   }
-  rank_check(message.find(mode_word) != std::string::npos,
-             std::string(to_string(dtype)) + " sum: want Unavailable naming '" + mode_word + "', got '" + message + "'");
+  rank_check(message.find("batched") != std::string::npos && message.find("exact") != std::string::npos,
+             "a CUDA batch under exact: want Unavailable naming the batch and the mode, got '" + message + "'");
   cudaFree(device);
 }
 
@@ -133,14 +221,30 @@ int main(int argc, char** argv) {
         check_order<double>(comm, spec, DataType::f64, op, count, nullptr);
       }
     check_order<float>(comm, spec, DataType::f32, ReduceOp::sum, 40000, stream);
-    check_refused(comm, DataType::bf16, "16-bit");
-    check_order<float>(comm, spec, DataType::f32, ReduceOp::sum, 1000, nullptr);  // usable after the refusal
   }
-  {
-    Config config;
-    config.reproducible = "exact";
-    Communicator comm(MPI_COMM_WORLD, config);
-    check_refused(comm, DataType::f32, "exact");
+  // Through host memory every spec takes the same path: auto, the first
+  // GPU algorithm and the first host algorithm.
+  for (const std::string spec : {std::string("auto"), gpu_test::algorithms_on(Memory::cuda).front().name,
+                                 gpu_test::algorithms_on(Memory::host).front().name}) {
+    Config exact;
+    exact.all_reduce_spec = spec;
+    exact.reproducible = "exact";
+    Communicator comm(MPI_COMM_WORLD, exact);
+    for (const DataType dtype : {DataType::f32, DataType::bf16})
+      for (const std::size_t count : {std::size_t{3}, std::size_t{40000}}) {
+        for (int rotation = 0; rotation < size; ++rotation)
+          check_exact_sum(comm, "exact, " + spec, dtype, count, rotation, false);
+        if (size > 1) check_exact_sum(comm, "exact, " + spec, dtype, count, 0, true);
+      }
+    check_exact_sum(comm, "exact, " + spec, DataType::f32, 40000, size - 1, false, Form::on_stream, stream);
+    check_exact_sum(comm, "exact, " + spec, DataType::bf16, 40000, size - 1, false, Form::request);
+    check_batch_refused(comm);
+    check_exact_sum(comm, "exact after a refused batch, " + spec, DataType::f32, 3, 0, false);
+    Config wide;
+    wide.all_reduce_spec = spec;
+    wide.accumulate_f32 = true;
+    Communicator widening(MPI_COMM_WORLD, wide);
+    check_exact_sum(widening, "accumulate_f32, " + spec, DataType::bf16, 40000, 0, false);
   }
   cudaStreamDestroy(stream);
   return gpu_test::end_program();
