@@ -1,7 +1,8 @@
 // The batch path: packs (plan/packing) executed one collective each, with
 // local replicas pre-reduced into a staging buffer on host memory, or
 // packed on every replica's device for CUDA memory. Host staging is one
-// grow-only buffer of the largest pack, reused across calls.
+// grow-only buffer of the largest pack, reused across calls (slot 0), and
+// a CUDA batch through host memory mirrors its tensors there (slot 1).
 #include <fmt/format.h>
 
 #include <limits>
@@ -9,6 +10,7 @@
 #include "exec/executor.hpp"
 #include "exec/host_pack.hpp"
 #include "exec/registry.hpp"
+#include "exec/through_host.hpp"
 #include "gpu/plugin.hpp"
 #include "plan/packing.hpp"
 #include "util/log.hpp"
@@ -17,6 +19,9 @@
 
 namespace strata::exec {
 namespace {
+
+// The host staging slot of a CUDA batch's mirror (the packs use slot 0).
+constexpr std::size_t kMirrorSlot = 1;
 
 // Ends a pack's span with what it was and what ran it (tracing on only).
 void end_pack_span(util::trace::Span& span, std::size_t index, const plan::Pack& pack, std::string_view algorithm) {
@@ -79,12 +84,55 @@ bool Executor::thread_may_run(const BatchCall& call) const {
 }
 
 std::vector<plan::Choice> Executor::gpu_choices(const BatchCall& call) const {
+  // A batch through host memory (exec/through_host.hpp) runs host plans.
+  const Memory plan_memory = through_host(call) ? Memory::host : Memory::cuda;
   std::vector<plan::Choice> choices;
   for (const plan::Pack& pack : plan::make_packs(shapes_of(*call.batch), call.packing, bytes_per_pack(call)))
     choices.push_back(
-        plans_.choose(call.collective, pack.bytes(), Memory::cuda, call.options->implementation, call.spec,
+        plans_.choose(call.collective, pack.bytes(), plan_memory, call.options->implementation, call.spec,
                       {call.op, pack.dtype}));
   return choices;
+}
+
+bool Executor::through_host(const BatchCall& call) const {
+  for (const std::vector<Tensor>& replicas : *call.batch)
+    if (needs_host_numerics(host_.context().numerics, call.collective, replicas.front().dtype, call.op)) return true;
+  return false;
+}
+
+void Executor::run_batch_gpu_through_host(const BatchCall& call, const Ticket& ticket,
+                                          const util::Deadline& deadline) {
+  const std::vector<std::vector<Tensor>>& batch = *call.batch;
+  std::vector<int> devices;
+  for (const Tensor& t : batch.front()) devices.push_back(t.device);
+  std::size_t total = 0;
+  for (const std::vector<Tensor>& replicas : batch)
+    for (const Tensor& t : replicas) total += t.bytes();
+  const gpu::Mode mode = mode_of(call.options->stream, call.request, call.ordering, /*host_stages=*/true);
+  const gpu::CallContext context = gpu_call(deadline, call.options->stream, devices, /*packed=*/true, mode, call.ordering);
+  HostStaging staging(*gpu_context().backend, context);
+  staging.run([&] {
+    // The batch's mirror in host memory, every tensor of every replica.
+    std::byte* mirror_bytes = host_.staging().get(kMirrorSlot, total);
+    std::vector<std::vector<Tensor>> mirror(batch.size());
+    for (std::size_t k = 0, offset = 0; k < batch.size(); ++k)
+      for (const Tensor& t : batch[k]) {
+        Tensor copy = t;
+        copy.data = mirror_bytes + offset;
+        copy.memory = Memory::host;
+        copy.device = -1;
+        staging.download(copy.data, t.data, t.bytes());
+        mirror[k].push_back(copy);
+        offset += t.bytes();
+      }
+    BatchCall host_call = call;
+    host_call.batch = &mirror;
+    run_batch_host(host_call, {ticket.sequence, nullptr}, deadline);  // the batch was checked as a whole
+    if (!call.lands_here || (call.collective == Collective::reduce && rank_ != call.root)) return;
+    for (std::size_t k = 0; k < batch.size(); ++k)
+      for (std::size_t r = 0; r < batch[k].size(); ++r)
+        staging.upload(batch[k][r].data, mirror[k][r].data, batch[k][r].bytes());
+  });
 }
 
 std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
@@ -197,7 +245,18 @@ std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Tic
             plan::describe(packs));
 
   gpu_backend();
-  for (const plan::Pack& pack : packs) refuse_cuda_batch_numerics(call.collective, call.op, pack.dtype);
+  if (through_host(call)) {
+    if (replicas > 1)
+      throw Unavailable(util::located(fmt::format(
+          "{} of CUDA tensors with {} replicas per rank: {} runs CUDA batches through host memory with one replica "
+          "per rank only so far (docs/REPRODUCIBILITY.md); combine the replicas first, or use reproducible mode "
+          "order on f32 or f64",
+          call.name(), replicas,
+          host_.context().numerics.exact_sum(batch.front().front().dtype, call.op) ? "reproducible mode exact"
+                                                                                    : "accumulating 16-bit sums in f32")));
+    run_batch_gpu_through_host(call, ticket, deadline);
+    return nullptr;
+  }
   const bool broadcast = call.collective == Collective::broadcast;
   const std::size_t contributors = broadcast ? 1 : static_cast<std::size_t>(size_) * replicas;
   const std::string_view collective_name = call.name();

@@ -63,17 +63,6 @@ void Executor::reset() noexcept {
   host_.reset();
 }
 
-void Executor::refuse_cuda_batch_numerics(Collective collective, ReduceOp op, DataType dtype) const {
-  const plan::Numerics& numerics = host_.context().numerics;
-  if (!needs_host_numerics(numerics, collective, dtype, op)) return;
-  throw Unavailable(util::located(fmt::format(
-      "a batched {} of {} on CUDA tensors: {} runs CUDA tensors through host memory one call at a time, not in "
-      "batches, so far (docs/REPRODUCIBILITY.md); make the calls one by one, or use reproducible mode order on f32 "
-      "or f64",
-      to_string(collective), to_string(dtype),
-      numerics.exact_sum(dtype, op) ? "reproducible mode exact" : "accumulating 16-bit sums in f32")));
-}
-
 void Executor::keep_communicators() noexcept {
   util::abandoned_operations_on(comm_);
   if (split_) {

@@ -222,10 +222,6 @@ class Executor {
     return flight;
   }
   bool thread_may_run_host(std::size_t bytes, bool every_plan_shared_memory) const;
-  // Throws Unavailable (the same on every rank, before any work) for a
-  // pack of a CUDA batch the numerics would widen or sum exactly: single
-  // calls run through host memory (exec/through_host.hpp), batches not yet.
-  void refuse_cuda_batch_numerics(Collective collective, ReduceOp op, DataType dtype) const;
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
   std::shared_ptr<Flight> run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
@@ -241,9 +237,16 @@ class Executor {
   // The plan of a CUDA call (by its bytes) or of each pack of a CUDA batch:
   // the host plan for a call through host memory.
   plan::Choice gpu_choice(const Call& call) const;
-  // Whether a CUDA call runs through host memory: its reduction's numerics
-  // exist on host memory only (exec/through_host.hpp).
+  // Whether a CUDA call (a batch: any of its tensors) runs through host
+  // memory: its reduction's numerics exist on host memory only
+  // (exec/through_host.hpp).
   bool through_host(const Call& call) const;
+  bool through_host(const BatchCall& call) const;
+  // A CUDA batch through host memory: every tensor copied to host memory,
+  // the batch run there as a host batch (its packs and transforms), and the
+  // results copied back where they land. (run_batch_gpu takes this path
+  // for one replica per rank; more raise Unavailable.)
+  void run_batch_gpu_through_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
   // Why a captured call with these plans cannot be captured ("" if it can).
   std::string capture_refusal(const std::vector<plan::Choice>& choices) const;

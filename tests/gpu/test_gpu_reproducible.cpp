@@ -9,8 +9,8 @@
 // order computes exactly in f32, so the reference is that sum rounded once
 // to the dtype; under `exact` the same bits for every rotation of which
 // rank holds which contribution and with the last rank contributing zeros;
-// blocking, on a stream and as a request. A CUDA batch under `exact` raises
-// Unavailable on every rank. Exits 77 without a CUDA device.
+// blocking, on a stream, as a request and as a batch of several tensors.
+// Exits 77 without a CUDA device.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -177,26 +177,48 @@ void check_exact_sum(Communicator& comm, const std::string& what, DataType dtype
   cudaFree(device);
 }
 
-// A batch under `exact` on CUDA tensors: Unavailable on every rank, naming
-// the batch (single calls run through host memory, batches not yet); the
-// communicator goes on.
-void check_batch_refused(Communicator& comm) {
-  void* device = nullptr;
-  const std::size_t count = 1000;
-  cudaMalloc(&device, count * sizeof(float));
-  cudaMemset(device, 0, count * sizeof(float));
-  std::vector<Tensor> tensors = {{device, count, DataType::f32, Memory::cuda, -1}};
-  std::string message;
+// A batch of small contributions on CUDA memory (tensors of several sizes
+// and dtypes, packed together): each tensor must hold the exact sum of what
+// the ranks gave, rounded once, for the rotation as check_exact_sum says.
+void check_exact_batch(Communicator& comm, const std::string& what, int rotation) {
+  struct Case {
+    std::size_t count;
+    DataType dtype;
+  };
+  const std::vector<Case> cases = {{3, DataType::f32}, {40000, DataType::bf16}, {1000, DataType::f32}};
+  std::vector<Tensor> tensors;
+  std::vector<std::vector<unsigned char>> want;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    std::vector<float> mine(cases[k].count), sum(cases[k].count);
+    for (std::size_t i = 0; i < cases[k].count; ++i) {
+      // Each tensor its own values: element i of tensor k is element
+      // i + k * 100000 of the contributions.
+      const std::size_t at = i + k * 100000;
+      mine[i] = small_contribution((rank + rotation) % size, at);
+      double exact = 0;
+      for (int r = 0; r < size; ++r) exact += small_contribution((r + rotation) % size, at);
+      sum[i] = static_cast<float>(exact);
+    }
+    const std::vector<unsigned char> input = encoded(mine, cases[k].dtype);
+    want.push_back(encoded(sum, cases[k].dtype));
+    void* device = nullptr;
+    cudaMalloc(&device, input.size());
+    cudaMemcpy(device, input.data(), input.size(), cudaMemcpyHostToDevice);
+    tensors.push_back({device, cases[k].count, cases[k].dtype, Memory::cuda, -1});
+  }
+  std::string wrong;
   try {
     comm.batch_all_reduce(tensors, ReduceOp::sum);
-  } catch (const Unavailable& e) {
-    message = e.what();
+    for (std::size_t k = 0; k < tensors.size() && wrong.empty(); ++k) {
+      std::vector<unsigned char> got(want[k].size());
+      cudaMemcpy(got.data(), tensors[k].data, got.size(), cudaMemcpyDeviceToHost);
+      if (got != want[k]) wrong = "tensor " + std::to_string(k) + " is not the exact sum rounded once";
+    }
   } catch (const Error& e) {
-    message = std::string("not Unavailable: ") + e.what();
+    wrong = e.what();
   }
-  rank_check(message.find("batched") != std::string::npos && message.find("exact") != std::string::npos,
-             "a CUDA batch under exact: want Unavailable naming the batch and the mode, got '" + message + "'");
-  cudaFree(device);
+  rank_check(wrong.empty(), what + " batch, rotation " + std::to_string(rotation) + ": " + wrong);
+  for (const Tensor& t : tensors) cudaFree(t.data);
 }
 
 }  // namespace
@@ -238,13 +260,13 @@ int main(int argc, char** argv) {
       }
     check_exact_sum(comm, "exact, " + spec, DataType::f32, 40000, size - 1, false, Form::on_stream, stream);
     check_exact_sum(comm, "exact, " + spec, DataType::bf16, 40000, size - 1, false, Form::request);
-    check_batch_refused(comm);
-    check_exact_sum(comm, "exact after a refused batch, " + spec, DataType::f32, 3, 0, false);
+    for (int rotation = 0; rotation < size; ++rotation) check_exact_batch(comm, "exact, " + spec, rotation);
     Config wide;
     wide.all_reduce_spec = spec;
     wide.accumulate_f32 = true;
     Communicator widening(MPI_COMM_WORLD, wide);
     check_exact_sum(widening, "accumulate_f32, " + spec, DataType::bf16, 40000, 0, false);
+    check_exact_batch(widening, "accumulate_f32, " + spec, 0);
   }
   cudaStreamDestroy(stream);
   return gpu_test::end_program();
