@@ -112,7 +112,8 @@ class Call {
     released_ = true;
   }
   void wait_readers(int wait_from, int wait_to) {
-    if (wait_from < wait_to) wait_consumed(t_, seg_, wait_from, wait_to, last_round());
+    if (wait_from < wait_to)
+      wait_consumed(t_, seg_, wait_from, wait_to, last_round(), util::Backoff::Patience::peer_reads);
   }
 
  private:

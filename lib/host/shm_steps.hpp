@@ -32,11 +32,12 @@ using Counter = std::atomic<std::uint64_t>& (ShmSegment::*)(int, std::uint64_t) 
 // the laggards (no allocation on the latency path). The counter is a
 // template argument so that the polling loop inlines its accessor.
 template <Counter counter>
-void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value) {
+void wait_for(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t value,
+              util::Backoff::Patience patience = util::Backoff::Patience::peers) {
   auto behind = [&](int r) {
     return r != seg.local_rank() && (seg.*counter)(r, value).load(std::memory_order_acquire) < value;
   };
-  util::Backoff backoff;
+  util::Backoff backoff(patience);
   for (;;) {
     bool arrived = true;
     for (int r = first; r < last && arrived; ++r) arrived = !behind(r);
@@ -63,8 +64,9 @@ inline void wait_staged(Transport& t, ShmSegment& seg, int first, int last, std:
   wait_for<&ShmSegment::staged>(t, seg, first, last, round);
   if (first == 0 && last == seg.local_size()) seg.note_all_staged(round);
 }
-inline void wait_consumed(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round) {
-  wait_for<&ShmSegment::consumed>(t, seg, first, last, round);
+inline void wait_consumed(Transport& t, const ShmSegment& seg, int first, int last, std::uint64_t round,
+                          util::Backoff::Patience patience = util::Backoff::Patience::peers) {
+  wait_for<&ShmSegment::consumed>(t, seg, first, last, round, patience);
 }
 
 // Step 1 of a round: my set for `round` is free once every peer consumed

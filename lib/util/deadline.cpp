@@ -75,10 +75,16 @@ void Backoff::pause() {
   // then yield, and keep yielding far longer before sleeping, since a
   // sleep's wake-up costs tens of microseconds (timer slack) while a yield
   // returns at once when nobody else wants the core.
-  constexpr unsigned kSpins = 256, kYields = 256, kWorkEvery = 16;
+  //
+  // A wait for peers' reads of this rank's memory (Patience::peer_reads)
+  // spins about 450 us first, the time of a 4 MiB read at 9 GB/s: a yield
+  // meanwhile slows the read itself (docs/ALGORITHMS.md, "Where the direct
+  // path starts").
+  constexpr unsigned kSpins = 256, kYields = 256, kWorkEvery = 16, kPeerReadSpins = 16384;
   constexpr unsigned kSharedSpins = 8, kSharedYields = 4096;
   const bool shared = shared_cores.load(std::memory_order_relaxed);
-  const unsigned spins = shared ? kSharedSpins : kSpins, yields = shared ? kSharedYields : kYields;
+  const unsigned spins = shared ? kSharedSpins : peer_reads_ ? kPeerReadSpins : kSpins,
+                 yields = shared ? kSharedYields : kYields;
   ++idle_polls_;
   if (idle_polls_ == 1 && trace::enabled() && waiting_since_ns_ == 0) [[unlikely]]
     begin_traced_wait();
