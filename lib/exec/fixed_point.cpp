@@ -298,9 +298,9 @@ void measure(const void* in, std::size_t count, DataType dtype, std::int8_t* cod
 }
 
 bool any_non_finite(const std::int8_t* codes, std::size_t count) {
-  bool any = false;  // (no early exit: the whole loop vectorises, and finite data, the usual case, reads it all)
-  for (std::size_t i = 0; i < count; ++i) any |= codes[i] == kNonFiniteCode;
-  return any;
+  // memchr: the C library's vector search (a plain loop here stays scalar
+  // at -O2, 12% of an exact 1 MiB all-reduce under perf).
+  return count > 0 && std::memchr(codes, static_cast<unsigned char>(kNonFiniteCode), count) != nullptr;
 }
 
 void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t* codes, std::int64_t* fixed,
