@@ -150,6 +150,7 @@ std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {
       return InvalidArgument(util::located(
           "a batch with replicas on several devices, or on another device than the rank's, cannot be captured "
           "into a CUDA graph (a graph holds one stream's work): capture one replica on the rank's device"));
+  if (through_host(call)) return InvalidArgument(util::located(through_host_refusal()));
   if (const std::string why = capture_refusal(gpu_choices(call)); !why.empty())
     return InvalidArgument(util::located(why));
   return std::nullopt;

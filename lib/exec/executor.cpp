@@ -251,9 +251,17 @@ std::optional<InvalidArgument> Executor::refusal(const Call& call) {
     return InvalidArgument(util::located(
         "a request (a non-blocking or persistent call) cannot be captured into a CUDA graph: its test() and "
         "wait() are host waits; use the blocking form with CommunicationOptions::stream, which is captured"));
+  if (through_host(call))
+    return InvalidArgument(util::located(through_host_refusal()));
   if (const std::string why = capture_refusal({gpu_choice(call)}); !why.empty())
     return InvalidArgument(util::located(why));
   return std::nullopt;
+}
+
+std::string Executor::through_host_refusal() const {
+  return "reproducible mode exact and 16-bit sums accumulated in f32 run a call on CUDA tensors through host memory "
+         "(docs/REPRODUCIBILITY.md), which a CUDA graph cannot hold, so this call cannot be captured: make it outside "
+         "the capture";
 }
 
 std::optional<InvalidArgument> Executor::host_wait_in_capture(void* stream, gpu::Capture capture,

@@ -250,6 +250,8 @@ class Executor {
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
   // Why a captured call with these plans cannot be captured ("" if it can).
   std::string capture_refusal(const std::vector<plan::Choice>& choices) const;
+  // Why a captured call through host memory cannot be captured.
+  std::string through_host_refusal() const;
   // The refusal of a CUDA `what` ("call", "batch") without a stream, which
   // waits on the host, while a blocking stream of this device is capturing
   // (`capture`, of `stream`); nullopt where that is not so.

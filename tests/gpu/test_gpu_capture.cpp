@@ -216,6 +216,14 @@ int main(int argc, char** argv) {
       refused("the host-staged plan " + spec + " inside a capture", stream, "host stages",
               [&] { comm.all_reduce(t, t, ReduceOp::sum, on(stream)); });
     }
+    {
+      // Through host memory (docs/REPRODUCIBILITY.md): refused, naming why.
+      Communicator exact(MPI_COMM_WORLD, Config{.all_reduce_spec = specs.front(), .reproducible = "exact"});
+      exact.all_reduce(t, t, ReduceOp::sum, on(stream));  // outside capture: fine
+      cudaStreamSynchronize(stream);
+      refused("reproducible mode exact inside a capture", stream, "through host memory",
+              [&] { exact.all_reduce(t, t, ReduceOp::sum, on(stream)); });
+    }
     cudaStreamDestroy(stream);
   }
   return gpu_test::end_program();
