@@ -125,14 +125,19 @@ void Executor::run_batch_gpu_through_host(const BatchCall& call, const Ticket& t
         mirror[k].push_back(copy);
         offset += t.bytes();
       }
+    // The packs' on_pack_done fire below, once their results are back in
+    // the caller's tensors.
     BatchCall host_call = call;
     host_call.batch = &mirror;
+    host_call.on_pack_done = nullptr;
     run_batch_host(host_call, {ticket.sequence, nullptr}, deadline);  // the batch was checked as a whole
-    if (!call.lands_here || (call.collective == Collective::reduce && rank_ != call.root)) return;
-    for (std::size_t k = 0; k < batch.size(); ++k)
-      for (std::size_t r = 0; r < batch[k].size(); ++r)
-        staging.upload(batch[k][r].data, mirror[k][r].data, batch[k][r].bytes());
+    if (call.lands_here && (call.collective != Collective::reduce || rank_ == call.root))
+      for (std::size_t k = 0; k < batch.size(); ++k)
+        for (std::size_t r = 0; r < batch[k].size(); ++r)
+          staging.upload(batch[k][r].data, mirror[k][r].data, batch[k][r].bytes());
   });
+  const std::size_t packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call)).size();
+  for (std::size_t p = 0; p < packs; ++p) pack_done(call.on_pack_done, p);
 }
 
 std::optional<InvalidArgument> Executor::refusal(const BatchCall& call) {

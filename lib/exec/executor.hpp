@@ -243,9 +243,10 @@ class Executor {
   bool through_host(const Call& call) const;
   bool through_host(const BatchCall& call) const;
   // A CUDA batch through host memory: every tensor copied to host memory,
-  // the batch run there as a host batch (its packs and transforms), and the
-  // results copied back where they land. (run_batch_gpu takes this path
-  // for one replica per rank; more raise Unavailable.)
+  // the batch run there as a host batch (its packs and transforms), the
+  // results copied back where they land, then on_pack_done for every pack
+  // in order. (run_batch_gpu takes this path for one replica per rank;
+  // more raise Unavailable.)
   void run_batch_gpu_through_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
   std::vector<plan::Choice> gpu_choices(const BatchCall& call) const;
   // Why a captured call with these plans cannot be captured ("" if it can).

@@ -207,13 +207,27 @@ void check_exact_batch(Communicator& comm, const std::string& what, int rotation
     tensors.push_back({device, cases[k].count, cases[k].dtype, Memory::cuda, -1});
   }
   std::string wrong;
-  try {
-    comm.batch_all_reduce(tensors, ReduceOp::sum);
-    for (std::size_t k = 0; k < tensors.size() && wrong.empty(); ++k) {
+  const auto tensors_wrong = [&] {
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
       std::vector<unsigned char> got(want[k].size());
       cudaMemcpy(got.data(), tensors[k].data, got.size(), cudaMemcpyDeviceToHost);
-      if (got != want[k]) wrong = "tensor " + std::to_string(k) + " is not the exact sum rounded once";
+      if (got != want[k]) return "tensor " + std::to_string(k) + " is not the exact sum rounded once";
     }
+    return std::string();
+  };
+  try {
+    // The last pack's on_pack_done promises every result in its tensor.
+    const std::size_t packs = comm.plan_for(tensors).packs.size();
+    std::size_t done = 0;
+    std::string at_last_pack = "on_pack_done never fired for the last pack";
+    comm.batch_all_reduce(tensors, ReduceOp::sum, PackingOptions{}, {}, [&](std::size_t p) {
+      ++done;
+      if (p + 1 == packs) at_last_pack = tensors_wrong();
+    });
+    wrong = done != packs ? "on_pack_done fired " + std::to_string(done) + " times for " + std::to_string(packs) +
+                                " packs"
+            : !at_last_pack.empty() ? "at the last on_pack_done: " + at_last_pack
+                                    : tensors_wrong();
   } catch (const Error& e) {
     wrong = e.what();
   }
