@@ -2,9 +2,9 @@
  * double in CI and on a GPU where one is lent: every call, given a stream,
  * must order its work after what the caller enqueued there before the
  * call, and the caller reads the result back through that same stream.
- * Before each call the producer holds its stream back 200 ms
- * (cudaLaunchHostFunc) and only then uploads the input, and strata is
- * called at once: a call that ignored the stream (strata_c.cpp dropping
+ * Before each call the producer holds its stream back (cudaLaunchHostFunc,
+ * released only once the call was made) and only then uploads the input:
+ * a call that ignored the stream (strata_c.cpp dropping
  * it, or strata ordering after another stream) reads the previous case's
  * input, or memory never written, and fails. The cases: every blocking
  * call (all_reduce, reduce, broadcast, reduce_scatter, all_gather, batch),
@@ -23,7 +23,7 @@
  * in (capi_check.h). Every rank
  * drives CUDA device 0 (registered with one device per process, as virtual
  * nodes). */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -31,6 +31,7 @@
 
 #include "capi_check.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -44,13 +45,36 @@ static void cuda_ok_at(cudaError_t got, const char* what, int line) {
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-/* The producer's slow work before its upload: strata, ordered after the
- * stream, cannot start before the stream passes it; nothing asserts a time. */
+/* The producer's unfinished work before its upload: the stream waits in
+ * hold_back until the test has made its call (release_producer), so
+ * strata's work is always queued behind a producer that has not finished
+ * and must order after it. The wait is bounded (10 s), so a call that
+ * itself waited for the stream could not deadlock the test; nothing
+ * asserts a time. */
+static pthread_mutex_t g_producer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_producer_released = PTHREAD_COND_INITIALIZER;
+static int g_producer_held;
+
 static void CUDART_CB hold_back(void* unused) {
-  struct timespec wait = {0, 200 * 1000 * 1000};
+  struct timespec bound;
   (void)unused;
-  nanosleep(&wait, NULL);
+  clock_gettime(CLOCK_REALTIME, &bound);
+  bound.tv_sec += 10;
+  pthread_mutex_lock(&g_producer_lock);
+  while (g_producer_held && pthread_cond_timedwait(&g_producer_released, &g_producer_lock, &bound) == 0) {
+  }
+  pthread_mutex_unlock(&g_producer_lock);
 }
+
+static void set_producer_held(int held) {
+  pthread_mutex_lock(&g_producer_lock);
+  g_producer_held = held;
+  pthread_cond_broadcast(&g_producer_released);
+  pthread_mutex_unlock(&g_producer_lock);
+}
+
+/* Lets the held producer finish: once the call under test was made. */
+static void release_producer(void) { set_producer_held(0); }
 
 /* Rank r's element j in case `round`: distinct per case, so that reading
  * an earlier case's input fails; multiples of 0.5 below 2^14, so every sum
@@ -71,11 +95,13 @@ static float sum_over_ranks(size_t j, int round) {
 static float *g_up, *g_down;
 static cudaStream_t g_stream;
 
-/* On g_stream: 200 ms of nothing, then device[0 .. count) = this rank's
- * input of `round` (at element offset `first` of the input sequence). */
+/* On g_stream: held until release_producer (or consume), then
+ * device[0 .. count) = this rank's input of `round` (at element offset
+ * `first` of the input sequence). */
 static void produce(float* device, size_t count, size_t first, int round) {
   size_t j;
   for (j = 0; j < count; ++j) g_up[j] = input(g_rank, first + j, round);
+  set_producer_held(1);
   CUDA_OK(cudaLaunchHostFunc(g_stream, hold_back, NULL));
   CUDA_OK(cudaMemcpyAsync(device, g_up, count * sizeof(float), cudaMemcpyHostToDevice, g_stream));
 }
@@ -92,6 +118,7 @@ static void poison(float* device, size_t count) {
 /* device[0 .. count) read back through g_stream, after the stream passed
  * everything enqueued on it, into g_down. */
 static const float* consume(const float* device, size_t count) {
+  release_producer();
   CUDA_OK(cudaMemcpyAsync(g_down, device, count * sizeof(float), cudaMemcpyDeviceToHost, g_stream));
   CUDA_OK(cudaStreamSynchronize(g_stream));
   return g_down;
@@ -175,6 +202,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
   poison(b, COUNT);
   produce(a, COUNT, 0, 7);
   EXPECT_OK(strata_iall_reduce(comm, a, b, COUNT, STRATA_F32, STRATA_SUM, options, &req));
+  release_producer(); /* before the wait, which needs the stream past it */
   EXPECT_OK(strata_request_wait(req));
   EXPECT_OK(strata_request_free(&req));
   CHECK(wrong(consume(b, COUNT), COUNT, 0, 7, sum_over_ranks) == 0);
@@ -183,6 +211,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
   produce(a, COUNT, 0, 8);
   buffers[0] = a, buffers[1] = a + counts[0];
   EXPECT_OK(strata_ibatch_all_reduce(comm, buffers, counts, dtypes, 2, STRATA_SUM, NULL, options, &req));
+  release_producer(); /* before the wait, which needs the stream past it */
   EXPECT_OK(strata_request_wait(req));
   EXPECT_OK(strata_request_free(&req));
   CHECK(wrong(consume(a, COUNT), COUNT, 0, 8, sum_over_ranks) == 0);
@@ -193,6 +222,7 @@ static void test_requests(strata_comm* comm, float* a, float* b, const strata_op
     poison(b, COUNT);
     produce(a, COUNT, 0, round);
     EXPECT_OK(strata_request_start(req));
+    release_producer(); /* before the wait, which needs the stream past it */
     EXPECT_OK(strata_request_wait(req));
     CHECK(wrong(consume(b, COUNT), COUNT, 0, round, sum_over_ranks) == 0);
   }

@@ -4,8 +4,9 @@
 #include <mpi.h>
 #include <nccl.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -119,13 +120,29 @@ struct Solo {
   }
 };
 
-// Waits (10 s at most) until `step` reaches `value`.
-void await(const std::atomic<int>& step, int value) {
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (step.load() < value && std::chrono::steady_clock::now() < limit)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  check(step.load() >= value, "the other thread reached step " + std::to_string(value));
-}
+// A counter threads wait on: each wait ends when the counter reaches its
+// value, or after 10 s (a check then fails, naming the step).
+class Steps {
+ public:
+  void reach(int value) {
+    {
+      const std::lock_guard lock(mutex_);
+      value_ = std::max(value_, value);
+    }
+    reached_.notify_all();
+  }
+  void await(int value) {
+    std::unique_lock lock(mutex_);
+    const bool arrived = reached_.wait_for(lock, std::chrono::seconds(10), [&] { return value_ >= value; });
+    lock.unlock();
+    check(arrived, "the other thread reached step " + std::to_string(value));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable reached_;
+  int value_ = 0;
+};
 
 // Two communicators on device 0: thread A opens a group span and calls NCCL
 // for one of them, thread B calls NCCL for the other while A is inside the
@@ -133,21 +150,21 @@ void await(const std::atomic<int>& step, int value) {
 // falls inside A's span before A touches device 0 in it.
 void two_threads_in_one_span(bool a_calls_first) {
   Solo one(0), two(0);
-  std::atomic<int> step{0};
+  Steps step;
   std::thread a([&] {
     SELFTEST_OK(cudaSetDevice(0));
     nccl_ok(ncclGroupStart(), "ncclGroupStart");
     if (a_calls_first) one.all_reduce();
-    step = 1;
-    await(step, 2);
+    step.reach(1);
+    step.await(2);
     if (!a_calls_first) one.all_reduce();
     nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
   });
   std::thread b([&] {
     SELFTEST_OK(cudaSetDevice(0));
-    await(step, 1);
+    step.await(1);
     two.all_reduce();
-    step = 2;
+    step.reach(2);
   });
   a.join();
   b.join();
@@ -169,21 +186,23 @@ void threads_inside_span() { two_threads_in_one_span(false); }
 void threads_allowed() {
   Solo one(0), two(0), three(1);
   std::mutex device0;
-  std::atomic<int> step{0};
+  Steps step;
   std::thread a([&] {
     SELFTEST_OK(cudaSetDevice(0));
     for (int i = 0; i < 20; ++i) {
       std::lock_guard lock(device0);
       nccl_ok(ncclGroupStart(), "ncclGroupStart");
       one.all_reduce();
-      if (i == 0) step = 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (i == 0) {
+        step.reach(1);
+        step.await(2);  // thread c's first call and poll fall inside this span
+      }
       nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
     }
   });
   std::thread b([&] {
     SELFTEST_OK(cudaSetDevice(0));
-    await(step, 1);
+    step.await(1);
     for (int i = 0; i < 20; ++i) {
       std::lock_guard lock(device0);
       two.all_reduce();
@@ -191,13 +210,14 @@ void threads_allowed() {
   });
   std::thread c([&] {
     SELFTEST_OK(cudaSetDevice(1));
-    await(step, 1);
+    step.await(1);
     for (int i = 0; i < 20; ++i) {
       nccl_ok(ncclGroupStart(), "ncclGroupStart");
       three.all_reduce();
       ncclResult_t state = ncclSuccess;
       nccl_ok(ncclCommGetAsyncError(one.comm, &state), "ncclCommGetAsyncError from another thread");
       nccl_ok(ncclGroupEnd(), "ncclGroupEnd");
+      if (i == 0) step.reach(2);
     }
   });
   a.join();
