@@ -29,6 +29,7 @@ Cluster:
   --hosts N             number of emulated hosts (default 2, at most 16)
   --ranks-per-host K    ranks (hostfile slots) per host (default 2)
   -np P                 total ranks (default N*K)
+  --env NAME[=VALUE]    give the ranks a variable (strata-launch's word for it)
 
 Link shaping (tc netem on each host's veth; applies to traffic entering
 each host, so every host-to-host packet is shaped once; on kernels without
@@ -55,7 +56,7 @@ Other:
   -h, --help            this help
 
 Every argument before "--" that is not one of the above goes to mpirun
-unchanged (e.g. -x STRATA_SPEC, --mca btl_base_verbose 30). If you do not pass
+unchanged (e.g. --mca btl_base_verbose 30). If you do not pass
 --bind-to, "--bind-to none" is added (emulated hosts share this machine's cores).
 When the ranks outnumber this machine's CPUs (nproc), "--mca
 mpi_yield_when_idle 1" is added unless you set mpi_yield_when_idle yourself:
@@ -64,7 +65,7 @@ every blocking call and make each call wait for the scheduler's next tick.
 
 Example:
   $prog --hosts 2 --ranks-per-host 2 --delay 50us --rate 10gbit \\
-      -x STRATA_SPEC -- ./build/apps/bench/strata-bench -b 1M -e 64M -f 8 --baseline mpi -a xring
+      --env STRATA_SPEC -- ./build/apps/bench/strata-bench -b 1M -e 64M -f 8 --baseline mpi -a xring
 
 Environment: MPIRUN picks the mpirun binary (default: mpirun on PATH).
 OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1 are set for you.
@@ -126,6 +127,8 @@ while [ "$#" -gt 0 ]; do
     --keep-tc-stats) tc_stats=1; shift ;;
     -v|--verbose) verbose=1; shift ;;
     --) shift; break ;;
+    --env) need_value "$@"; mpirun_extra+=(-x "$2"); shift 2 ;;
+    --env=*) mpirun_extra+=(-x "${1#*=}"); shift ;;
     --bind-to|--bind-to=*) have_bind=1; mpirun_extra+=("$1"); shift ;;
     -H|--host|--hostfile|-hostfile|--machinefile|-machinefile|--default-hostfile)
       die_usage "$1 is set by this script (use --hosts and --ranks-per-host)" ;;

@@ -18,7 +18,7 @@ so that no caller spells one launcher's flags. The launchers differ in:
 (openmpi: Open MPI's mpirun/mpiexec, 4.1 and 5; hydra: MPICH's mpiexec, and
 MVAPICH's; intel: Intel MPI's mpiexec, hydra too, but its library pins each
 rank itself unless I_MPI_PIN=0.) --bind core binds each rank to a core
-(openmpi --bind-to core, hydra -bind-to core, intel I_MPI_PIN_DOMAIN=core,
+(openmpi --bind-to core:overload-allowed, hydra -bind-to core, intel I_MPI_PIN_DOMAIN=core,
 srun --cpu-bind=cores). Ranks may always outnumber cores: tests run up to 8
 on 2. Open MPI's mpirun as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment (the tests set them).
@@ -67,7 +67,8 @@ def command(kind, mpiexec, ranks, bind, env, extra, program):
     """The launcher's command line for these ranks, binding and variables."""
     cmd = [mpiexec, "-n", str(ranks)]
     if kind == "openmpi":
-        cmd += ["--oversubscribe", "--bind-to", bind]
+        # overload-allowed: Open MPI refuses to bind more ranks than cores to cores otherwise.
+        cmd += ["--oversubscribe", "--bind-to", "core:overload-allowed" if bind == "core" else bind]
         for name, value in env:
             cmd += ["-x", f"{name}={value}"]
     elif kind in ("hydra", "intel"):

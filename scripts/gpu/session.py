@@ -179,8 +179,9 @@ def build_tasks(args, gpu, gpu_why, manifest, out_dir):
         # A core each where hwloc finds enough cores; where it finds fewer
         # (hardware threads counted as CPUs), two ranks share one rather than
         # mpirun refusing, and the log's bindings say so. The bundle's own
-        # Open MPI is called directly here: the launcher layer's --bind core
-        # has no overload-allowed form and reports no bindings.
+        # Open MPI (the bundle carries no other MPI) is called directly here:
+        # the launcher layer reports no bindings, which session_report.py
+        # reads to say whether ranks shared cores.
         bind = ["--map-by", "core", "--bind-to", "core:overload-allowed,if-supported", "--report-bindings"]
         cmd = [f"{B}/bin/mpirun", "--oversubscribe"] + bind + ["-np", str(ranks), bench, "-m", "host",
                                                                 "--baseline", "mpi"]

@@ -8,7 +8,7 @@
 # components and help files with empty tmpfs), and ssh too, as on the GPU
 # machine, and from an empty environment (env -i):
 #   - the bundle is under 60 MiB;
-#   - strata-topo runs; mpirun -np 2 strata-bench on host memory passes its
+#   - strata-topo runs; strata-launch -n 2 strata-bench on host memory passes its
 #     result check; Open MPI takes its components from the bundle;
 #   - libstrata loads the GPU plugin from the bundle (test_gpu_unavailable's
 #     reason is the CUDA runtime's, not the plugin's loading);
@@ -120,11 +120,11 @@ else
   bad "env -i run.sh strata-topo: $out"
 fi
 
-if out=$(env -i bash "$bundle/run.sh" mpirun -np 2 strata-bench -b 8 -e 64k -c 1 --no-progress -J "$tmp/host.json" 2>&1) &&
+if out=$(env -i bash "$bundle/run.sh" strata-launch -n 2 strata-bench -b 8 -e 64k -c 1 --no-progress -J "$tmp/host.json" 2>&1) &&
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not (d["ranks"] == 2 and d["check"] and d["summary"]["wrong_total"] == 0))' "$tmp/host.json"; then
-  ok "env -i run.sh mpirun -np 2 strata-bench -b 8 -e 64k -c 1: 2 ranks, every value checked, none wrong"
+  ok "env -i run.sh strata-launch -n 2 strata-bench -b 8 -e 64k -c 1: 2 ranks, every value checked, none wrong"
 else
-  bad "env -i run.sh mpirun -np 2 strata-bench: $out"
+  bad "env -i run.sh strata-launch -n 2 strata-bench: $out"
 fi
 
 if out=$(env -i bash "$bundle/run.sh" "$bundle/tests/test_gpu_unavailable" 2>&1) && grep -q '^built: 1' <<<"$out" &&

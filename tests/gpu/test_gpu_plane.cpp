@@ -138,7 +138,7 @@ TEST_CASE("identical 8-GPU nodes: one rank per GPU may use NCCL everywhere (host
 }
 
 TEST_CASE("8-GPU nodes with every rank bound to NUMA 0: eight GPUs per node, NCCL usable, auto plans NCCL") {
-  // `mpirun --bind-to core` maps by core: all eight ranks on the first
+  // Ranks bound to cores and mapped by core: all eight on the first
   // socket, whose NUMA domain holds GPUs 0-3 only.
   const NodeSpec packed{8, 8, "", topo::kComputeDefault, /*one_numa=*/true};
   for (const int nodes : {1, 2}) {

@@ -5,7 +5,7 @@
 // none may hang: a rank stuck in a long local wait learns of a peer's
 // failure at once, and a rank that never arrives makes the others raise
 // DeadlineExceeded within the step's own bound. Needs MPI only (runs in
-// every build); mpirun -np 3.
+// every build); 3 ranks.
 #include <mpi.h>
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
 # Checks:
 #   1. readelf: strata-bench and the Python extension need neither libcudart
 #      nor libnccl; strata-bench-cuda.so (the bench's CUDA code) needs both.
-#   2. A host run does not load the CUDA code: `mpirun -np 2 strata-bench`
+#   2. A host run does not load the CUDA code: strata-bench at 2 ranks
 #      passes and never opens strata-bench-cuda.so, and a host all-reduce
 #      from Python passes without the module dlopening libcudart (LD_DEBUG),
 #      while `-m cuda` on the test double does open the module (so the
@@ -17,7 +17,7 @@
 #      error; host runs still pass.
 #   4. Nothing of CUDA loadable (every libcudart.so* and libnccl.so* the
 #      loader could find hidden, root only): strata-bench and Python run a
-#      host all-reduce under mpirun -np 2, `-m cuda` skips naming the missing
+#      host all-reduce at 2 ranks, `-m cuda` skips naming the missing
 #      library, and a CUDA array in Python raises strata.Unavailable naming
 #      libcudart. Not run while libstrata.so itself still needs libcudart or
 #      libnccl (the GPU backend is linked in, not yet a plugin): the check
@@ -78,9 +78,9 @@ host_bench() {  # label, then extra environment
   local label=$1; shift
   if env "$@" "${MPIRUN[@]}" "$run_bench" -b 8 -e 64k -f 8 -c 1 --no-progress -J "$tmp/host.json" >"$tmp/host.txt" 2>&1 &&
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not (d["ranks"] == 2 and d["summary"]["wrong_total"] == 0))' "$tmp/host.json"; then
-    ok "$label: mpirun -np 2 strata-bench on host memory: every value right"
+    ok "$label: strata-bench at 2 ranks on host memory: every value right"
   else
-    bad "$label: mpirun -np 2 strata-bench on host memory:"; cat "$tmp/host.txt"
+    bad "$label: strata-bench at 2 ranks on host memory:"; cat "$tmp/host.txt"
   fi
 }
 cuda_skips() {  # label, text the skip line must hold, then extra environment
@@ -115,7 +115,7 @@ python_host() {  # label, then extra environment
   local label=$1; shift
   if env "$@" PYTHONPATH="$build/python:$checks_py" "${MPIRUN[@]}" "$python" -c "$PY_HOST" >"$tmp/py.txt" 2>&1 &&
     [ "$(grep -c "^host all_reduce: rank [01]: 1 of 1 checks passed$" "$tmp/py.txt")" -eq 2 ]; then
-    ok "$label: mpirun -np 2 python3 (import strata, a host all_reduce) passes"
+    ok "$label: python3 at 2 ranks (import strata, a host all_reduce) passes"
   else
     bad "$label: Python host all_reduce:"; cat "$tmp/py.txt"
   fi

@@ -3,8 +3,8 @@
 #   - libstrata.so and libstrata_mpi.so need neither cudart nor NCCL (readelf
 #     NEEDED); libstrata_gpu.so needs both;
 #   - plugin absent (libstrata copied to a folder without it, found first
-#     through LD_LIBRARY_PATH): strata-topo runs, and `mpirun -np 2
-#     without_plugin` does host all-reduces and gets Unavailable naming the
+#     through LD_LIBRARY_PATH): strata-topo runs, and `without_plugin`
+#     at 2 ranks does host all-reduces and gets Unavailable naming the
 #     missing plugin for a CUDA tensor;
 #   - CUDA runtime absent (the plugin in place, the folders of the cudart and
 #     NCCL it needs hidden under empty tmpfs in a private mount namespace;

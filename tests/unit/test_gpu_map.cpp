@@ -74,8 +74,8 @@ TEST_CASE("unbound ranks (all NUMA domains) share all GPUs out in order") {
 }
 
 TEST_CASE("eight ranks bound to NUMA 0 of an 8-GPU node get eight GPUs, NUMA 0's first") {
-  // GPUs 0-3 on NUMA 0 and 4-7 on NUMA 1; `mpirun --bind-to core` with
-  // the default mapping by core puts all 8 ranks on the first socket.
+  // GPUs 0-3 on NUMA 0 and 4-7 on NUMA 1; ranks bound to cores and mapped
+  // by core (Open MPI's default at this size) all sit on the first socket.
   std::vector<GpuInfo> gpus;
   std::vector<std::string> cuda;
   for (int g = 0; g < 8; ++g) {
