@@ -2,6 +2,7 @@
 """Start an MPI program on N ranks with whichever launcher the build uses.
 
   launch.py [--mpiexec PATH] [--kind KIND] -n N [--bind none|core]
+            [--hosts H1,H2,... --per-node K]
             [--env NAME[=VALUE]]... [--dry-run] [--] PROGRAM [ARGS...]
   launch.py --identify PATH     prints PATH's kind (meson.build asks this)
 
@@ -22,6 +23,11 @@ rank itself unless I_MPI_PIN=0.) --bind core binds each rank to a core
 srun --cpu-bind=cores). Ranks may always outnumber cores: tests run up to 8
 on 2. Open MPI's mpirun as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment (the tests set them).
+
+--hosts H1,H2,... --per-node K places K ranks on each of those machines,
+in that order (openmpi --host H1:K,... --map-by ppr:K:node; hydra and
+intel -hosts H1,... -ppn K; srun --nodelist=H1,... --ntasks-per-node=K);
+-n must then be K times the host count.
 
 --env NAME=VALUE gives the ranks a variable the launcher itself must not
 have (LD_PRELOAD of the interposer: preloaded into mpirun it would run
@@ -63,9 +69,20 @@ def identify(mpiexec):
     return None
 
 
-def command(kind, mpiexec, ranks, bind, env, extra, program):
-    """The launcher's command line for these ranks, binding and variables."""
-    cmd = [mpiexec, "-n", str(ranks)]
+def placement(kind, hosts, per_node):
+    """The launcher's words for `per_node` ranks on each of `hosts` (none: [] )."""
+    if not hosts:
+        return []
+    if kind == "openmpi":
+        return ["--host", ",".join(f"{h}:{per_node}" for h in hosts), "--map-by", f"ppr:{per_node}:node"]
+    if kind in ("hydra", "intel"):
+        return ["-hosts", ",".join(hosts), "-ppn", str(per_node)]
+    return ["--nodelist=" + ",".join(hosts), f"--ntasks-per-node={per_node}"]
+
+
+def command(kind, mpiexec, ranks, bind, env, extra, program, hosts=(), per_node=1):
+    """The launcher's command line for these ranks, binding, placement and variables."""
+    cmd = [mpiexec, "-n", str(ranks)] + placement(kind, hosts, per_node)
     if kind == "openmpi":
         # overload-allowed: Open MPI refuses to bind more ranks than cores to cores otherwise.
         cmd += ["--oversubscribe", "--bind-to", "core:overload-allowed" if bind == "core" else bind]
@@ -92,7 +109,8 @@ def command(kind, mpiexec, ranks, bind, env, extra, program):
 def usage(message):
     print(f"launch.py: {message}", file=sys.stderr)
     print("usage: launch.py [--mpiexec PATH] [--kind KIND] -n N [--bind none|core] "
-          "[--env NAME[=VALUE]]... [--dry-run] [--] PROGRAM [ARGS...]", file=sys.stderr)
+          "[--hosts H1,H2,... --per-node K] [--env NAME[=VALUE]]... [--dry-run] [--] PROGRAM [ARGS...]",
+          file=sys.stderr)
     sys.exit(2)
 
 
@@ -106,6 +124,7 @@ def main(argv):
         print(kind)
         return 0
     mpiexec, kind, ranks, bind, env, dry_run = None, None, None, "none", [], False
+    hosts, per_node = [], None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -129,6 +148,10 @@ def main(argv):
             ranks = value
         elif arg == "--bind":
             bind = value
+        elif arg == "--hosts":
+            hosts = [h for h in value.split(",") if h]
+        elif arg == "--per-node":
+            per_node = value
         elif arg == "--env":
             name, has_value, given = value.partition("=")
             if not has_value:
@@ -146,6 +169,13 @@ def main(argv):
         usage(f"-n wants a rank count of at least 1, got {ranks!r}")
     if bind not in ("none", "core"):
         usage(f"--bind wants none or core, got {bind!r}")
+    if bool(hosts) != (per_node is not None):
+        usage("--hosts and --per-node go together")
+    if hosts:
+        if not per_node.isdigit() or int(per_node) < 1:
+            usage(f"--per-node wants a rank count of at least 1, got {per_node!r}")
+        if int(ranks) != int(per_node) * len(hosts):
+            usage(f"-n {ranks} is not --per-node {per_node} x {len(hosts)} host(s)")
     if os.environ.get("STRATA_MPIEXEC"):
         mpiexec = shutil.which(os.environ["STRATA_MPIEXEC"]) or os.environ["STRATA_MPIEXEC"]
         kind = identify(mpiexec)
@@ -159,7 +189,7 @@ def main(argv):
     if kind not in KINDS:
         usage(f"launcher kind {kind!r} of {mpiexec}: expected one of {', '.join(KINDS)}")
     extra = shlex.split(os.environ.get("STRATA_MPIEXEC_ARGS", ""))
-    cmd = command(kind, mpiexec, int(ranks), bind, env, extra, program)
+    cmd = command(kind, mpiexec, int(ranks), bind, env, extra, program, hosts, int(per_node or 1))
     if dry_run:
         print(shlex.join(cmd))
         return 0

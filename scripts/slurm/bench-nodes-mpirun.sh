@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The same node-count sweep as bench-nodes.sbatch, without Slurm: Open MPI's
-# mpirun with a hostfile (one line per node: "node01 slots=4").
+# The same node-count sweep as bench-nodes.sbatch, without Slurm: the
+# build's launcher (BUILD/strata-launch, whichever MPI it was built with)
+# over the nodes a hostfile names (one line per node: "node01 slots=4").
 #   scripts/slurm/bench-nodes-mpirun.sh HOSTFILE [strata-bench args...]
 # Environment: NODE_COUNTS ("1 2 4", default powers of two up to the
 # hostfile's nodes), PER_NODE (ranks per node, default 1), ALGORITHMS
@@ -14,6 +15,7 @@ shift
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 BENCH=$ROOT/${STRATA_BUILD:-build}/apps/bench/strata-bench
+LAUNCH=$ROOT/${STRATA_BUILD:-build}/strata-launch
 RESULTS=${RESULTS:-results/mpirun-$(date +%Y%m%d-%H%M%S)}
 PER_NODE=${PER_NODE:-1}
 mkdir -p "$RESULTS"
@@ -33,9 +35,9 @@ for n in $NODE_COUNTS; do
   for a in "${ALGS[@]}"; do
     tag="N${n}-${a//[^A-Za-z0-9_.-]/_}"
     echo "== $n nodes ($hosts) x $PER_NODE ranks, algorithm $a" >&2
-    # -x forwards strata's variables (STRATA_SPEC, STRATA_DEBUG, ...) to remote ranks.
-    mpirun -np $((n * PER_NODE)) --host "$(echo "$hosts" | sed "s/\([^,]*\)/\1:$PER_NODE/g")" --map-by ppr:"$PER_NODE":node \
-      $(env | awk -F= '/^STRATA_/ { printf "-x %s ", $1 }') \
+    # --env forwards strata's variables (STRATA_SPEC, STRATA_DEBUG, ...) to remote ranks.
+    "$LAUNCH" -n $((n * PER_NODE)) --hosts "$hosts" --per-node "$PER_NODE" \
+      $(env | awk -F= '/^STRATA_/ { printf "--env %s ", $1 }') \
       "$BENCH" -b "${MINBYTES:-8}" -e "${MAXBYTES:-256M}" -f 2 --baseline mpi -a "$a" --no-progress \
       -J "$RESULTS/strata-bench-$tag.json" "$@" | tee "$RESULTS/strata-bench-$tag.txt" || status=$?
   done
