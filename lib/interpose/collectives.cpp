@@ -28,11 +28,9 @@ int run_staged(const char* call, MPI_Comm comm, int staged_rc, const Staged& s, 
 template <typename Decide, typename ToMpi>
 CommEntry* decided(const char* call, const CallKey& key, const CallTerms& terms, Decide&& decide, ToMpi&& to_mpi,
                    Decision& d, int& answer) {
-  if (const KnownRoute* known = repeated(key)) {
-    d = known->decision;
-    return known->entry;
-  }
-  d = decide();
+  const Recalled recalled = recall(key, decide);
+  d = recalled.decision;
+  if (recalled.known) return recalled.known->entry;
   CommEntry* entry = route(call, key.comm, d, terms, to_mpi, answer);
   if (entry) remember(key, entry, d);
   return entry;

@@ -58,4 +58,18 @@ const KnownRoute* repeated(const CallKey& key) noexcept;
 // throws.
 void remember(const CallKey& key, CommEntry* entry, const Decision& decision) noexcept;
 
+// A call's decision: the one remembered for exactly `key` (`known` says
+// so, with its entry), else `decide()` (`known` null: the caller
+// remembers it once the call is routed). Blocking and non-blocking calls
+// share it: the decision is the same function of the arguments.
+struct Recalled {
+  Decision decision;
+  const KnownRoute* known = nullptr;
+};
+template <typename Decide>
+Recalled recall(const CallKey& key, Decide&& decide) {
+  if (const KnownRoute* known = repeated(key)) return {known->decision, known};
+  return {decide(), nullptr};
+}
+
 }  // namespace strata::interpose

@@ -54,15 +54,6 @@ void through_mpi_each_run(Routed& r, ThroughMpi through_mpi, Seat seat) {
   };
 }
 
-// The decision of a call whose arguments are `key`: remembered from an
-// earlier call with exactly these (repeat.hpp; a blocking call's decision
-// is the same function of them), else `decide()`.
-template <typename Decide>
-Decision decision_for(const CallKey& key, Decide&& decide) {
-  if (const KnownRoute* known = repeated(key)) return known->decision;
-  return decide();
-}
-
 // A routed request's making, after its call's decision `d`:
 //   to_mpi():                   the call made by MPI (PMPI_I..., or the
 //                               persistent init), where it goes there;
@@ -83,10 +74,11 @@ Decision decision_for(const CallKey& key, Decide&& decide) {
 // what it started before it. `make` and `through_mpi` are kept by value
 // for then.
 template <typename ToMpi, typename Stage, typename Make, typename ThroughMpi>
-int start_call(const char* call, const CallKey& key, bool persistent, Decision& d, const CallTerms& terms, ToMpi to_mpi,
-               Stage stage, Make make, ThroughMpi through_mpi, MPI_Request* request) {
+int start_call(const char* call, const CallKey& key, const KnownRoute* known, bool persistent, Decision& d,
+               const CallTerms& terms, ToMpi to_mpi, Stage stage, Make make, ThroughMpi through_mpi,
+               MPI_Request* request) {
   const MPI_Comm comm = key.comm;
-  CommEntry* entry = d.to_strata() ? find_entry_fast(comm) : nullptr;
+  CommEntry* entry = known ? known->entry : d.to_strata() ? find_entry_fast(comm) : nullptr;
   if (entry && !entry->strata) {
     d.why = Why::unavailable;
     d.detail = entry->unavailable.c_str();
@@ -97,7 +89,7 @@ int start_call(const char* call, const CallKey& key, bool persistent, Decision& 
   }
   if (entry) {
     log_to_strata(call, *entry, d, terms.collective, terms.type, terms.op, terms.sendtype);
-    if (entry->strata) remember(key, entry, d);
+    if (entry->strata && !known) remember(key, entry, d);
   }
   const Seat seat = entry ? entry->seat : seat_in(comm);
   Staged s;
@@ -154,9 +146,10 @@ int all_gather_through_mpi(Staged& t, std::size_t bytes, Seat seat, MPI_Comm com
 int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                 MPI_Request* request) {
   const CallKey key{Collective::all_reduce, sendbuf, recvbuf, count, type, op, kAllRanks, comm};
-  Decision d = decision_for(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm); });
+  Recalled recalled = recall(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm); });
+  Decision& d = recalled.decision;
   return start_call(
-      "MPI_Iallreduce", key, false, d, {type, &op, Collective::all_reduce},
+      "MPI_Iallreduce", key, recalled.known, false, d, {type, &op, Collective::all_reduce},
       [&] { return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, kAllRanks, seat, s); },
       [op = d.op](CommEntry& e, const Staged& t) { return e.strata->iall_reduce(t.in, t.out, op, call_options()); },
@@ -166,9 +159,10 @@ int iall_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type
 int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
             MPI_Request* request) {
   const CallKey key{Collective::reduce, sendbuf, recvbuf, count, type, op, root, comm};
-  Decision d = decision_for(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, root, comm); });
+  Recalled recalled = recall(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, root, comm); });
+  Decision& d = recalled.decision;
   return start_call(
-      "MPI_Ireduce", key, false, d, {type, &op, Collective::reduce},
+      "MPI_Ireduce", key, recalled.known, false, d, {type, &op, Collective::reduce},
       [&] { return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, root, seat, s); },
       [op = d.op, root](CommEntry& e, const Staged& t) {
@@ -179,9 +173,10 @@ int ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MP
 
 int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
   const CallKey key{Collective::broadcast, buffer, nullptr, count, type, MPI_OP_NULL, root, comm};
-  Decision d = decision_for(key, [&] { return decide_broadcast(buffer, count, type, root, comm); });
+  Recalled recalled = recall(key, [&] { return decide_broadcast(buffer, count, type, root, comm); });
+  Decision& d = recalled.decision;
   return start_call(
-      "MPI_Ibcast", key, false, d, {type, nullptr, Collective::broadcast},
+      "MPI_Ibcast", key, recalled.known, false, d, {type, nullptr, Collective::broadcast},
       [&] { return PMPI_Ibcast(buffer, count, type, root, comm, request); },
       [&](Seat seat, Staged& s) {
         return stage_broadcast(buffer, count, type, d, root, comm, seat, /*started=*/true, s);
@@ -199,9 +194,10 @@ int ibroadcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm co
 int ireduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           MPI_Request* request) {
   const CallKey key{Collective::reduce_scatter, sendbuf, recvbuf, count, type, op, kAllRanks, comm};
-  Decision d = decision_for(key, [&] { return decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm); });
+  Recalled recalled = recall(key, [&] { return decide_reduce_scatter(sendbuf, recvbuf, count, type, op, comm); });
+  Decision& d = recalled.decision;
   return start_call(
-      "MPI_Ireduce_scatter_block", key, false, d, {type, &op, Collective::reduce_scatter},
+      "MPI_Ireduce_scatter_block", key, recalled.known, false, d, {type, &op, Collective::reduce_scatter},
       [&] { return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm, request); },
       [&](Seat seat, Staged& s) { return stage_reduce_scatter(sendbuf, recvbuf, d, seat, s); },
       [op = d.op](CommEntry& e, const Staged& t) {
@@ -214,11 +210,12 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   const CallKey key{Collective::all_gather, sendbuf,   recvbuf,  recvcount, recvtype,
                     MPI_OP_NULL,           kAllRanks, comm,     sendcount, sendtype};
-  Decision d = decision_for(
+  Recalled recalled = recall(
       key, [&] { return decide_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+  Decision& d = recalled.decision;
   const MPI_Datatype shown_sendtype = sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype;
   return start_call(
-      "MPI_Iallgather", key, false, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
+      "MPI_Iallgather", key, recalled.known, false, d, {recvtype, nullptr, Collective::all_gather, shown_sendtype},
       [&] { return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request); },
       [&](Seat seat, Staged& s) {
         return stage_all_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, d, comm, seat,
@@ -232,9 +229,10 @@ int iall_gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int all_reduce_init(const char* call, AllReduceInit fall_through, const void* sendbuf, void* recvbuf, int count,
                     MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   const CallKey key{Collective::all_reduce, sendbuf, recvbuf, count, type, op, kAllRanks, comm};
-  Decision d = decision_for(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm); });
+  Recalled recalled = recall(key, [&] { return decide_reduction(sendbuf, recvbuf, count, type, op, kAllRanks, comm); });
+  Decision& d = recalled.decision;
   return start_call(
-      call, key, true, d, {type, &op, Collective::all_reduce},
+      call, key, recalled.known, true, d, {type, &op, Collective::all_reduce},
       [&] { return fall_through(sendbuf, recvbuf, count, type, op, comm, info, request); },
       [&](Seat seat, Staged& s) { return stage_reduction(sendbuf, recvbuf, d, kAllRanks, seat, s); },
       [op = d.op](CommEntry& e, const Staged& t) {
