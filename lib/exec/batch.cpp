@@ -110,6 +110,7 @@ void Executor::run_batch_gpu_through_host(const BatchCall& call, const Ticket& t
     for (const Tensor& t : replicas) total += t.bytes();
   const gpu::Mode mode = mode_of(call.options->stream, call.request, call.ordering, /*host_stages=*/true);
   const gpu::CallContext context = gpu_call(deadline, call.options->stream, devices, /*packed=*/true, mode, call.ordering);
+  std::size_t packs = 0;
   HostStaging staging(*gpu_context().backend, context);
   staging.run([&] {
     // The batch's mirror in host memory, every tensor of every replica.
@@ -130,13 +131,12 @@ void Executor::run_batch_gpu_through_host(const BatchCall& call, const Ticket& t
     BatchCall host_call = call;
     host_call.batch = &mirror;
     host_call.on_pack_done = nullptr;
-    run_batch_host(host_call, {ticket.sequence, nullptr}, deadline);  // the batch was checked as a whole
+    packs = run_batch_host(host_call, {ticket.sequence, nullptr}, deadline);  // the batch was checked as a whole
     if (call.lands_here && (call.collective != Collective::reduce || rank_ == call.root))
       for (std::size_t k = 0; k < batch.size(); ++k)
         for (std::size_t r = 0; r < batch[k].size(); ++r)
           staging.upload(batch[k][r].data, mirror[k][r].data, batch[k][r].bytes());
   });
-  const std::size_t packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call)).size();
   for (std::size_t p = 0; p < packs; ++p) pack_done(call.on_pack_done, p);
 }
 
@@ -200,7 +200,7 @@ std::shared_ptr<Flight> Executor::run_batch(const BatchCall& call, const Ticket&
                 });
 }
 
-void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
+std::size_t Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline) {
   const std::vector<std::vector<Tensor>>& batch = *call.batch;
   const std::vector<plan::Pack> packs = plan::make_packs(shapes_of(batch), call.packing, bytes_per_pack(call));
   util::log(util::LogLevel::trace, "batch of {} tensors: {}", batch.size(), plan::describe(packs));
@@ -238,6 +238,7 @@ void Executor::run_batch_host(const BatchCall& call, const Ticket& ticket, const
     end_pack_span(pack_span, p, pack, plans_.described());
     pack_done(call.on_pack_done, p);
   }
+  return packs.size();
 }
 
 std::shared_ptr<Flight> Executor::run_batch_gpu(const BatchCall& call, const Ticket& ticket,

@@ -225,7 +225,8 @@ class Executor {
 
   void run_host(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
   std::shared_ptr<Flight> run_gpu(const Call& call, const Ticket& ticket, const util::Deadline& deadline);
-  void run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
+  // Returns how many packs ran (each called on_pack_done).
+  std::size_t run_batch_host(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
   std::shared_ptr<Flight> run_batch_gpu(const BatchCall& call, const Ticket& ticket, const util::Deadline& deadline);
   // The GPU backend, created the first time (collective), with the flights
   // over it.
