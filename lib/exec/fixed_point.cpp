@@ -163,6 +163,14 @@ STRATA_INLINE std::int8_t narrow_code(typename Format::Stored x) {
 
 // ---- the loops, one copy per instruction set ------------------------------
 
+template <bool kAdd>
+STRATA_INLINE void put(std::int64_t& word, std::int64_t value) {
+  if constexpr (kAdd)
+    word = static_cast<std::int64_t>(static_cast<std::uint64_t>(word) + static_cast<std::uint64_t>(value));
+  else
+    word = value;
+}
+
 template <typename Format>
 STRATA_INLINE void measure_loop(const void* in, std::size_t count, std::int8_t* codes) {
   const auto* x = static_cast<const typename Format::Stored*>(in);
@@ -172,7 +180,9 @@ STRATA_INLINE void measure_loop(const void* in, std::size_t count, std::int8_t* 
     for (std::size_t i = 0; i < count; ++i) codes[i] = narrow_code<Format>(x[i]);
 }
 
-template <typename Format>
+// kAdd: add each word and kind count to what `fixed` and `kinds` hold
+// (wrapping, as the collectives' integer sums) instead of storing it.
+template <typename Format, bool kAdd = false>
 STRATA_INLINE void encode_loop(const void* in, std::size_t count, const std::int8_t* codes, std::int64_t* fixed,
                                std::int64_t* kinds) {
   const auto* x = static_cast<const typename Format::Stored*>(in);
@@ -189,19 +199,19 @@ STRATA_INLINE void encode_loop(const void* in, std::size_t count, const std::int
       const double y = apply(v, scales.to_fixed[code + 128]);
       const std::int64_t high = round_to_int(y);
       const std::int64_t low = round_to_int((y - to_double(high)) * 0x1p40);  // y - high is exact
-      fixed[2 * i] = counted ? high : 0;
-      fixed[2 * i + 1] = counted ? low : 0;
+      put<kAdd>(fixed[2 * i], counted ? high : 0);
+      put<kAdd>(fixed[2 * i + 1], counted ? low : 0);
     } else {
       const double y = v * power_of_two(kFractionBits - code);  // (one factor suffices: code <= 126)
-      fixed[i] = round_to_int(y) & -static_cast<std::int64_t>(counted);
+      put<kAdd>(fixed[i], round_to_int(y) & -static_cast<std::int64_t>(counted));
     }
   }
   if (kinds)
     for (std::size_t i = 0; i < count; ++i) {
       const double v = Format::load(x[i]);
-      kinds[i] = v != v ? kNanCount : v == std::numeric_limits<double>::infinity() ? kPlusInfCount
-                                  : v == -std::numeric_limits<double>::infinity() ? kMinusInfCount
-                                                                                   : 0;
+      put<kAdd>(kinds[i], v != v ? kNanCount : v == std::numeric_limits<double>::infinity() ? kPlusInfCount
+                                             : v == -std::numeric_limits<double>::infinity() ? kMinusInfCount
+                                                                                              : 0);
     }
 }
 
@@ -225,6 +235,116 @@ STRATA_INLINE void decode_loop(const std::int64_t* fixed, const std::int64_t* ki
   if (kinds)
     for (std::size_t i = 0; i < count; ++i)
       if (codes[i] == kNonFiniteCode && kinds[i] != 0) result[i] = Format::store(non_finite_result(kinds[i]));
+}
+
+// A narrow format's word is an integer of magnitude at most 2^42 (below
+// 2^(E + 1) times 2^(40 - E), rounded; 2^42 where f32's code is clamped
+// at 126), so the sum of up to 2^11 of them is an integer of at most 2^53:
+// doubles hold every partial sum exactly, and the words' double sum is
+// to_double of their int64 sum. That lets the gathered sum skip the int64
+// words (and AVX2's slow conversions).
+constexpr int kMostDoubleSumOperands = 1 << 11;
+constexpr std::size_t kGatheredStepBound = 512;
+
+// round_to_int(y) as a double: the same integer.
+STRATA_INLINE double round_to_integral(double y) {
+  constexpr double kMagic = 0x1.8p52;
+  return (y + kMagic) - kMagic;
+}
+
+// The narrow formats' gathered sum of k elements from `at`, each
+// element's agreed scale E in scales[i] (its code), every contribution
+// finite: encode, the sum and decode as decode_loop computes them, in
+// double (kMostDoubleSumOperands says why that is exact).
+template <typename Format>
+STRATA_INLINE void double_sum_loop(const void* const* operands, int n, std::size_t at, std::size_t k,
+                                   const std::int32_t* scales, std::size_t divisor, typename Format::Stored* out) {
+  using Stored = typename Format::Stored;
+  alignas(64) double sum[kGatheredStepBound];
+  const auto operand = [&](int r) { return static_cast<const Stored*>(operands[r]) + at; };
+  const Stored* first = operand(0);
+  for (std::size_t i = 0; i < k; ++i)
+    sum[i] = round_to_integral(Format::load(first[i]) * power_of_two(kFractionBits - scales[i]));
+  for (int r = 1; r < n; ++r) {
+    const Stored* x = operand(r);
+    for (std::size_t i = 0; i < k; ++i)
+      sum[i] += round_to_integral(Format::load(x[i]) * power_of_two(kFractionBits - scales[i]));
+  }
+  const double d = static_cast<double>(divisor);
+  for (std::size_t i = 0; i < k; ++i) {
+    // (A zero code's contributions are all zeros: their sum is +0 at any scale.)
+    const double v = sum[i] * power_of_two(scales[i] - kFractionBits);
+    out[i] = Format::store(divisor > 1 ? v / d : v);
+  }
+}
+
+// f32's agreed scales of k elements from `at`, from the bits of each
+// element's largest magnitude: a code never falls as the magnitude grows,
+// so the codes' maximum is the largest magnitude's code (all zeros give
+// -127 here, not kZeroCode: their sum is +0 at either scale). False where
+// some contribution is an infinity or NaN (the scales are then unset).
+STRATA_INLINE bool f32_scales(const void* const* operands, int n, std::size_t at, std::size_t k,
+                              std::int32_t* scales) {
+  alignas(64) std::uint32_t top[kGatheredStepBound];
+  const auto operand = [&](int r) { return static_cast<const float*>(operands[r]) + at; };
+  const float* first = operand(0);
+  for (std::size_t i = 0; i < k; ++i) top[i] = std::bit_cast<std::uint32_t>(first[i]) & 0x7fffffffu;
+  for (int r = 1; r < n; ++r) {
+    const float* x = operand(r);
+    for (std::size_t i = 0; i < k; ++i) top[i] = std::max(top[i], std::bit_cast<std::uint32_t>(x[i]) & 0x7fffffffu);
+  }
+  std::uint32_t largest = 0;
+  for (std::size_t i = 0; i < k; ++i) largest = std::max(largest, top[i]);
+  if (largest >= 0x7f800000u) return false;
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto field = static_cast<std::int32_t>(top[i] >> 23);
+    scales[i] = std::min(field == 0 ? -127 : field - 127, 126);  // as narrow_code<F32>
+  }
+  return true;
+}
+
+// Elements per step of the gathered sum: its codes, words and kind counts
+// stay in the L1 cache between the loops over the operands.
+constexpr std::size_t kGatheredStep = kGatheredStepBound;
+
+// out[i] = the exact sum of operands[0..n)[i]: the three steps of the
+// collective form (measure, agree, encode and sum, decode) on one rank
+// that holds every contribution, with the same loops, so the same bits.
+template <typename Format>
+STRATA_INLINE void sum_gathered_loop(const void* const* operands, int n, std::size_t count, std::size_t divisor,
+                                     void* out) {
+  using Stored = typename Format::Stored;
+  constexpr std::size_t kWords = Format::f64 ? 2 : 1;
+  alignas(64) std::int8_t codes[kGatheredStep], mine[kGatheredStep];
+  alignas(64) std::int64_t fixed[kGatheredStep * kWords], kinds[kGatheredStep];
+  alignas(64) std::int32_t scales[kGatheredStep];
+  for (std::size_t at = 0; at < count; at += kGatheredStep) {
+    const std::size_t k = std::min(kGatheredStep, count - at);
+    const auto operand = [&](int r) { return static_cast<const Stored*>(operands[r]) + at; };
+    if constexpr (std::is_same_v<Format, F32>) {
+      if (n <= kMostDoubleSumOperands && f32_scales(operands, n, at, k, scales)) {
+        double_sum_loop<Format>(operands, n, at, k, scales, divisor, static_cast<Stored*>(out) + at);
+        continue;
+      }
+    }
+    measure_loop<Format>(operand(0), k, codes);
+    for (int r = 1; r < n; ++r) {
+      measure_loop<Format>(operand(r), k, mine);
+      for (std::size_t i = 0; i < k; ++i) codes[i] = std::max(codes[i], mine[i]);
+    }
+    const bool non_finite = std::memchr(codes, static_cast<unsigned char>(kNonFiniteCode), k) != nullptr;
+    if constexpr (!Format::f64) {
+      if (!non_finite && n <= kMostDoubleSumOperands) {
+        for (std::size_t i = 0; i < k; ++i) scales[i] = codes[i];
+        double_sum_loop<Format>(operands, n, at, k, scales, divisor, static_cast<Stored*>(out) + at);
+        continue;
+      }
+    }
+    std::int64_t* kind_counts = non_finite ? kinds : nullptr;
+    encode_loop<Format>(operand(0), k, codes, fixed, kind_counts);
+    for (int r = 1; r < n; ++r) encode_loop<Format, true>(operand(r), k, codes, fixed, kind_counts);
+    decode_loop<Format>(fixed, kind_counts, codes, k, divisor, static_cast<Stored*>(out) + at);
+  }
 }
 
 // One instruction set's copy of the three loops, for each floating dtype
@@ -258,6 +378,16 @@ STRATA_INLINE void decode_loop(const std::int64_t* fixed, const std::int64_t* ki
       case DataType::bf16: decode_loop<BF16>(fixed, kinds, codes, count, divisor, out); return;                    \
       default: return;                                                                                             \
     }                                                                                                              \
+  }                                                                                                                \
+  target void sum_gathered_##isa(const void* const* operands, int n, std::size_t count, DataType dtype,           \
+                                 std::size_t divisor, void* out) {                                                 \
+    switch (dtype) {                                                                                               \
+      case DataType::f32: sum_gathered_loop<F32>(operands, n, count, divisor, out); return;                        \
+      case DataType::f64: sum_gathered_loop<F64>(operands, n, count, divisor, out); return;                        \
+      case DataType::f16: sum_gathered_loop<F16>(operands, n, count, divisor, out); return;                        \
+      case DataType::bf16: sum_gathered_loop<BF16>(operands, n, count, divisor, out); return;                      \
+      default: return;                                                                                             \
+    }                                                                                                              \
   }
 
 struct Kernels {
@@ -265,6 +395,7 @@ struct Kernels {
   void (*encode)(const void*, std::size_t, DataType, const std::int8_t*, std::int64_t*, std::int64_t*);
   void (*decode)(const std::int64_t*, const std::int64_t*, const std::int8_t*, std::size_t, DataType, std::size_t,
                  void*);
+  void (*sum_gathered)(const void* const*, int, std::size_t, DataType, std::size_t, void*);
 };
 
 STRATA_FIXED_POINT_KERNELS(baseline, )
@@ -274,18 +405,21 @@ STRATA_FIXED_POINT_KERNELS(avx2, __attribute__((target("avx2"))))
 STRATA_FIXED_POINT_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq"))))
 #endif
 
+Kernels kernels_for(host::simd::Copy copy) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (copy == host::simd::Copy::avx512 && __builtin_cpu_supports("avx512dq"))
+    return Kernels{&measure_avx512, &encode_avx512, &decode_avx512, &sum_gathered_avx512};
+  if (copy != host::simd::Copy::baseline)
+    return Kernels{&measure_avx2, &encode_avx2, &decode_avx2, &sum_gathered_avx2};
+#endif
+  (void)copy;
+  return Kernels{&measure_baseline, &encode_baseline, &decode_baseline, &sum_gathered_baseline};
+}
+
 // The copy for the instruction set the reduction kernels run
 // (host::simd::chosen(): STRATA_REDUCE_ISA, else the widest this CPU has).
 const Kernels& kernels() {
-  static const Kernels chosen = [] {
-    [[maybe_unused]] const host::simd::Copy copy = host::simd::chosen_copy();
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (copy == host::simd::Copy::avx512 && __builtin_cpu_supports("avx512dq"))
-      return Kernels{&measure_avx512, &encode_avx512, &decode_avx512};
-    if (copy != host::simd::Copy::baseline) return Kernels{&measure_avx2, &encode_avx2, &decode_avx2};
-#endif
-    return Kernels{&measure_baseline, &encode_baseline, &decode_baseline};
-  }();
+  static const Kernels chosen = kernels_for(host::simd::chosen_copy());
   return chosen;
 }
 
@@ -311,6 +445,16 @@ void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t
 void decode(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes, std::size_t count,
             DataType dtype, std::size_t divisor, void* out) {
   kernels().decode(fixed, kinds, codes, count, dtype, divisor, out);
+}
+
+void sum_gathered(const void* const* operands, int n, std::size_t count, DataType dtype, std::size_t divisor,
+                  void* out) {
+  kernels().sum_gathered(operands, n, count, dtype, divisor, out);
+}
+
+void sum_gathered_with(std::string_view isa, const void* const* operands, int n, std::size_t count, DataType dtype,
+                       std::size_t divisor, void* out) {
+  kernels_for(host::simd::copy_for(isa)).sum_gathered(operands, n, count, dtype, divisor, out);
 }
 
 }  // namespace strata::exec::fixed_point

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "strata/types.hpp"
 
@@ -54,5 +55,19 @@ void encode(const void* in, std::size_t count, DataType dtype, const std::int8_t
 // a NaN or both infinities were summed, else the infinity.
 void decode(const std::int64_t* fixed, const std::int64_t* kinds, const std::int8_t* codes, std::size_t count,
             DataType dtype, std::size_t divisor, void* out);
+
+// out[i] = the sum of operands[0..n)[i] (n >= 1 arrays of `count` elements
+// of `dtype` floating) divided by `divisor`, for a rank that holds every
+// contribution of these elements at once: exactly the bits of measure,
+// the codes' maximum over the operands, encode, the words' sum and
+// decode. `out` may be one of the operands (each element is read before
+// it is written).
+void sum_gathered(const void* const* operands, int n, std::size_t count, DataType dtype, std::size_t divisor,
+                  void* out);
+// sum_gathered as one instruction set's copy computes it ("baseline",
+// "avx2", "avx512"; one this build or CPU lacks falls back to the
+// baseline), for the test that checks every copy gives the same bits.
+void sum_gathered_with(std::string_view isa, const void* const* operands, int n, std::size_t count, DataType dtype,
+                       std::size_t divisor, void* out);
 
 }  // namespace strata::exec::fixed_point

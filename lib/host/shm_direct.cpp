@@ -239,6 +239,20 @@ void replicated_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* 
   call.finish(0, n, 0, n);
 }
 
+// After every owner's staged(B): every other owner's final slice straight
+// into my out, starting after me so that the owners are not all read in
+// the same order.
+void read_owner_slices(const Call& call, std::byte* dst, std::size_t count, std::size_t element, int owners, int me) {
+  for (int k = 0; k < owners; ++k) {
+    const int s = (me + 1 + k) % owners;
+    if (s == me) continue;
+    const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
+    if (slice.count == 0) continue;
+    cma::read(call.pid(s), util::element_at(pointer(call.of(s).out), slice.offset, element),
+              dst + slice.offset * element, slice.count * element, s);
+  }
+}
+
 // all_reduce, owners: owner s reduces slice s into its out, then every rank
 // reads the other owners' slices from their outs.
 void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
@@ -256,16 +270,43 @@ void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out,
   }
   call.second();
   call.wait_second(0, owners);
-  // Every other owner's final slice straight into my out, starting after me
-  // so that the owners are not all read in the same order.
-  for (int k = 0; k < owners; ++k) {
-    const int s = (me + 1 + k) % owners;
-    if (s == me) continue;
-    const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
-    if (slice.count == 0) continue;
-    cma::read(call.pid(s), util::element_at(pointer(call.of(s).out), slice.offset, element),
-              dst + slice.offset * element, slice.count * element, s);
+  read_owner_slices(call, dst, count, element, owners, me);
+  call.finish(0, n, 0, n);
+}
+
+// all_reduce by a reduction over every rank's operand at once: as
+// owners_all_reduce with n owners, but each block of my slice is read from
+// every peer (each into its own part of the pull scratch) before it is
+// reduced.
+void gathered_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                         std::size_t element, const GatheredReduction& reduction) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  auto* dst = static_cast<std::byte*>(out);
+  const auto* mine = static_cast<const std::byte*>(in);
+  const std::size_t peers = static_cast<std::size_t>(n - 1);
+  const std::size_t per_block = std::max<std::size_t>(1, kPullBytes / std::max<std::size_t>(1, peers) / element);
+  std::byte* pull = t.scratch(kPullSlot, std::max<std::size_t>(1, peers) * per_block * element);
+  auto** operands = reinterpret_cast<const std::byte**>(t.scratch(kOperandsSlot, static_cast<std::size_t>(n) * sizeof(void*)));
+  Call call(t, seg);
+  call.expose({address(in), address(out), 0}, 0, n);
+  const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
+  for (std::size_t done = 0; done < slice.count; done += per_block) {
+    const std::size_t k = std::min(per_block, slice.count - done), offset = (slice.offset + done) * element;
+    std::byte* into = pull;
+    for (int r = 0; r < n; ++r) {
+      if (r == me) {
+        operands[r] = mine + offset;
+        continue;
+      }
+      cma::read(call.pid(r), static_cast<const std::byte*>(pointer(call.of(r).in)) + offset, into, k * element, r);
+      operands[r] = into;
+      into += per_block * element;
+    }
+    reduction.reduce(operands, n, k, dst + offset);
   }
+  call.second();
+  call.wait_second(0, n);
+  read_owner_slices(call, dst, count, element, n, me);
   call.finish(0, n, 0, n);
 }
 
@@ -328,6 +369,11 @@ void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::s
     replicated_all_reduce(t, seg, in, out, count, dtype, op, owners);
   else
     owners_all_reduce(t, seg, in, out, count, dtype, op, owners);
+}
+
+void all_reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                         std::size_t element, const GatheredReduction& reduction) {
+  gathered_all_reduce(t, seg, in, out, count, element, reduction);
 }
 
 void reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,

@@ -31,6 +31,10 @@
 //      In place (in == out) is safe: a rank writes out[slice s] for s other
 //      than its own only after owner s's staged(B), i.e. after s finished
 //      reading that slice of its input; its own slice only it reads.
+//   all_reduce, gathered (a GatheredReduction, every local rank an owner):
+//      as the owners' all_reduce, but owner s reads slice s of every peer's
+//      input block by block (each peer into its own part of the scratch)
+//      and reduces all of them at once into its out.
 //   reduce, gathered (two ranks, or below kReduceOwnersBytes): the root
 //      pulls every peer's input block by block and reduces it into its out;
 //      it publishes consumed(A) right after its last read, so the others
@@ -98,11 +102,12 @@ constexpr std::size_t kReduceOwnersBytes = 512 * 1024;
 constexpr std::size_t kPullBytes = 256 * 1024;
 
 // Workspace slots of the direct path (Transport::scratch): a pulled block
-// that cannot land in the output, and memory of mine that peers read (a
+// that cannot land in the output, memory of mine that peers read (a
 // reduce's slice on a non-root owner; an in-place all-reduce's copy of its
-// input).
+// input), and the gathered all_reduce's operand pointers.
 constexpr std::size_t kPullSlot = 2;
 constexpr std::size_t kOwnSlot = 3;
+constexpr std::size_t kOperandsSlot = 4;
 
 // Whether a message of `bytes` bytes takes the direct path, given the
 // collective's range (one of seg.direct_sizes()). The same on every local
@@ -122,6 +127,28 @@ inline void watch_placement(Transport& t, ShmSegment& seg, std::size_t bytes, Ra
   if (range.holds(bytes) && seg.placement_watched() && seg.recheck_due_after(t.info().sequence, bytes))
     recheck_placement(t, seg);
 }
+
+// What reduces elements over every local rank's contribution at once,
+// where a reduction cannot go pair by pair (an order-independent sum needs
+// each element's every contribution to agree its scale).
+class GatheredReduction {
+ public:
+  // out[i] from operands[0..n)[i], i < count (operands in local rank order;
+  // out may be one of them: each element is read before it is written).
+  virtual void reduce(const std::byte* const* operands, int n, std::size_t count, std::byte* out) const = 0;
+
+ protected:
+  ~GatheredReduction() = default;
+};
+
+// all_reduce of `count` elements of `element` bytes by `reduction`: every
+// local rank owns util::owner_slice of the elements and reduces it from
+// every rank's input at once (its own in place, the peers' read block by
+// block, kPullBytes in all), then reads the other owners' slices, as the
+// owners' all_reduce does (round B). Requires seg.peers_readable() (every
+// local rank takes this path or none). in == out is allowed.
+void all_reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                         std::size_t element, const GatheredReduction& reduction);
 
 // After it, every local rank's out holds op over every local rank's in
 // (owner s reduced slice s; owners <= local size). in == out is allowed.

@@ -133,7 +133,7 @@ void ShmSegment::detect_direct(MPI_Comm node_comm) {
     if (error == 0 && (read_back.pid != peer.pid || read_back.self != peer.self)) error = cma::kWrongBytes;
     if (error != 0) failed_peer = r;
   }
-  direct_ = cma::agree(node_comm, error, failed_peer);
+  direct_ = readable_ = cma::agree(node_comm, error, failed_peer);
   if (!direct_ || local_size_ < 2) return;
   if (mode != cma::Mode::forced && local_size_ > shm::direct::kMostLocalRanks) {
     direct_ = false;

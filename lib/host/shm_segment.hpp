@@ -57,6 +57,10 @@ class ShmSegment {
   // Whether the collectives may read peers' buffers directly (the same
   // answer on every local rank), and the process to read `rank`'s from.
   bool direct() const { return direct_; }
+  // Whether every local rank can read every other's memory (the reads
+  // work and STRATA_CMA allows them: what direct() needs before its
+  // choices by placement and node size). The same on every local rank.
+  bool peers_readable() const { return readable_; }
   // The sizes of each collective that read directly when direct() says
   // they may: chosen at creation from what a cross-memory read costs here
   // (shm_direct_sizes.hpp; the dear sizes where nothing was measured). The
@@ -189,6 +193,7 @@ class ShmSegment {
   std::uint64_t round_ = 0;
   std::uint64_t all_staged_seen_ = 0;
   bool direct_ = false;
+  bool readable_ = false;
   bool crowded_ = false;
   bool watched_ = false;
   std::uint64_t next_recheck_ = 0;
