@@ -81,15 +81,40 @@ class ExactSum final : public host::shm::direct::GatheredReduction {
   std::size_t divisor_;
 };
 
-// Whether the exact all_reduce runs gathered on the node: its plan runs
-// flat over shared memory (a one-node communicator) and every rank can
-// read every other's memory. Each rank then sums its slice of every
+// Whether the exact sum runs gathered on the node: its plan runs flat
+// over shared memory (a one-node communicator) and every rank can read
+// every other's memory. Each rank then sums its part of every
 // contribution itself (fixed_point::sum_gathered), and only the
 // contributions and the results cross between ranks, not 8-byte words
 // and scale codes: the same bits as the collective steps, less traffic.
-bool runs_gathered(Collective collective, const plan::Choice& choice, const HostContext& context) {
-  return collective == Collective::all_reduce && choice.shared_memory && choice.shape == plan::Shape::flat &&
-         context.segment && context.segment->peers_readable();
+bool runs_gathered(const plan::Choice& choice, const HostContext& context) {
+  return choice.shared_memory && choice.shape == plan::Shape::flat && context.segment &&
+         context.segment->peers_readable();
+}
+
+// run_exact's work where runs_gathered (collective: a reducing one).
+void run_exact_gathered(Collective collective, const plan::Job& job, std::size_t divisor, const HostContext& context,
+                        const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
+  host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,
+                            context.landing);
+  transport.set_check(check);
+  const ExactSum sum(job.dtype, divisor);
+  host::ShmSegment& segment = *context.segment;
+  switch (collective) {
+    case Collective::all_reduce:
+      host::shm::direct::all_reduce_gathered(transport, segment, job.in, job.out, job.count, job.element_bytes(), sum);
+      return;
+    case Collective::reduce_scatter:
+      host::shm::direct::reduce_scatter_gathered(transport, segment, job.in, job.out, job.count, job.element_bytes(),
+                                                 sum);
+      return;
+    case Collective::reduce:
+      host::shm::direct::reduce_gathered(transport, segment, job.in, job.out, job.count, job.element_bytes(),
+                                         job.root, sum);
+      return;
+    case Collective::broadcast:
+    case Collective::all_gather: return;  // (not reductions: never here)
+  }
 }
 
 template <typename T>
@@ -129,14 +154,7 @@ void run_exact(Collective collective, const plan::Choice& choice, const plan::Jo
                                   util::where(), info.collective, info.sequence, fixed_point::kMaxContributors,
                                   contributors));
   const std::size_t divisor = job.op == ReduceOp::mean ? contributors : 1;
-  if (runs_gathered(collective, choice, context)) {
-    host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,
-                              context.landing);
-    transport.set_check(check);
-    host::shm::direct::all_reduce_gathered(transport, *context.segment, job.in, job.out, job.count,
-                                           job.element_bytes(), ExactSum(job.dtype, divisor));
-    return;
-  }
+  if (runs_gathered(choice, context)) return run_exact_gathered(collective, job, divisor, context, deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context.size);
   const std::size_t words = fixed_point::words(job.dtype);

@@ -85,6 +85,8 @@ class Call {
   }
 
   pid_t pid(int rank) const { return seg_.pid(rank); }
+  int rank() const { return me_; }
+  int ranks() const { return n_; }
 
   // Round B: publish that my part is done; wait for [from, to)'s.
   std::uint64_t second() {
@@ -274,41 +276,48 @@ void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out,
   call.finish(0, n, 0, n);
 }
 
-// all_reduce by a reduction over every rank's operand at once: as
-// owners_all_reduce with n owners, but each block of my slice is read from
-// every peer (each into its own part of the pull scratch) before it is
-// reduced.
-void gathered_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
-                         std::size_t element, const GatheredReduction& reduction) {
-  const int me = seg.local_rank(), n = seg.local_size();
-  auto* dst = static_cast<std::byte*>(out);
-  const auto* mine = static_cast<const std::byte*>(in);
-  const std::size_t peers = static_cast<std::size_t>(n - 1);
-  const std::size_t per_block = std::max<std::size_t>(1, kPullBytes / std::max<std::size_t>(1, peers) / element);
-  std::byte* pull = t.scratch(kPullSlot, std::max<std::size_t>(1, peers) * per_block * element);
-  auto** operands = reinterpret_cast<const std::byte**>(t.scratch(kOperandsSlot, static_cast<std::size_t>(n) * sizeof(void*)));
-  Call call(t, seg);
-  call.expose({address(in), address(out), 0}, 0, n);
-  const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
-  for (std::size_t done = 0; done < slice.count; done += per_block) {
-    const std::size_t k = std::min(per_block, slice.count - done), offset = (slice.offset + done) * element;
-    std::byte* into = pull;
-    for (int r = 0; r < n; ++r) {
-      if (r == me) {
-        operands[r] = mine + offset;
-        continue;
-      }
-      cma::read(call.pid(r), static_cast<const std::byte*>(pointer(call.of(r).in)) + offset, into, k * element, r);
-      operands[r] = into;
-      into += per_block * element;
-    }
-    reduction.reduce(operands, n, k, dst + offset);
+// Reductions over every rank's operand at once (GatheredReduction): the
+// elements [from, from + count) of every rank's input, mine in place and
+// each peer's read block by block into its own part of the pull scratch
+// (kPullBytes in all), reduced into `out`.
+class AllOperands {
+ public:
+  AllOperands(Transport& t, const Call& call, const void* in, std::size_t element, const GatheredReduction& reduction)
+      : call_(call), me_(call.rank()), n_(call.ranks()), in_(static_cast<const std::byte*>(in)), element_(element),
+        reduction_(reduction) {
+    const std::size_t peers = std::max<std::size_t>(1, static_cast<std::size_t>(n_ - 1));
+    per_block_ = std::max<std::size_t>(1, kPullBytes / peers / element);
+    pull_ = t.scratch(kPullSlot, peers * per_block_ * element);
+    operands_ = reinterpret_cast<const std::byte**>(t.scratch(kOperandsSlot, static_cast<std::size_t>(n_) * sizeof(void*)));
   }
-  call.second();
-  call.wait_second(0, n);
-  read_owner_slices(call, dst, count, element, n, me);
-  call.finish(0, n, 0, n);
-}
+
+  void reduce(std::size_t from, std::size_t count, std::byte* out) const {
+    for (std::size_t done = 0; done < count; done += per_block_) {
+      const std::size_t k = std::min(per_block_, count - done), offset = (from + done) * element_;
+      std::byte* into = pull_;
+      for (int r = 0; r < n_; ++r) {
+        if (r == me_) {
+          operands_[r] = in_ + offset;
+          continue;
+        }
+        cma::read(call_.pid(r), static_cast<const std::byte*>(pointer(call_.of(r).in)) + offset, into, k * element_, r);
+        operands_[r] = into;
+        into += per_block_ * element_;
+      }
+      reduction_.reduce(operands_, n_, k, out + done * element_);
+    }
+  }
+
+ private:
+  const Call& call_;
+  int me_, n_;
+  const std::byte* in_;
+  std::size_t element_;
+  const GatheredReduction& reduction_;
+  std::size_t per_block_ = 1;
+  std::byte* pull_ = nullptr;
+  const std::byte** operands_ = nullptr;
+};
 
 // reduce, gathered: the root reduces everything, its own input first, then
 // the others in rank order (the order of shm_rooted's gathered reduce).
@@ -330,6 +339,20 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
   call.finish(0, n, 0, 0);  // releases here only when nothing was read (count 0, or a node of one)
 }
 
+// The root of a reduce by owners, after its own slice: every other
+// owner's slice, from that owner's scratch once it is final (staged(B)),
+// into the root's out.
+void read_owner_scratch(Call& call, std::byte* dst, std::size_t count, std::size_t element) {
+  const int me = call.rank(), n = call.ranks();
+  call.wait_second(0, n);
+  for (int k = 1; k < n; ++k) {
+    const int s = (me + k) % n;
+    const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(s));
+    if (slice.count == 0) continue;
+    cma::read(call.pid(s), pointer(call.of(s).scratch), dst + slice.offset * element, slice.count * element, s);
+  }
+}
+
 // reduce, owners: every rank reduces its slice (the root's straight into its
 // out, the others' into scratch of their own), the root reads the others'.
 void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
@@ -345,15 +368,7 @@ void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std
   call.expose({address(in), 0, me == root ? 0 : address(result)}, 0, n);
   reduce_range(o, me, mine, result);
   call.second();
-  if (me == root) {
-    call.wait_second(0, n);
-    for (int k = 1; k < n; ++k) {
-      const int s = (me + k) % n;
-      const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(s));
-      if (slice.count == 0) continue;
-      cma::read(call.pid(s), pointer(call.of(s).scratch), dst + slice.offset * element, slice.count * element, s);
-    }
-  }
+  if (me == root) read_owner_scratch(call, dst, count, element);
   call.finish(0, n, 0, n);
 }
 
@@ -373,7 +388,42 @@ void all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::s
 
 void all_reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
                          std::size_t element, const GatheredReduction& reduction) {
-  gathered_all_reduce(t, seg, in, out, count, element, reduction);
+  const int me = seg.local_rank(), n = seg.local_size();
+  auto* dst = static_cast<std::byte*>(out);
+  Call call(t, seg);
+  const AllOperands operands(t, call, in, element, reduction);
+  call.expose({address(in), address(out), 0}, 0, n);
+  const util::Slice mine = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
+  operands.reduce(mine.offset, mine.count, dst + mine.offset * element);
+  call.second();
+  call.wait_second(0, n);
+  read_owner_slices(call, dst, count, element, n, me);
+  call.finish(0, n, 0, n);
+}
+
+void reduce_scatter_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                             std::size_t element, const GatheredReduction& reduction) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  Call call(t, seg);
+  const AllOperands operands(t, call, in, element, reduction);
+  call.expose({address(in), 0, 0}, 0, n);
+  operands.reduce(static_cast<std::size_t>(me) * count, count, static_cast<std::byte*>(out));
+  call.finish(0, n, 0, n);  // everyone read its block of my input
+}
+
+void reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                     std::size_t element, int root, const GatheredReduction& reduction) {
+  const int me = seg.local_rank(), n = seg.local_size();
+  auto* dst = static_cast<std::byte*>(out);
+  const util::Slice mine = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
+  std::byte* result = me == root ? dst + mine.offset * element : t.scratch(kOwnSlot, mine.count * element);
+  Call call(t, seg);
+  const AllOperands operands(t, call, in, element, reduction);
+  call.expose({address(in), 0, me == root ? 0 : address(result)}, 0, n);
+  operands.reduce(mine.offset, mine.count, result);
+  call.second();
+  if (me == root) read_owner_scratch(call, dst, count, element);
+  call.finish(0, n, 0, n);
 }
 
 void reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,

@@ -31,10 +31,12 @@
 //      In place (in == out) is safe: a rank writes out[slice s] for s other
 //      than its own only after owner s's staged(B), i.e. after s finished
 //      reading that slice of its input; its own slice only it reads.
-//   all_reduce, gathered (a GatheredReduction, every local rank an owner):
-//      as the owners' all_reduce, but owner s reads slice s of every peer's
-//      input block by block (each peer into its own part of the scratch)
-//      and reduces all of them at once into its out.
+//   by a GatheredReduction (all_reduce, reduce_scatter, reduce): as the
+//      owners' all_reduce and reduce (every local rank an owner) and the
+//      blocks' owners of reduce_scatter, but each block of a
+//      rank's part is read from every peer (each into its own part of the
+//      scratch) and reduced all at once. reduce_scatter's in place is
+//      safe: a rank writes only its own block, which no peer reads.
 //   reduce, gathered (two ranks, or below kReduceOwnersBytes): the root
 //      pulls every peer's input block by block and reduces it into its out;
 //      it publishes consumed(A) right after its last read, so the others
@@ -141,14 +143,25 @@ class GatheredReduction {
   ~GatheredReduction() = default;
 };
 
-// all_reduce of `count` elements of `element` bytes by `reduction`: every
-// local rank owns util::owner_slice of the elements and reduces it from
-// every rank's input at once (its own in place, the peers' read block by
-// block, kPullBytes in all), then reads the other owners' slices, as the
-// owners' all_reduce does (round B). Requires seg.peers_readable() (every
-// local rank takes this path or none). in == out is allowed.
+// The collectives by a GatheredReduction over `count` elements of
+// `element` bytes. Each requires seg.peers_readable() (every local rank
+// takes these paths or none); in place is allowed as the collective
+// allows it.
+//   all_reduce: every local rank owns util::owner_slice of the elements
+//     and reduces it from every rank's input at once (its own in place,
+//     the peers' read block by block, kPullBytes in all), then reads the
+//     other owners' slices, as the owners' all_reduce does (round B).
+//   reduce_scatter: local rank r reduces block r (`count` elements at
+//     r * count of every input) into its out.
+//   reduce: as the owners' reduce: every local rank reduces its
+//     util::owner_slice (the root's into its out, the others' into a
+//     scratch of their own), and the root reads the others' slices.
 void all_reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
                          std::size_t element, const GatheredReduction& reduction);
+void reduce_scatter_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                             std::size_t element, const GatheredReduction& reduction);
+void reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
+                     std::size_t element, int root, const GatheredReduction& reduction);
 
 // After it, every local rank's out holds op over every local rank's in
 // (owner s reduced slice s; owners <= local size). in == out is allowed.
