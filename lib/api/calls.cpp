@@ -20,7 +20,7 @@ std::optional<InvalidArgument> failure_of(Checks&& checks) {
   return std::nullopt;
 }
 
-// Everything the checks of a blocking all_reduce, reduce or broadcast read.
+// Everything the checks of a call read.
 struct Arguments {
   Collective collective;
   int size, rank, root;
@@ -50,11 +50,9 @@ bool same(const Arguments& a, const Arguments& b) {
 // skips the checks (120-140 instructions of a small call,
 // docs/PERFORMANCE.md). Only valid arguments are kept, so an invalid call is
 // always checked and refused.
-thread_local util::Recent<Arguments> last_valid[3];  // all_reduce, reduce, broadcast
+thread_local util::Recent<Arguments> last_valid[5];  // one per Collective
 
-util::Recent<Arguments>& last_valid_of(Collective collective) {
-  return last_valid[collective == Collective::all_reduce ? 0 : collective == Collective::reduce ? 1 : 2];
-}
+util::Recent<Arguments>& last_valid_of(Collective collective) { return last_valid[static_cast<int>(collective)]; }
 
 // Runs `checks` unless `arguments` repeat valid ones of their collective
 // kept above; the InvalidArgument they raise, if any.
@@ -124,7 +122,7 @@ Prepared prepare_reduce_scatter(int size, int rank, Tensor in, Tensor out, Reduc
               &options},
              std::nullopt};
   p.call.blocks = ranks;
-  p.invalid = failure_of([&] {
+  p.invalid = failure_unless_repeated({Collective::reduce_scatter, size, rank, -1, in, out, op, options}, [&] {
     validate_options(options);
     validate_op(op);
     validate_tensor(in, "in");
@@ -141,7 +139,7 @@ Prepared prepare_all_gather(int size, int rank, Tensor in, Tensor out, const Com
               1, &options},
              std::nullopt};
   p.call.blocks = ranks;
-  p.invalid = failure_of([&] {
+  p.invalid = failure_unless_repeated({Collective::all_gather, size, rank, -1, in, out, ReduceOp::sum, options}, [&] {
     validate_options(options);
     validate_tensor(in, "in");
     validate_tensor(out, "out");
