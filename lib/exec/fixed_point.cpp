@@ -303,6 +303,30 @@ STRATA_INLINE bool f32_scales(const void* const* operands, int n, std::size_t at
   return true;
 }
 
+// f32_scales and double_sum_loop in one pass for two operands (a node of
+// two ranks): each element's scale, two words and their sum stay in
+// registers. False, writing nothing, where some contribution is an
+// infinity or NaN. The results go through `staged` (k floats), so that
+// `out` may be an operand and the loop still vectorises.
+STRATA_INLINE bool f32_pair_sum(const float* a, const float* b, std::size_t k, std::size_t divisor, float* staged,
+                                float* out) {
+  const auto magnitude = [](float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; };
+  std::uint32_t largest = 0;
+  for (std::size_t i = 0; i < k; ++i) largest = std::max(largest, std::max(magnitude(a[i]), magnitude(b[i])));
+  if (largest >= 0x7f800000u) return false;
+  const double d = static_cast<double>(divisor);
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto field = static_cast<std::int32_t>(std::max(magnitude(a[i]), magnitude(b[i])) >> 23);
+    const std::int32_t scale = std::min(field == 0 ? -127 : field - 127, 126);  // as f32_scales
+    const double up = power_of_two(kFractionBits - scale);
+    const double sum = round_to_integral(static_cast<double>(a[i]) * up) + round_to_integral(static_cast<double>(b[i]) * up);
+    const double v = sum * power_of_two(scale - kFractionBits);
+    staged[i] = static_cast<float>(divisor > 1 ? v / d : v);
+  }
+  std::memcpy(out, staged, k * sizeof(float));
+  return true;
+}
+
 // Elements per step of the gathered sum: its codes, words and kind counts
 // stay in the L1 cache between the loops over the operands.
 constexpr std::size_t kGatheredStep = kGatheredStepBound;
@@ -318,10 +342,12 @@ STRATA_INLINE void sum_gathered_loop(const void* const* operands, int n, std::si
   alignas(64) std::int8_t codes[kGatheredStep], mine[kGatheredStep];
   alignas(64) std::int64_t fixed[kGatheredStep * kWords], kinds[kGatheredStep];
   alignas(64) std::int32_t scales[kGatheredStep];
+  alignas(64) float staged[kGatheredStep];
   for (std::size_t at = 0; at < count; at += kGatheredStep) {
     const std::size_t k = std::min(kGatheredStep, count - at);
     const auto operand = [&](int r) { return static_cast<const Stored*>(operands[r]) + at; };
     if constexpr (std::is_same_v<Format, F32>) {
+      if (n == 2 && f32_pair_sum(operand(0), operand(1), k, divisor, staged, static_cast<float*>(out) + at)) continue;
       if (n <= kMostDoubleSumOperands && f32_scales(operands, n, at, k, scales)) {
         double_sum_loop<Format>(operands, n, at, k, scales, divisor, static_cast<Stored*>(out) + at);
         continue;
