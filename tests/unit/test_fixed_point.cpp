@@ -137,15 +137,17 @@ TEST_CASE("sum_gathered: every copy gives the collective steps' bits") {
 
 TEST_CASE("sum_gathered: the output may be the first operand") {
   std::mt19937_64 rng(7);
-  for (const DataType dtype : kFloating) {
-    const std::size_t count = 1300;
-    std::vector<std::vector<std::byte>> operands;
-    for (int r = 0; r < 3; ++r) operands.push_back(contribution(rng, count, dtype, false));
-    const std::vector<std::byte> want = composed(operands, count, dtype, 1);
-    std::vector<const void*> pointers;
-    for (const auto& operand : operands) pointers.push_back(operand.data());
-    fp::sum_gathered(pointers.data(), 3, count, dtype, 1, operands[0].data());
-    INFO(name(dtype));
-    CHECK(first_difference(operands[0], want, dtype) < 0);
-  }
+  for (const DataType dtype : kFloating)
+    for (const int n : {2, 3})
+      for (const char* copy : kCopies) {
+        const std::size_t count = 1300;
+        std::vector<std::vector<std::byte>> operands;
+        for (int r = 0; r < n; ++r) operands.push_back(contribution(rng, count, dtype, false));
+        const std::vector<std::byte> want = composed(operands, count, dtype, 1);
+        std::vector<const void*> pointers;
+        for (const auto& operand : operands) pointers.push_back(operand.data());
+        fp::sum_gathered_with(copy, pointers.data(), n, count, dtype, 1, operands[0].data());
+        INFO(name(dtype), " n=", n, " copy=", copy);
+        CHECK(first_difference(operands[0], want, dtype) < 0);
+      }
 }
