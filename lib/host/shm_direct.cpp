@@ -414,6 +414,19 @@ void reduce_scatter_gathered(Transport& t, ShmSegment& seg, const void* in, void
 void reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count,
                      std::size_t element, int root, const GatheredReduction& reduction) {
   const int me = seg.local_rank(), n = seg.local_size();
+  if (count * element < kReduceGatheredOwnersBytes) {  // the root sums everything
+    Call call(t, seg);
+    if (me != root) {
+      call.expose({address(in), 0, 0}, 0, 0);
+      call.finish(0, 0, root, root + 1);  // the root read my input
+      return;
+    }
+    const AllOperands operands(t, call, in, element, reduction);
+    call.expose({}, 0, n);
+    operands.reduce(0, count, static_cast<std::byte*>(out));
+    call.finish(0, n, 0, 0);
+    return;
+  }
   auto* dst = static_cast<std::byte*>(out);
   const util::Slice mine = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(me));
   std::byte* result = me == root ? dst + mine.offset * element : t.scratch(kOwnSlot, mine.count * element);

@@ -461,6 +461,13 @@ TEST_CASE("exact: a further rank contributing zeros, reduce and reduce_scatter g
     std::vector<std::byte> expected(everyone.begin() + static_cast<long>(static_cast<std::size_t>(rank) * block * size_of(dtype)),
                                     everyone.begin() + static_cast<long>(static_cast<std::size_t>(rank + 1) * block * size_of(dtype)));
     check_bits(mine, expected, dtype, label("exact reduce_scatter", dtype, ReduceOp::sum, block));
+    // A reduce large enough that every rank sums a slice for the root (on
+    // one node), to the last rank.
+    const std::size_t large = 45000;
+    std::vector<std::byte> large_in = buffer_of(rank, large, dtype, spread), large_out(large_in.size());
+    all.reduce({large_in.data(), large, dtype}, {large_out.data(), large, dtype}, ReduceOp::sum, n - 1);
+    const std::vector<std::byte> large_all = exact_all_reduce(all, rank, large, dtype, ReduceOp::sum, spread);
+    if (rank == n - 1) check_bits(large_out, large_all, dtype, label("exact reduce to the last rank", dtype, ReduceOp::sum, large));
   }
   if (fewer != MPI_COMM_NULL) MPI_Comm_free(&fewer);
 }
