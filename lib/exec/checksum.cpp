@@ -80,10 +80,17 @@ T as_float(T x) { return x; }
 
 // kQuarter elements from `x` as doubles, lane l holding x[l]. (Vectors
 // go by reference: by value they would take a different ABI per copy.)
+// (Lane by lane rather than __builtin_convertvector, which GCC 12 splits
+// into two half conversions and an insert: one vcvtps2pd does it here.)
+static_assert(kQuarter == 4, "widen names each lane");
+STRATA_INLINE void widen(const Floats& f, Doubles& v) {
+  v = Doubles{static_cast<double>(f[0]), static_cast<double>(f[1]), static_cast<double>(f[2]),
+              static_cast<double>(f[3])};
+}
 STRATA_INLINE void load_lanes(const float* x, Doubles& v) {
   Floats f;
   std::memcpy(&f, x, sizeof f);
-  v = __builtin_convertvector(f, Doubles);
+  widen(f, v);
 }
 STRATA_INLINE void load_lanes(const double* x, Doubles& v) { std::memcpy(&v, x, sizeof v); }
 STRATA_INLINE void load_lanes(const BF16* x, Doubles& v) {
@@ -92,7 +99,7 @@ STRATA_INLINE void load_lanes(const BF16* x, Doubles& v) {
   const FloatBits bits = __builtin_convertvector(h, FloatBits) << 16;  // util::bf16_to_f32, lane by lane
   Floats f;
   std::memcpy(&f, &bits, sizeof f);
-  v = __builtin_convertvector(f, Doubles);
+  widen(f, v);
 }
 STRATA_INLINE void load_lanes(const F16* x, Doubles& v) {  // (no vector conversion without F16C: lane by lane)
   for (int l = 0; l < kQuarter; ++l) v[l] = as_double(x[l]);
