@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "exec/finish.hpp"
@@ -24,6 +25,22 @@ constexpr std::size_t kWideInSlot = 100, kWideOutSlot = 101, kCodesSlot = 102, k
                       kFixedOutSlot = 104, kKindsSlot = 105, kKindsOutSlot = 106;
 
 
+// Elements per step of the gathered f32 fold: its two f32 blocks stay in
+// the L1 cache.
+constexpr std::size_t kFoldStep = 1024;
+
+// A mean's division of the f32 sums, as the finish stage's
+// host::divide_by does it (the same expressions, so the same bits).
+[[gnu::always_inline]] inline void divide_as_finish(float* acc, std::size_t k, std::size_t divisor) {
+  if ((divisor & (divisor - 1)) == 0) {
+    const float reciprocal = 1.0f / static_cast<float>(divisor);
+    for (std::size_t i = 0; i < k; ++i) acc[i] = acc[i] * reciprocal;
+  } else {
+    const float d = static_cast<float>(divisor);
+    for (std::size_t i = 0; i < k; ++i) acc[i] = acc[i] / d;
+  }
+}
+
 // One instruction set's copy of the conversions around the f32
 // accumulation (the compiler vectorises the bf16 loops; f16's, branchy
 // without F16C, stay element by element). Integer work only: every copy
@@ -42,6 +59,20 @@ constexpr std::size_t kWideInSlot = 100, kWideOutSlot = 101, kCodesSlot = 102, k
       for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_f16(in[i]);                 \
     else                                                                                           \
       for (std::size_t i = 0; i < count; ++i) halves[i] = util::f32_to_bf16(in[i]);                \
+  }                                                                                                \
+  target void fold_##isa(const void* const* operands, int n, std::size_t count, DataType dtype,     \
+                         std::size_t divisor, void* out) {                                         \
+    alignas(64) float acc[kFoldStep], wide[kFoldStep];                                             \
+    for (std::size_t at = 0; at < count; at += kFoldStep) {                                        \
+      const std::size_t k = std::min(kFoldStep, count - at);                                       \
+      widen_##isa(static_cast<const std::uint16_t*>(operands[0]) + at, k, dtype, acc);             \
+      for (int r = 1; r < n; ++r) {                                                                \
+        widen_##isa(static_cast<const std::uint16_t*>(operands[r]) + at, k, dtype, wide);          \
+        for (std::size_t i = 0; i < k; ++i) acc[i] += wide[i];                                     \
+      }                                                                                            \
+      if (divisor > 1) divide_as_finish(acc, k, divisor);                                          \
+      narrow_##isa(acc, k, dtype, static_cast<std::uint16_t*>(out) + at);                          \
+    }                                                                                              \
   }
 
 STRATA_WIDEN_KERNELS(baseline, )
@@ -53,6 +84,10 @@ STRATA_WIDEN_KERNELS(avx512, __attribute__((target("avx2,avx512f,avx512bw,avx512
 struct Conversions {
   void (*widen)(const void*, std::size_t, DataType, float*);
   void (*narrow)(const float*, std::size_t, DataType, void*);
+  // out[i] = narrow(widen(operands[0][i]) + ... + widen(operands[n-1][i]),
+  // in rank order, divided by `divisor` when above 1): the widened plan's
+  // canonical fold and finish on one rank that holds every contribution.
+  void (*fold)(const void* const*, int, std::size_t, DataType, std::size_t, void*);
 };
 
 // The copy for the instruction set the reduction kernels run.
@@ -60,10 +95,10 @@ const Conversions& conversions() {
   static const Conversions chosen = [] {
     [[maybe_unused]] const host::simd::Copy copy = host::simd::chosen_copy();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (copy == host::simd::Copy::avx512) return Conversions{&widen_avx512, &narrow_avx512};
-    if (copy == host::simd::Copy::avx2) return Conversions{&widen_avx2, &narrow_avx2};
+    if (copy == host::simd::Copy::avx512) return Conversions{&widen_avx512, &narrow_avx512, &fold_avx512};
+    if (copy == host::simd::Copy::avx2) return Conversions{&widen_avx2, &narrow_avx2, &fold_avx2};
 #endif
-    return Conversions{&widen_baseline, &narrow_baseline};
+    return Conversions{&widen_baseline, &narrow_baseline, &fold_baseline};
   }();
   return chosen;
 }
@@ -74,6 +109,19 @@ class ExactSum final : public host::shm::direct::GatheredReduction {
   ExactSum(DataType dtype, std::size_t divisor) : dtype_(dtype), divisor_(divisor) {}
   void reduce(const std::byte* const* operands, int n, std::size_t count, std::byte* out) const override {
     fixed_point::sum_gathered(reinterpret_cast<const void* const*>(operands), n, count, dtype_, divisor_, out);
+  }
+
+ private:
+  DataType dtype_;
+  std::size_t divisor_;
+};
+
+// The widened sum as a reduction over every rank's contribution at once.
+class WidenedSum final : public host::shm::direct::GatheredReduction {
+ public:
+  WidenedSum(DataType dtype, std::size_t divisor) : dtype_(dtype), divisor_(divisor) {}
+  void reduce(const std::byte* const* operands, int n, std::size_t count, std::byte* out) const override {
+    conversions().fold(reinterpret_cast<const void* const*>(operands), n, count, dtype_, divisor_, out);
   }
 
  private:
@@ -92,13 +140,14 @@ bool runs_gathered(const plan::Choice& choice, const HostContext& context) {
          context.segment->peers_readable();
 }
 
-// run_exact's work where runs_gathered (collective: a reducing one).
-void run_exact_gathered(Collective collective, const plan::Job& job, std::size_t divisor, const HostContext& context,
-                        const util::Deadline& deadline, const plan::CallInfo& info, const plan::Fingerprint* check) {
+// A transform's work where runs_gathered (collective: a reducing one),
+// by `sum`.
+void run_gathered(Collective collective, const plan::Job& job, const host::shm::direct::GatheredReduction& sum,
+                  const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
+                  const plan::Fingerprint* check) {
   host::Transport transport(context.comm, context.rank, context.size, deadline, info, *context.workspace,
                             context.landing);
   transport.set_check(check);
-  const ExactSum sum(job.dtype, divisor);
   host::ShmSegment& segment = *context.segment;
   switch (collective) {
     case Collective::all_reduce:
@@ -131,6 +180,9 @@ std::size_t input_count(Collective collective, const plan::Job& job, int size) {
 void run_widened(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
                  const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
                  const plan::Fingerprint* check) {
+  if (runs_gathered(choice, context))
+    return run_gathered(collective, job, WidenedSum(job.dtype, job.op == ReduceOp::mean ? contributors : 1), context,
+                        deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context.size);
   float* wide_in = scratch<float>(context, kWideInSlot, in_count);
@@ -154,7 +206,8 @@ void run_exact(Collective collective, const plan::Choice& choice, const plan::Jo
                                   util::where(), info.collective, info.sequence, fixed_point::kMaxContributors,
                                   contributors));
   const std::size_t divisor = job.op == ReduceOp::mean ? contributors : 1;
-  if (runs_gathered(choice, context)) return run_exact_gathered(collective, job, divisor, context, deadline, info, check);
+  if (runs_gathered(choice, context))
+    return run_gathered(collective, job, ExactSum(job.dtype, divisor), context, deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context.size);
   const std::size_t words = fixed_point::words(job.dtype);
