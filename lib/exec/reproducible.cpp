@@ -129,15 +129,24 @@ class WidenedSum final : public host::shm::direct::GatheredReduction {
   std::size_t divisor_;
 };
 
-// Whether the exact sum runs gathered on the node: its plan runs flat
-// over shared memory (a one-node communicator) and every rank can read
-// every other's memory. Each rank then sums its part of every
-// contribution itself (fixed_point::sum_gathered), and only the
-// contributions and the results cross between ranks, not 8-byte words
-// and scale codes: the same bits as the collective steps, less traffic.
+// Whether a transform runs gathered on the node: its plan runs flat over
+// shared memory (a one-node communicator) and every rank can read every
+// other's memory. Each rank then sums its part of every contribution
+// itself (exact: fixed_point::sum_gathered; widened: the f32 fold), and
+// only the contributions and the results cross between ranks: the same
+// bits as the transform around the plan, less traffic.
 bool runs_gathered(const plan::Choice& choice, const HostContext& context) {
   return choice.shared_memory && choice.shape == plan::Shape::flat && context.segment &&
          context.segment->peers_readable();
+}
+
+// Mode order's canonical plan (plan::canonical_choice) runs over messages,
+// since the shared-memory rounds fold an owner's own slice first; the
+// widened fold folds in rank order, as that plan does, so a one-node
+// communicator whose ranks read each other's memory runs it gathered too.
+bool runs_gathered_in_order(const HostContext& context) {
+  return context.numerics.reproducible == plan::Reproducible::order && context.segment &&
+         context.segment->local_size() == context.size && context.segment->peers_readable();
 }
 
 // A transform's work where runs_gathered (collective: a reducing one),
@@ -180,7 +189,7 @@ std::size_t input_count(Collective collective, const plan::Job& job, int size) {
 void run_widened(Collective collective, const plan::Choice& choice, const plan::Job& job, std::size_t contributors,
                  const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
                  const plan::Fingerprint* check) {
-  if (runs_gathered(choice, context))
+  if (runs_gathered(choice, context) || runs_gathered_in_order(context))
     return run_gathered(collective, job, WidenedSum(job.dtype, job.op == ReduceOp::mean ? contributors : 1), context,
                         deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
