@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <memory>
+
 #include "api/validate.hpp"
 #include "plan/packing.hpp"
 #include "util/recent.hpp"
@@ -50,9 +53,18 @@ bool same(const Arguments& a, const Arguments& b) {
 // skips the checks (120-140 instructions of a small call,
 // docs/PERFORMANCE.md). Only valid arguments are kept, so an invalid call is
 // always checked and refused.
-thread_local util::Recent<Arguments> last_valid[5];  // one per Collective
+// One per Collective, per thread, on the heap: a library that dlopen loads
+// (the Python module loads libstrata) gets its thread-local storage from
+// glibc's small static surplus, since libstrata has initial-exec
+// variables, and five of these in place did not fit ("cannot allocate
+// memory in static TLS block").
+using LastValid = std::array<util::Recent<Arguments>, 5>;
+[[gnu::tls_model("initial-exec")]] thread_local std::unique_ptr<LastValid> last_valid;
 
-util::Recent<Arguments>& last_valid_of(Collective collective) { return last_valid[static_cast<int>(collective)]; }
+util::Recent<Arguments>& last_valid_of(Collective collective) {
+  if (!last_valid) last_valid = std::make_unique<LastValid>();
+  return (*last_valid)[static_cast<std::size_t>(collective)];
+}
 
 // Runs `checks` unless `arguments` repeat valid ones of their collective
 // kept above; the InvalidArgument they raise, if any.
