@@ -300,7 +300,8 @@ def assemble(build, out):
     for src, rel in ((os.path.join(HERE, "env.sh"), "env.sh"), (os.path.join(HERE, "run.sh"), "run.sh"),
                      (os.path.join(SOURCE_ROOT, "scripts", "gpu-check.sh"), "gpu-check.sh"),
                      (os.path.join(HERE, "check.py"), "scripts/check.py"),
-                     (os.path.join(HERE, "per_rank_host.sh"), "scripts/per_rank_host.sh")):
+                     (os.path.join(HERE, "per_rank_host.sh"), "scripts/per_rank_host.sh"),
+                     (os.path.join(HERE, "report_binding.sh"), "scripts/report_binding.sh")):
         bundle.copy(src, rel)
     # The NCCL strata's GPU plugin was linked against here.
     nccl_here = ldd(bundle.sources["lib/libstrata_gpu.so.0"]).get("libnccl.so.2")

@@ -7,8 +7,9 @@ after assemble.py.
     bundle_session.py --targets BUILD   print the ninja targets the session needs beyond the bundle's own
     bundle_session.py BUILD OUTDIR      add the session to the bundle in OUTDIR
 
-What the session runs: bin/strata-bench, bin/mpirun, scripts/per_rank_host.sh
-and gpu-check.sh (all assemble.py's), and tests/test_gpu_async for its
+What the session runs: bin/strata-bench, bin/strata-launch (over the
+bundle's Open MPI), scripts/per_rank_host.sh, scripts/report_binding.sh and
+gpu-check.sh (all assemble.py's), and tests/test_gpu_async for its
 abort step. assemble.py takes the GPU test executables from the build's
 registered tests; where the build makes test_gpu_async without registering
 it with a GPU suite, it is copied here the same way (RUNPATH into the

@@ -59,9 +59,9 @@ def nccl_transport(output):
 
 
 def bindings(output):
-    """mpirun --report-bindings' lines: each rank's mask, and whether every
-    rank had a core of its own."""
-    masks = dict(re.findall(r"MCW rank (\d+) bound to (.*?)(?::\s*\[|$)", output, re.M))
+    """report_binding.sh's lines: each rank's CPUs, and whether every rank
+    had CPUs of its own."""
+    masks = dict(re.findall(r"^strata-binding: rank (\d+) cpus (\S+)", output, re.M))
     return {"ranks": len(masks), "distinct": len(set(masks.values())) == len(masks) if masks else None,
             "by_rank": {int(r): m.strip() for r, m in sorted(masks.items(), key=lambda kv: int(kv[0]))}}
 

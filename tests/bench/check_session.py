@@ -91,7 +91,7 @@ def check_without_gpu(out, cores):
             elif not os.path.exists(os.path.join(out, f["json"])):
                 problems.append(f"{r['name']}: its JSON {f['json']} is not under --out")
             elif f.get("bindings", {}).get("ranks") != ranks:
-                problems.append(f"{r['name']}: mpirun's bindings not recorded: {f.get('bindings')}")
+                problems.append(f"{r['name']}: the ranks' bindings not recorded: {f.get('bindings')}")
         elif r["status"] != "pass" or not f.get("counts") or f["counts"].get("fail"):
             problems.append(f"{r['name']}: {r['status']} ({r['reason']}) {f}")
     if [t["value"] for t in s["targets"]] != [None] * 10 or any(t["met"] is not None for t in s["targets"]):
@@ -125,7 +125,8 @@ def check_listing(listing):
         problems.append(f"c-abort-stopped-rank: {lines.get('c-abort-stopped-rank')}")
     if "--stream-ordered --overlap" not in lines.get("d-overlap-np2", ""):
         problems.append(f"d-overlap-np2: {lines.get('d-overlap-np2')}")
-    if not re.search(r"-np 16 \S+strata-bench -m host --baseline mpi -b 8 -e 64M", lines.get("e-host-np16", "")):
+    if not re.search(r"--bind core -n 16 \S+report_binding\.sh \S+strata-bench -m host --baseline mpi -b 8 -e 64M",
+                     lines.get("e-host-np16", "")):
         problems.append(f"e-host-np16: {lines.get('e-host-np16')}")
     return problems
 
@@ -186,7 +187,7 @@ def main():
         bundle = os.path.join(tmp, "gpu-bundle")
         subprocess.run([os.path.join(ROOT, "scripts", "gpu-bundle.sh"), "--from-build", args.from_build, bundle],
                        check=True)
-        missing = [f for f in ("session.sh", "scripts/session.py", "scripts/session_report.py", "scripts/check.py", "scripts/per_rank_host.sh",
+        missing = [f for f in ("session.sh", "scripts/session.py", "scripts/session_report.py", "scripts/check.py", "scripts/per_rank_host.sh", "scripts/report_binding.sh",
                                "gpu-check.sh", "bin/strata-bench", "bin/mpirun")
                    if not os.path.exists(os.path.join(bundle, f))]
         manifest = json.load(open(os.path.join(bundle, "manifest.json")))
