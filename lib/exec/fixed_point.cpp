@@ -60,9 +60,11 @@ const ScaleTable& f64_table() {
 STRATA_INLINE double apply(double x, const Factors& f) { return (x * f.first) * f.second; }
 
 // round-half-even(y) for |y| < 2^51, without a libm call.
+// (Adding 1.5 * 2^52 puts the integer part of |y| < 2^51 in the low mantissa
+// bits, rounded half to even.)
+constexpr double kRoundingMagic = 0x1.8p52;
 STRATA_INLINE std::int64_t round_to_int(double y) {
-  constexpr double kMagic = 0x1.8p52;
-  return std::bit_cast<std::int64_t>(y + kMagic) - std::bit_cast<std::int64_t>(kMagic);
+  return std::bit_cast<std::int64_t>(y + kRoundingMagic) - std::bit_cast<std::int64_t>(kRoundingMagic);
 }
 
 // v rounded to float by truncation with the last bit set when inexact
@@ -244,12 +246,30 @@ STRATA_INLINE void decode_loop(const std::int64_t* fixed, const std::int64_t* ki
 // to_double of their int64 sum. That lets the gathered sum skip the int64
 // words (and AVX2's slow conversions).
 constexpr int kMostDoubleSumOperands = 1 << 11;
-constexpr std::size_t kGatheredStepBound = 512;
+
+// Elements per step of the gathered sum: its codes, words and kind counts
+// stay in the L1 cache between the loops over the operands.
+constexpr std::size_t kGatheredStep = 512;
 
 // round_to_int(y) as a double: the same integer.
-STRATA_INLINE double round_to_integral(double y) {
-  constexpr double kMagic = 0x1.8p52;
-  return (y + kMagic) - kMagic;
+STRATA_INLINE double round_to_integral(double y) { return (y + kRoundingMagic) - kRoundingMagic; }
+
+// A narrow value's word at scale `scale`, as a double (encode_loop's, exactly).
+STRATA_INLINE double word_of(double x, std::int32_t scale) {
+  return round_to_integral(x * power_of_two(kFractionBits - scale));
+}
+
+// The words' sum at scale `scale` as the element's value, divided by `d`
+// (`divisor` as a double) for a mean: decode_loop's, before its store.
+STRATA_INLINE double value_of(double sum, std::int32_t scale, std::size_t divisor, double d) {
+  const double v = sum * power_of_two(scale - kFractionBits);
+  return divisor > 1 ? v / d : v;
+}
+
+// f32's scale from its largest contribution's magnitude bits (as narrow_code<F32>).
+STRATA_INLINE std::int32_t f32_scale(std::uint32_t magnitude) {
+  const auto field = static_cast<std::int32_t>(magnitude >> 23);
+  return std::min(field == 0 ? -127 : field - 127, 126);
 }
 
 // The narrow formats' gathered sum of k elements from `at`, each
@@ -260,22 +280,17 @@ template <typename Format>
 STRATA_INLINE void double_sum_loop(const void* const* operands, int n, std::size_t at, std::size_t k,
                                    const std::int32_t* scales, std::size_t divisor, typename Format::Stored* out) {
   using Stored = typename Format::Stored;
-  alignas(64) double sum[kGatheredStepBound];
+  alignas(64) double sum[kGatheredStep];
   const auto operand = [&](int r) { return static_cast<const Stored*>(operands[r]) + at; };
   const Stored* first = operand(0);
-  for (std::size_t i = 0; i < k; ++i)
-    sum[i] = round_to_integral(Format::load(first[i]) * power_of_two(kFractionBits - scales[i]));
+  for (std::size_t i = 0; i < k; ++i) sum[i] = word_of(Format::load(first[i]), scales[i]);
   for (int r = 1; r < n; ++r) {
     const Stored* x = operand(r);
-    for (std::size_t i = 0; i < k; ++i)
-      sum[i] += round_to_integral(Format::load(x[i]) * power_of_two(kFractionBits - scales[i]));
+    for (std::size_t i = 0; i < k; ++i) sum[i] += word_of(Format::load(x[i]), scales[i]);
   }
   const double d = static_cast<double>(divisor);
-  for (std::size_t i = 0; i < k; ++i) {
-    // (A zero code's contributions are all zeros: their sum is +0 at any scale.)
-    const double v = sum[i] * power_of_two(scales[i] - kFractionBits);
-    out[i] = Format::store(divisor > 1 ? v / d : v);
-  }
+  // (A zero code's contributions are all zeros: their sum is +0 at any scale.)
+  for (std::size_t i = 0; i < k; ++i) out[i] = Format::store(value_of(sum[i], scales[i], divisor, d));
 }
 
 // f32's agreed scales of k elements from `at`, from the bits of each
@@ -285,7 +300,7 @@ STRATA_INLINE void double_sum_loop(const void* const* operands, int n, std::size
 // some contribution is an infinity or NaN (the scales are then unset).
 STRATA_INLINE bool f32_scales(const void* const* operands, int n, std::size_t at, std::size_t k,
                               std::int32_t* scales) {
-  alignas(64) std::uint32_t top[kGatheredStepBound];
+  alignas(64) std::uint32_t top[kGatheredStep];
   const auto operand = [&](int r) { return static_cast<const float*>(operands[r]) + at; };
   const float* first = operand(0);
   for (std::size_t i = 0; i < k; ++i) top[i] = std::bit_cast<std::uint32_t>(first[i]) & 0x7fffffffu;
@@ -296,10 +311,7 @@ STRATA_INLINE bool f32_scales(const void* const* operands, int n, std::size_t at
   std::uint32_t largest = 0;
   for (std::size_t i = 0; i < k; ++i) largest = std::max(largest, top[i]);
   if (largest >= 0x7f800000u) return false;
-  for (std::size_t i = 0; i < k; ++i) {
-    const auto field = static_cast<std::int32_t>(top[i] >> 23);
-    scales[i] = std::min(field == 0 ? -127 : field - 127, 126);  // as narrow_code<F32>
-  }
+  for (std::size_t i = 0; i < k; ++i) scales[i] = f32_scale(top[i]);
   return true;
 }
 
@@ -316,20 +328,13 @@ STRATA_INLINE bool f32_pair_sum(const float* a, const float* b, std::size_t k, s
   if (largest >= 0x7f800000u) return false;
   const double d = static_cast<double>(divisor);
   for (std::size_t i = 0; i < k; ++i) {
-    const auto field = static_cast<std::int32_t>(std::max(magnitude(a[i]), magnitude(b[i])) >> 23);
-    const std::int32_t scale = std::min(field == 0 ? -127 : field - 127, 126);  // as f32_scales
-    const double up = power_of_two(kFractionBits - scale);
-    const double sum = round_to_integral(static_cast<double>(a[i]) * up) + round_to_integral(static_cast<double>(b[i]) * up);
-    const double v = sum * power_of_two(scale - kFractionBits);
-    staged[i] = static_cast<float>(divisor > 1 ? v / d : v);
+    const std::int32_t scale = f32_scale(std::max(magnitude(a[i]), magnitude(b[i])));
+    const double sum = word_of(a[i], scale) + word_of(b[i], scale);
+    staged[i] = static_cast<float>(value_of(sum, scale, divisor, d));
   }
   std::memcpy(out, staged, k * sizeof(float));
   return true;
 }
-
-// Elements per step of the gathered sum: its codes, words and kind counts
-// stay in the L1 cache between the loops over the operands.
-constexpr std::size_t kGatheredStep = kGatheredStepBound;
 
 // out[i] = the exact sum of operands[0..n)[i]: the three steps of the
 // collective form (measure, agree, encode and sum, decode) on one rank

@@ -7,6 +7,7 @@
 
 #include "exec/finish.hpp"
 #include "exec/fixed_point.hpp"
+#include "host/reduce_kernel.hpp"
 #include "host/reduce_simd.hpp"
 #include "host/shm_direct.hpp"
 #include "host/shm_segment.hpp"
@@ -28,18 +29,6 @@ constexpr std::size_t kWideInSlot = 100, kWideOutSlot = 101, kCodesSlot = 102, k
 // Elements per step of the gathered f32 fold: its two f32 blocks stay in
 // the L1 cache.
 constexpr std::size_t kFoldStep = 1024;
-
-// A mean's division of the f32 sums, as the finish stage's
-// host::divide_by does it (the same expressions, so the same bits).
-[[gnu::always_inline]] inline void divide_as_finish(float* acc, std::size_t k, std::size_t divisor) {
-  if ((divisor & (divisor - 1)) == 0) {
-    const float reciprocal = 1.0f / static_cast<float>(divisor);
-    for (std::size_t i = 0; i < k; ++i) acc[i] = acc[i] * reciprocal;
-  } else {
-    const float d = static_cast<float>(divisor);
-    for (std::size_t i = 0; i < k; ++i) acc[i] = acc[i] / d;
-  }
-}
 
 // One instruction set's copy of the conversions around the f32
 // accumulation (the compiler vectorises the bf16 loops; f16's, branchy
@@ -70,7 +59,7 @@ constexpr std::size_t kFoldStep = 1024;
         widen_##isa(static_cast<const std::uint16_t*>(operands[r]) + at, k, dtype, wide);          \
         for (std::size_t i = 0; i < k; ++i) acc[i] += wide[i];                                     \
       }                                                                                            \
-      if (divisor > 1) divide_as_finish(acc, k, divisor);                                          \
+      if (divisor > 1) host::divide_by(acc, k, DataType::f32, divisor); /* (the finish stage's) */ \
       narrow_##isa(acc, k, dtype, static_cast<std::uint16_t*>(out) + at);                          \
     }                                                                                              \
   }
@@ -103,28 +92,20 @@ const Conversions& conversions() {
   return chosen;
 }
 
-// The exact sum as a reduction over every rank's contribution at once.
-class ExactSum final : public host::shm::direct::GatheredReduction {
+// A transform's sum over every rank's contribution at once, as a
+// reduction the node's gathered collectives run: `sum` is
+// fixed_point::sum_gathered (exact) or Conversions::fold (widened).
+using SumAtOnce = void (*)(const void* const* operands, int n, std::size_t count, DataType dtype,
+                           std::size_t divisor, void* out);
+class GatheredSum final : public host::shm::direct::GatheredReduction {
  public:
-  ExactSum(DataType dtype, std::size_t divisor) : dtype_(dtype), divisor_(divisor) {}
+  GatheredSum(SumAtOnce sum, DataType dtype, std::size_t divisor) : sum_(sum), dtype_(dtype), divisor_(divisor) {}
   void reduce(const std::byte* const* operands, int n, std::size_t count, std::byte* out) const override {
-    fixed_point::sum_gathered(reinterpret_cast<const void* const*>(operands), n, count, dtype_, divisor_, out);
+    sum_(reinterpret_cast<const void* const*>(operands), n, count, dtype_, divisor_, out);
   }
 
  private:
-  DataType dtype_;
-  std::size_t divisor_;
-};
-
-// The widened sum as a reduction over every rank's contribution at once.
-class WidenedSum final : public host::shm::direct::GatheredReduction {
- public:
-  WidenedSum(DataType dtype, std::size_t divisor) : dtype_(dtype), divisor_(divisor) {}
-  void reduce(const std::byte* const* operands, int n, std::size_t count, std::byte* out) const override {
-    conversions().fold(reinterpret_cast<const void* const*>(operands), n, count, dtype_, divisor_, out);
-  }
-
- private:
+  SumAtOnce sum_;
   DataType dtype_;
   std::size_t divisor_;
 };
@@ -190,8 +171,9 @@ void run_widened(Collective collective, const plan::Choice& choice, const plan::
                  const HostContext& context, const util::Deadline& deadline, const plan::CallInfo& info,
                  const plan::Fingerprint* check) {
   if (runs_gathered(choice, context) || runs_gathered_in_order(context))
-    return run_gathered(collective, job, WidenedSum(job.dtype, job.op == ReduceOp::mean ? contributors : 1), context,
-                        deadline, info, check);
+    return run_gathered(collective, job,
+                        GatheredSum(conversions().fold, job.dtype, job.op == ReduceOp::mean ? contributors : 1),
+                        context, deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context.size);
   float* wide_in = scratch<float>(context, kWideInSlot, in_count);
@@ -216,7 +198,8 @@ void run_exact(Collective collective, const plan::Choice& choice, const plan::Jo
                                   contributors));
   const std::size_t divisor = job.op == ReduceOp::mean ? contributors : 1;
   if (runs_gathered(choice, context))
-    return run_gathered(collective, job, ExactSum(job.dtype, divisor), context, deadline, info, check);
+    return run_gathered(collective, job, GatheredSum(&fixed_point::sum_gathered, job.dtype, divisor), context,
+                        deadline, info, check);
   const bool holds = plan::holds_reduction(collective, context.rank, job.root);
   const std::size_t in_count = input_count(collective, job, context.size);
   const std::size_t words = fixed_point::words(job.dtype);

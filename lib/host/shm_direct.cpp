@@ -241,17 +241,24 @@ void replicated_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* 
   call.finish(0, n, 0, n);
 }
 
+// Where an owner's final slice is: in its out at the slice's offset (an
+// all_reduce), or at the start of its scratch (a reduce's non-root owner).
+enum class SliceAt { out, scratch };
+
 // After every owner's staged(B): every other owner's final slice straight
 // into my out, starting after me so that the owners are not all read in
 // the same order.
-void read_owner_slices(const Call& call, std::byte* dst, std::size_t count, std::size_t element, int owners, int me) {
+void read_owner_slices(const Call& call, std::byte* dst, std::size_t count, std::size_t element, int owners,
+                       SliceAt at) {
+  const int me = call.rank();
   for (int k = 0; k < owners; ++k) {
     const int s = (me + 1 + k) % owners;
     if (s == me) continue;
     const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(owners), static_cast<std::size_t>(s));
     if (slice.count == 0) continue;
-    cma::read(call.pid(s), util::element_at(pointer(call.of(s).out), slice.offset, element),
-              dst + slice.offset * element, slice.count * element, s);
+    const void* from = at == SliceAt::out ? util::element_at(pointer(call.of(s).out), slice.offset, element)
+                                          : pointer(call.of(s).scratch);
+    cma::read(call.pid(s), from, dst + slice.offset * element, slice.count * element, s);
   }
 }
 
@@ -272,7 +279,7 @@ void owners_all_reduce(Transport& t, ShmSegment& seg, const void* in, void* out,
   }
   call.second();
   call.wait_second(0, owners);
-  read_owner_slices(call, dst, count, element, owners, me);
+  read_owner_slices(call, dst, count, element, owners, SliceAt::out);
   call.finish(0, n, 0, n);
 }
 
@@ -339,20 +346,6 @@ void gathered_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, s
   call.finish(0, n, 0, 0);  // releases here only when nothing was read (count 0, or a node of one)
 }
 
-// The root of a reduce by owners, after its own slice: every other
-// owner's slice, from that owner's scratch once it is final (staged(B)),
-// into the root's out.
-void read_owner_scratch(Call& call, std::byte* dst, std::size_t count, std::size_t element) {
-  const int me = call.rank(), n = call.ranks();
-  call.wait_second(0, n);
-  for (int k = 1; k < n; ++k) {
-    const int s = (me + k) % n;
-    const util::Slice slice = util::owner_slice(count, static_cast<std::size_t>(n), static_cast<std::size_t>(s));
-    if (slice.count == 0) continue;
-    cma::read(call.pid(s), pointer(call.of(s).scratch), dst + slice.offset * element, slice.count * element, s);
-  }
-}
-
 // reduce, owners: every rank reduces its slice (the root's straight into its
 // out, the others' into scratch of their own), the root reads the others'.
 void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std::size_t count, DataType dtype,
@@ -368,7 +361,10 @@ void owners_reduce(Transport& t, ShmSegment& seg, const void* in, void* out, std
   call.expose({address(in), 0, me == root ? 0 : address(result)}, 0, n);
   reduce_range(o, me, mine, result);
   call.second();
-  if (me == root) read_owner_scratch(call, dst, count, element);
+  if (me == root) {
+    call.wait_second(0, n);
+    read_owner_slices(call, dst, count, element, n, SliceAt::scratch);
+  }
   call.finish(0, n, 0, n);
 }
 
@@ -397,7 +393,7 @@ void all_reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* ou
   operands.reduce(mine.offset, mine.count, dst + mine.offset * element);
   call.second();
   call.wait_second(0, n);
-  read_owner_slices(call, dst, count, element, n, me);
+  read_owner_slices(call, dst, count, element, n, SliceAt::out);
   call.finish(0, n, 0, n);
 }
 
@@ -435,7 +431,10 @@ void reduce_gathered(Transport& t, ShmSegment& seg, const void* in, void* out, s
   call.expose({address(in), 0, me == root ? 0 : address(result)}, 0, n);
   operands.reduce(mine.offset, mine.count, result);
   call.second();
-  if (me == root) read_owner_scratch(call, dst, count, element);
+  if (me == root) {
+    call.wait_second(0, n);
+    read_owner_slices(call, dst, count, element, n, SliceAt::scratch);
+  }
   call.finish(0, n, 0, n);
 }
 
